@@ -1,0 +1,125 @@
+"""pytest glue for Lab 20 (given): readable failures, a time limit, a progress table.
+
+* A test that reaches an unimplemented TODO fails with one line naming the task.
+* A failed check prints its own message (quantity, inputs, expected vs got, likely cause).
+* A test that runs longer than TIME_LIMIT seconds fails (an endless loop never hangs grading).
+* Every run ends with a table of passed tests per task.
+* `--gradescope results.json` also writes the results in Gradescope's format,
+  with the points per task from lab.TASKS.
+"""
+import json
+import re
+import signal
+
+import pytest
+
+import lab
+from scheduler_core import SchedulerError
+
+TIME_LIMIT = 10  # seconds per test; every test here takes well under one
+SHORT = (NotImplementedError, AssertionError, SchedulerError, TimeoutError)
+
+
+def task_of(name):
+    """"test_task2b_fifo" -> "2b", "test_task3_claims" -> "3", "test_toy_sums" -> None."""
+    match = re.match(r"test_task(\d[a-z]?)_", name)
+    return match and match[1]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--gradescope", metavar="PATH",
+                     help="also write the results in Gradescope's results.json format to PATH")
+
+
+def pytest_configure(config):
+    try:
+        lab.use_reference()
+    except ValueError as error:
+        raise pytest.UsageError(str(error))
+    config.lab_results = {}  # test name -> (task, passed, message)
+
+
+def pytest_report_header(config):
+    return f"Lab 20: testing {lab.code_under_test()}"
+
+
+def _on_time_limit(signum, frame):
+    raise TimeoutError(f"this test ran for more than {TIME_LIMIT} s; "
+                       "is there a loop in your code that never ends?")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    if not hasattr(signal, "SIGALRM"):  # Windows has no alarm signal: no limit there
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_time_limit)
+    signal.alarm(TIME_LIMIT)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if call.when == "setup" and report.passed:
+        return
+    if call.when == "call" or report.failed:
+        message = ""
+        if report.failed and call.excinfo.errisinstance(SHORT):
+            kind = call.excinfo.type.__name__
+            message = str(call.excinfo.value)
+            if kind not in ("AssertionError", "NotImplementedError"):
+                message = f"{kind}: {message}"
+            report.longrepr = message
+        elif report.failed:
+            message = call.excinfo.exconly()
+        item.config.lab_results[item.name] = (task_of(item.name), report.passed, message)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    rows = {}
+    for task, passed, _ in config.lab_results.values():
+        if task:
+            done, total = rows.get(task, (0, 0))
+            rows[task] = (done + passed, total + 1)
+    if not rows:
+        return
+    write = terminalreporter.write_line
+    write("")
+    write(f"Lab 20 progress, testing {lab.code_under_test()}:")
+    write(f"  {'task':<5} {'what':<42} {'file':<13} passed")
+    for task in (t for t in lab.TASKS if t in rows):
+        name, what, _ = lab.TASKS[task]
+        done, total = rows[task]
+        mark = "  done" if done == total else ""
+        write(f"  {task:<5} {what:<42} {name:<13} {done}/{total}{mark}")
+    if config.getoption("gradescope"):
+        write(f"Gradescope results written to {config.getoption('gradescope')}")
+
+
+def pytest_sessionfinish(session):
+    path = session.config.getoption("gradescope")
+    if path:
+        with open(path, "w") as out:
+            json.dump(gradescope_results(session.config.lab_results), out, indent=1)
+
+
+def gradescope_results(results):
+    """Gradescope's results.json: a test's max_score is its task's points / its tests."""
+    counts = {}
+    for task, _, _ in results.values():
+        counts[task] = counts.get(task, 0) + 1
+    tests = []
+    for name, (task, passed, message) in results.items():
+        if task is None:
+            continue
+        file, what, points = lab.TASKS[task]
+        max_score = points / counts[task]
+        tests.append(dict(name=f"Task {task} {what} ({file}): {name}",
+                          score=round(max_score if passed else 0.0, 4),
+                          max_score=round(max_score, 4), output=message))
+    return dict(score=round(sum(t["score"] for t in tests), 4), tests=tests)

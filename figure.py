@@ -1,0 +1,102 @@
+"""Draw rl_systems.png from the numbers run.py computed (given).
+
+Top row: the memory bill and the scheduling experiment. Bottom row: the
+mismatch experiment. A part whose task is not implemented yet is drawn as a
+labelled placeholder panel.
+"""
+import matplotlib
+
+matplotlib.use("Agg")  # draw to a file; no screen needed
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = {"none": "black", "token": "tab:blue", "token_tis": "tab:green", "seq": "tab:red",
+          "seq_tis": "tab:orange"}
+LABELS = {"none": "none (ignore mismatch)", "token": "token IS", "token_tis": "token TIS",
+          "seq": "sequence IS", "seq_tis": "sequence TIS"}
+
+
+def draw(results, path):
+    """Save the 2 x 4 figure for `results` (the dict run.py writes as JSON) to `path`."""
+    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True,
+                         "grid.alpha": 0.3})
+    fig, axes = plt.subplots(2, 4, figsize=(18, 8.5))
+    top, bottom = axes
+    parts = [(results["memory"], "Task 1", [top[0]], memory_panel),
+             (results["scheduling"], "Task 2", top[1:], scheduling_panels),
+             (results["mismatch"], "Task 3", bottom, mismatch_panels)]
+    for data, task, panels, draw_part in parts:
+        if data is None:
+            for ax in panels:
+                placeholder(ax, f"{task} not implemented yet")
+        else:
+            draw_part(data, *panels)
+    fig.suptitle(f"RL systems on a laptop. Code under test: {results['code']}", fontsize=13)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def placeholder(ax, text):
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=13, color="gray",
+            transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title("(placeholder)")
+
+
+def memory_panel(memory, ax):
+    bars = {"PPO": memory["ppo_7b_gb"], "GRPO": memory["grpo_7b_gb"],
+            "GRPO + LoRA": memory["grpo_lora_7b_gb"]}
+    ax.bar(list(bars), list(bars.values()), color=["tab:red", "tab:blue", "tab:green"])
+    for x, gb in enumerate(bars.values()):
+        ax.text(x, gb, f"{gb:.0f} GB", ha="center", va="bottom")
+    ax.axhline(80, color="gray", linestyle="--", label="one 80 GB GPU")
+    ax.set_title("Model state of a 7B model (Task 1)")
+    ax.set_ylabel("GB (10^9 bytes), before activations and KV cache")
+    ax.legend(loc="upper right")
+
+
+def scheduling_panels(s, ax_gain, ax_util, ax_lag):
+    setup = f"{s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, train_time = {s['train_time']}"
+    for ax, key, title, ylabel in (
+            (ax_gain, "throughput_gain", "Throughput vs synchronous", "x throughput of k = 0"),
+            (ax_util, "utilization", "Generation lanes busy", "lane utilization (fraction)"),
+            (ax_lag, "mean_lag", "Price: policy lag", "mean lag (versions)")):
+        ax.plot(s["k"], s[key], "o-", color="tab:purple", label=setup)
+        ax.set_title(f"{title} (Task 2)")
+        ax.set_xlabel("staleness bound k (versions ahead)")
+        ax.set_ylabel(ylabel)
+        ax.set_xticks(s["k"])
+    ax_util.set_ylim(0, 1.05)
+    ax_gain.legend(loc="lower right", fontsize=8)
+
+
+def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch):
+    setup = f"batch of {m['batch_size']}, C = {m['C']}, {m['noise']} noise"
+    for scheme, stats in m["schemes"].items():
+        style = dict(color=COLORS[scheme], label=LABELS[scheme], marker=".")
+        ax_bias.plot(m["mismatch"], stats["bias"], **style)
+        ax_std.plot(m["mismatch"], [v**0.5 for v in stats["variance"]], **style)
+        ax_rmse.plot(m["mismatch"], stats["rmse"], **style)
+    for ax, title, ylabel in ((ax_bias, "Bias", "|| E[estimate] - true gradient ||"),
+                              (ax_std, "Noise", "standard deviation of the estimate"),
+                              (ax_rmse, "Total error", "RMSE = sqrt(bias^2 + variance)")):
+        ax.set_title(f"{title} vs mismatch (Task 3)")
+        ax.set_xlabel("mismatch (scale of the logit perturbation)")
+        ax.set_ylabel(ylabel)
+    ax_std.set_yscale("log")
+    ax_rmse.set_yscale("log")
+    ax_bias.legend(title=setup, fontsize=8, title_fontsize=8)
+
+    by = m["by_batch_size"]
+    for scheme in ("none", "seq_tis"):
+        ax_batch.plot(by["batch_size"], by[scheme]["bias"], "o-", color=COLORS[scheme],
+                      label=f"{LABELS[scheme]}: bias")
+        ax_batch.plot(by["batch_size"], [v**0.5 for v in by[scheme]["variance"]], "s--",
+                      color=COLORS[scheme], label=f"{LABELS[scheme]}: std")
+    ax_batch.set_xscale("log", base=2)
+    ax_batch.set_yscale("log")
+    ax_batch.set_title(f"Bigger batches cut noise, not bias (mismatch {by['mismatch']})")
+    ax_batch.set_xlabel("batch size (responses)")
+    ax_batch.set_ylabel("bias or standard deviation")
+    ax_batch.legend(fontsize=8)

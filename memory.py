@@ -1,0 +1,94 @@
+# Your file for Task 1. Fill in each TODO, then run `python -m pytest -q -k task1`.
+# (Instructors: this file is written from solutions/memory.py by tools/make_stubs.py;
+# edit that one and run the tool again.)
+"""Task 1: a GPU memory calculator for RL on LLMs.
+
+Units: bytes, and GB = 10**9 bytes (the unit GPU data sheets use: an H100 has
+80 GB). Not GiB = 2**30 bytes, which would make every number 7% smaller.
+
+The chapter's question: why does PPO-RLHF on a 7B model need a small cluster
+just to hold its weights, while GRPO with a LoRA adapter fits on one GPU?
+"""
+from checks import at_least, one_of, whole_at_least
+
+# Bytes a parameter costs when it is trained with Adam in mixed precision:
+# bf16 weight 2 + bf16 gradient 2 + fp32 master weight 4 + Adam m 4 + Adam v 4.
+TRAINED_BYTES = 16
+# Bytes a frozen parameter costs: its bf16 weight, nothing else.
+FROZEN_BYTES = 2
+
+
+def model_state_bytes(n_trained, n_frozen=0):
+    """Bytes of model state: 16 per trained parameter + 2 per frozen one.
+
+        bytes = 16 * n_trained + 2 * n_frozen
+
+    Activations and the KV cache come on top of this; they are not counted.
+
+    Example: model_state_bytes(1_000, 500) == 17_000, and a 7B model trained
+    in full, model_state_bytes(7e9), is 112e9 bytes = 112 GB.
+
+    Returns an int (whole bytes).
+    """
+    whole_at_least("n_trained", n_trained, 0)
+    whole_at_least("n_frozen", n_frozen, 0)
+    # TODO (Task 1a): use TRAINED_BYTES and FROZEN_BYTES, and return an int.
+    raise NotImplementedError("Task 1a model_state_bytes (memory.py) is not implemented yet")
+
+
+def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
+    """Bytes of KV cache for `n_tokens` tokens (all sequences together).
+
+        bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
+
+    The leading 2 is one key and one value vector per KV head. With grouped-
+    query attention there are fewer KV heads than query heads, and only the
+    KV heads are cached. bytes_per_value is 2 for bf16.
+
+    Example: Qwen2.5-7B has 28 layers, 4 KV heads of dimension 128, so one
+    token costs 2 * 28 * 4 * 128 * 2 = 57,344 bytes = 56 KiB.
+
+    Returns an int (whole bytes).
+    """
+    whole_at_least("n_layers", n_layers, 1)
+    whole_at_least("n_kv_heads", n_kv_heads, 1)
+    whole_at_least("head_dim", head_dim, 1)
+    whole_at_least("n_tokens", n_tokens, 0)
+    at_least("bytes_per_value", bytes_per_value, 0)
+    # TODO (Task 1b): a key AND a value vector per layer, per KV head, per token.
+    raise NotImplementedError("Task 1b kv_cache_bytes (memory.py) is not implemented yet")
+
+
+def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_params=0):
+    """GB of model state for an RL run on a model of `n_params` parameters.
+
+    The models each algorithm keeps in GPU memory (N = n_params):
+      PPO:  policy (trained) + critic (trained, same size as the policy)
+            + reference (frozen) + reward model (frozen, same size)
+      GRPO: policy (trained) + reference (frozen, optional)
+            + reward model (frozen, optional)
+
+    reward_model=None means the usual set-up: a learned reward model for PPO,
+    a verifiable reward (a program, no model) for GRPO. True or False forces it.
+    reference=False leaves the reference model out (no KL penalty).
+
+    With LoRA (lora_params > 0) the base weights are frozen and shared: the
+    policy is base + adapter, the reference is the same base with the adapter
+    switched off (it costs nothing extra), and for PPO the critic is a second
+    adapter on the same base (its small value head is ignored). The reward
+    model, if any, is still a frozen copy of its own.
+
+    Examples (N = 7e9):
+      PPO:  (16 + 16 + 2 + 2) * 7e9 bytes = 252 GB
+      GRPO: (16 + 2) * 7e9 bytes          = 126 GB, or 112 GB without reference
+      GRPO + LoRA with a 40M-parameter adapter: 2 * 7e9 + 16 * 40e6 = 14.64 GB
+    """
+    one_of("algo", algo, ("ppo", "grpo"))
+    whole_at_least("n_params", n_params, 0)
+    whole_at_least("lora_params", lora_params, 0)
+    one_of("reference", reference, (True, False))
+    one_of("reward_model", reward_model, (None, True, False))
+    if reward_model is None:
+        reward_model = algo == "ppo"
+    # TODO (Task 1c): build the bill with model_state_bytes, then convert bytes to GB.
+    raise NotImplementedError("Task 1c rl_memory_gb (memory.py) is not implemented yet")

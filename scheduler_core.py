@@ -1,0 +1,159 @@
+"""The rollout simulator (given): generation lanes and one trainer, event by event.
+
+The world it models:
+  * n_lanes identical generation lanes. A free lane starts the next response
+    whenever may_start(...) allows it; the response is tagged with the policy
+    version that generates it and takes `length` time units.
+  * Finished responses wait in a first-in, first-out queue, `finished`.
+  * One trainer. Whenever it is idle (at the start, each time a response
+    finishes, each time it finishes an update) it calls take_batch(...).
+    A batch trains for train_time; then the policy version goes up by one.
+  * The run ends the moment the n_steps-th update finishes.
+
+may_start and take_batch are the two decisions of Task 2 (scheduler.py).
+Every answer they give is checked against the rules below, so a bug shows up
+as a SchedulerError that says which rule broke, not as a wrong number later.
+"""
+import heapq
+import math
+
+import numpy as np
+
+
+class SchedulerError(RuntimeError):
+    """A decision broke a rule of the simulation, or the run can never finish."""
+
+
+def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_batch,
+                   drop_stale=False):
+    """Simulate until the n_steps-th update; return the summary dict of `summarize`.
+
+    lengths: an iterator of response lengths in start order; when it runs out,
+    free lanes stay idle.
+    """
+    time, version = 0.0, 0
+    trace = []         # every response ever started, in start order (id = index)
+    finished = []      # finished responses waiting for the trainer, oldest first
+    running = []       # heap of (end time, id) of the responses being generated
+    n_dropped = 0
+    trainer_done_at = None  # when the current update ends; None while idle
+    out_of_lengths = False
+
+    while True:
+        # The idle trainer looks for a batch (dropping stale responses if asked).
+        if trainer_done_at is None:
+            batch, dropped = _checked_take_batch(take_batch, finished, version, k, B, drop_stale)
+            n_dropped += len(dropped)
+            if batch is not None:
+                trainer_done_at = time + train_time
+
+        # Free lanes start new responses for as long as admission allows.
+        while len(running) < n_lanes and not out_of_lengths:
+            allowed = may_start(len(trace), n_dropped, version, k, B)
+            if type(allowed) is not bool:
+                allowed = _as_bool(allowed, len(trace), n_dropped, version, k, B)
+            if not allowed:
+                break
+            length = next(lengths, None)
+            if length is None:
+                out_of_lengths = True
+                break
+            response = {"id": len(trace), "tag": version, "start": time, "end": time + length,
+                        "length": length, "lag": None, "dropped": False}
+            trace.append(response)
+            heapq.heappush(running, (response["end"], response["id"]))
+
+        if trainer_done_at is None and not running:
+            raise SchedulerError(_why_stuck(len(trace), n_dropped, version, k, B,
+                                            len(finished), out_of_lengths))
+
+        # Jump to the next event: the update ends, or the earliest response ends.
+        next_end = running[0][0] if running else math.inf
+        if trainer_done_at is not None and trainer_done_at <= next_end:
+            time, trainer_done_at = trainer_done_at, None
+            version += 1
+            if version == n_steps:
+                return summarize(trace, n_lanes, B, n_steps, time)
+        else:
+            time, response_id = heapq.heappop(running)
+            finished.append(trace[response_id])
+
+
+def summarize(trace, n_lanes, B, n_steps, time):
+    """The numbers of a finished run.
+
+    throughput  = trained responses per time unit = n_steps * B / time
+    utilization = busy lane-time / (n_lanes * time), in [0, 1]
+    mean_lag    = mean of version - tag over the trained responses
+    wasted_frac = generation time of dropped responses / all generation time
+    """
+    busy = sum(min(r["end"], time) - r["start"] for r in trace)
+    wasted = sum(r["length"] for r in trace if r["dropped"])
+    lags = [r["lag"] for r in trace if r["lag"] is not None]
+    return dict(time=time, throughput=n_steps * B / time,
+                utilization=busy / (n_lanes * time), mean_lag=float(np.mean(lags)),
+                wasted_frac=wasted / busy, trace=trace)
+
+
+def _as_bool(answer, n_started, n_dropped, version, k, B):
+    """may_start's answer as a bool: numpy's bool is fine, anything else is an error."""
+    if not isinstance(answer, np.bool_):
+        raise SchedulerError(
+            f"may_start must return True or False, got {answer!r} "
+            f"(n_started={n_started}, n_dropped={n_dropped}, version={version}, k={k}, B={B}). "
+            "Did you forget the return statement?")
+    return bool(answer)
+
+
+def _checked_take_batch(take_batch, finished, version, k, B, drop_stale):
+    """Call take_batch and make sure it followed the rules of Task 2b."""
+    before = list(finished)
+    answer = take_batch(finished, version, k, B, drop_stale)
+    state = (f"(version={version}, k={k}, B={B}, drop_stale={drop_stale}, "
+             f"{len(before)} responses were in `finished` before the call)")
+
+    def broken(rule):
+        return SchedulerError(f"take_batch broke a rule: {rule} {state}")
+
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        raise broken(f"it must return a pair (batch, dropped), got {answer!r}.")
+    batch, dropped = answer
+    if batch is None and not dropped and finished == before:
+        return None, []  # nothing taken: the common case, checked cheaply
+    if batch is not None and (not isinstance(batch, list) or len(batch) != B):
+        raise broken(f"batch must be None or a list of exactly B={B} responses, got {batch!r:.80}.")
+    if not isinstance(dropped, list) or (dropped and not drop_stale):
+        raise broken("dropped must be a list, and empty unless drop_stale is True.")
+    taken = (batch or []) + dropped
+    taken_ids = {id(r) for r in taken}
+    kept = [r for r in before if id(r) not in taken_ids]
+    if len(kept) + len(taken) != len(before) or finished != kept:
+        raise broken("every response in batch and dropped must be removed from `finished`, "
+                     "and nothing else may be added, removed or reordered there.")
+    for r in batch or []:
+        if r["dropped"] or r["lag"] != version - r["tag"]:
+            raise broken(f"each trained response needs lag = version - tag = "
+                         f"{version} - {r['tag']} and dropped False; response {r['id']} has "
+                         f"lag={r['lag']!r}, dropped={r['dropped']!r}.")
+    for r in dropped:
+        if r["dropped"] is not True:
+            raise broken(f"each dropped response needs dropped=True; response {r['id']} has "
+                         f"dropped={r['dropped']!r}.")
+    return batch, dropped
+
+
+def _why_stuck(n_started, n_dropped, version, k, B, n_finished, out_of_lengths):
+    """Explain a run that can never finish: no lane may start, the trainer has no batch."""
+    state = (f"version={version}, n_started={n_started}, n_dropped={n_dropped}, "
+             f"k={k}, B={B}, {n_finished} finished responses waiting")
+    if out_of_lengths:
+        culprit = "the given response lengths ran out before the last update"
+    elif n_finished >= B:
+        culprit = (f"take_batch returned no batch although {n_finished} >= B responses "
+                   "were waiting")
+    elif n_started - n_dropped < (version + k + 1) * B:
+        culprit = ("may_start refused although n_started - n_dropped < (version + k + 1) * B; "
+                   "does it subtract n_dropped, and allow k batches ahead?")
+    else:
+        culprit = "no rule allows anything more (is B larger than the lanes can ever fill?)"
+    return f"the simulation can never finish: {culprit} ({state})."

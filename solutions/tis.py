@@ -1,0 +1,77 @@
+"""Task 3: truncated importance sampling (TIS) for a mismatched inference engine.
+
+The inference engine (vLLM, SGLang, ...) samples the responses, and its
+token probabilities pi_infer differ slightly from the trainer's pi_train
+(other kernels, other numerics). The policy gradient is an expectation under
+pi_train, so each token's term needs the importance ratio
+
+    w_t = pi_train(y_t | y_<t) / pi_infer(y_t | y_<t) = exp(logp_train - logp_infer)
+
+Arrays: logp_train, logp_infer and the weights are (N, T): N sequences of T
+tokens. grad_logp is (N, T, D): the gradient of log pi_train(y_t | y_<t)
+with respect to the D trainer parameters.
+"""
+import numpy as np
+
+from checks import at_least, one_of
+
+SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
+
+
+def importance_weights(logp_train, logp_infer, scheme, C=2.0):
+    """Per-token weights (N, T) for one of five schemes:
+
+        "none"       1                       (ignore the mismatch: biased)
+        "token"      w_t                     (per-token IS)
+        "token_tis"  min(w_t, C)             (per-token truncated IS)
+        "seq"        prod_s w_s, every token (sequence IS: unbiased, noisy)
+        "seq_tis"    min(prod_s w_s, C)      (sequence truncated IS)
+
+    Truncation caps a weight from above only: a weight below 1 is kept.
+    Products of many ratios overflow or underflow, so work with logs:
+    prod_s w_s = exp(sum_s log w_s), and min(x, C) = exp(min(log x, log C)).
+
+    Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], C = 2:
+      token     -> [[4, 0.25, 1]]      token_tis -> [[2, 0.25, 1]]
+      seq       -> [[1, 1, 1]]         seq_tis   -> [[1, 1, 1]]
+    """
+    logp_train = np.asarray(logp_train, dtype=float)
+    logp_infer = np.asarray(logp_infer, dtype=float)
+    if logp_train.ndim != 2 or logp_train.shape != logp_infer.shape:
+        raise ValueError(f"logp_train and logp_infer must both be (N, T) arrays of the same "
+                         f"shape, got {logp_train.shape} and {logp_infer.shape}")
+    one_of("scheme", scheme, SCHEMES)
+    at_least("C", C, 1)
+    # BEGIN SOLUTION task3a
+    # HINT: start from log_w = logp_train - logp_infer; exponentiate last.
+    log_w = logp_train - logp_infer
+    if scheme == "none":
+        return np.ones_like(log_w)
+    if scheme in ("seq", "seq_tis"):
+        # one log-ratio per sequence, repeated on each of its tokens
+        log_w = np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)
+    if scheme in ("token_tis", "seq_tis"):
+        log_w = np.minimum(log_w, np.log(C))
+    return np.exp(log_w)
+    # END SOLUTION
+
+
+def pg_estimate(rewards, grad_logp, weights):
+    """REINFORCE with weighted token terms, averaged over the batch: a (D,) array
+
+        g = (1/N) sum_n r_n sum_t w_nt * grad log pi_train(y_nt | y_n,<t)
+
+    Example: one sequence (N = 1) of two tokens, D = 1: r = [2],
+    grad_logp = [[[1], [3]]], weights = [[1, 0.5]] -> 2 * (1*1 + 0.5*3) = [5].
+    """
+    rewards = np.asarray(rewards, dtype=float)
+    grad_logp = np.asarray(grad_logp, dtype=float)
+    weights = np.asarray(weights, dtype=float)
+    if (rewards.ndim != 1 or grad_logp.ndim != 3 or weights.ndim != 2
+            or grad_logp.shape[:2] != weights.shape or len(rewards) != len(weights)):
+        raise ValueError(f"need rewards (N,), grad_logp (N, T, D) and weights (N, T), got "
+                         f"{rewards.shape}, {grad_logp.shape} and {weights.shape}")
+    # BEGIN SOLUTION task3b
+    # HINT: broadcast rewards to (N, 1, 1) and weights to (N, T, 1).
+    return (rewards[:, None, None] * weights[:, :, None] * grad_logp).sum(axis=1).mean(axis=0)
+    # END SOLUTION

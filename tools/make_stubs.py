@@ -1,0 +1,134 @@
+"""Write the student files (memory.py, scheduler.py, tis.py) from solutions/.
+
+For instructors. The reference files are the one source of truth: each
+answer in them sits between two marker lines,
+
+    # BEGIN SOLUTION task2b
+    # HINT: a response with lag exactly k is still fresh enough to train on.
+    ...the answer...
+    # END SOLUTION
+
+and the student file gets everything else unchanged (signatures, docstrings,
+input checks, given code), with each region replaced by its HINT lines, as
+TODO comments, and a NotImplementedError that names task, function and file.
+
+    python tools/make_stubs.py          # (re)write the student files
+    python tools/make_stubs.py --check  # exit 1 if they differ from what would be written
+"""
+import argparse
+import ast
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from lab import MODULES, TASKS  # noqa: E402  (needs ROOT on the path first)
+
+STUDENT_FILES = ("memory.py", "scheduler.py", "tis.py")
+BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION task(?P<task>\w+)\s*$")
+END = re.compile(r"^\s*# END SOLUTION\s*$")
+HINT = re.compile(r"^\s*# HINT: (?P<hint>.*)$")
+
+
+class MarkerError(ValueError):
+    """A BEGIN/END SOLUTION marker is missing, unclosed, nested or misplaced."""
+
+
+def banner(name):
+    task = MODULES[name.removesuffix(".py")]
+    return (f"# Your file for Task {task}. Fill in each TODO, then run "
+            f"`python -m pytest -q -k task{task}`.\n"
+            f"# (Instructors: this file is written from solutions/{name} by tools/make_stubs.py;\n"
+            f"# edit that one and run the tool again.)\n")
+
+
+def enclosing_function(tree, line_number):
+    """Name of the innermost function whose body holds `line_number`, or None."""
+    names = [node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+             and node.lineno < line_number <= node.end_lineno]
+    return names[-1] if names else None
+
+
+def stub_source(reference, name):
+    """The student file for the reference source text `reference` of file `name`."""
+    tree = ast.parse(reference)
+    out, region = [banner(name)], None
+    for number, line in enumerate(reference.splitlines(keepends=True), start=1):
+        where = f"solutions/{name}, line {number}"
+        begin, end = BEGIN.match(line), END.match(line)
+        if begin:
+            if region:
+                raise MarkerError(f"{where}: BEGIN SOLUTION inside the region opened at line "
+                                  f"{region['line']} (regions may not nest)")
+            task = begin["task"]
+            if task not in TASKS or TASKS[task][0] != name:
+                raise MarkerError(f"{where}: task{task} is not a task of {name} in lab.TASKS")
+            function = enclosing_function(tree, number)
+            if function != TASKS[task][1]:
+                raise MarkerError(f"{where}: task{task} belongs in {TASKS[task][1]}, "
+                                  f"found in {function}")
+            region = dict(line=number, indent=begin["indent"], task=task, hints=[])
+        elif end:
+            if not region:
+                raise MarkerError(f"{where}: END SOLUTION without a BEGIN SOLUTION")
+            out.append(stub_region(region, name))
+            region = None
+        elif region:
+            hint = HINT.match(line)
+            if hint:
+                region["hints"].append(hint["hint"])
+        else:
+            out.append(line)
+    if region:
+        raise MarkerError(f"solutions/{name}: the region opened at line {region['line']} "
+                          "is never closed with # END SOLUTION")
+    return "".join(out)
+
+
+def stub_region(region, name):
+    """The lines that replace one solution region in the student file."""
+    task, indent = region["task"], region["indent"]
+    function = TASKS[task][1]
+    lines = [f"{indent}# TODO (Task {task}): {hint}\n" for hint in region["hints"]]
+    lines.append(f'{indent}raise NotImplementedError("Task {task} {function} ({name}) '
+                 f'is not implemented yet")\n')
+    return "".join(lines)
+
+
+def all_stubs():
+    """{file name: student source} for every student file; checks every task has a region."""
+    stubs = {name: stub_source((ROOT / "solutions" / name).read_text(), name)
+             for name in STUDENT_FILES}
+    for task, (name, function, _) in TASKS.items():
+        count = stubs[name].count(f'"Task {task} {function} ')
+        if task[-1].isalpha() and count != 1:
+            raise MarkerError(f"solutions/{name}: task{task} needs exactly one solution region, "
+                              f"found {count}")
+    return stubs
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if a student file is out of date")
+    args = parser.parse_args()
+    try:
+        stubs = all_stubs()
+    except MarkerError as error:
+        sys.exit(f"make_stubs: {error}")
+    stale = [name for name, text in stubs.items()
+             if not (ROOT / name).exists() or (ROOT / name).read_text() != text]
+    if args.check:
+        if stale:
+            sys.exit(f"make_stubs: {', '.join(stale)} differ from solutions/; "
+                     "run `python tools/make_stubs.py` and commit the result")
+        print("make_stubs: the student files match solutions/")
+        return
+    for name in stale:
+        (ROOT / name).write_text(stubs[name])
+    print(f"make_stubs: wrote {', '.join(stale) or 'nothing (all up to date)'}")
+
+
+if __name__ == "__main__":
+    main()
