@@ -61,8 +61,8 @@ def pg_estimate(rewards, grad_logp, weights):
 
         g = (1/N) sum_n r_n sum_t w_nt * grad log pi_train(y_nt | y_n,<t)
 
-    Example: one sequence (N = 1) of two tokens, D = 1: r = [2],
-    grad_logp = [[[1], [3]]], weights = [[1, 0.5]] -> 2 * (1*1 + 0.5*3) = [5].
+    Example: one sequence (N = 1) of two tokens, D = 1: r = [3],
+    grad_logp = [[[1], [3]]], weights = [[1, 0.5]] -> 3 * (1*1 + 0.5*3) = [7.5].
     """
     rewards = np.asarray(rewards, dtype=float)
     grad_logp = np.asarray(grad_logp, dtype=float)

@@ -1,0 +1,173 @@
+"""Check that a release of the lab is consistent (for instructors; CI runs it).
+
+    python tools/check_release.py
+
+1. stubs:     the student files are exactly what tools/make_stubs.py writes.
+2. skeleton:  with the student files as shipped, every graded test fails on a
+              TODO, every test of the given code passes, and the Gradescope
+              score is 0.
+3. reference: with RL_SOLUTIONS=1 everything passes and the Gradescope score
+              is the maximum.
+4. mutants:   each wrong answer in tools/mutants.py, put in a student file,
+              makes at least one test of its task fail.
+Exits 1 if any check fails.
+"""
+import inspect
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import types
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import lab  # noqa: E402  (these need ROOT on the path first)
+import test_rl_systems  # noqa: E402
+from lab import TASKS  # noqa: E402
+from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs  # noqa: E402
+from tools.mutants import MUTANTS  # noqa: E402
+
+TODO = "is not implemented yet"
+
+
+def pytest(folder, *args, reference=False):
+    """Run the lab's tests in `folder`; return (exit code, {test: failure message or None}, score)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        xml, grades = Path(tmp, "junit.xml"), Path(tmp, "grades.json")
+        env = dict(os.environ, RL_SOLUTIONS="1" if reference else "0")
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={xml}",
+                               f"--gradescope={grades}", *args],
+                              cwd=folder, env=env, capture_output=True, text=True)
+        if not xml.exists():
+            return done.returncode, {"(pytest did not run)": done.stdout + done.stderr}, None
+        outcomes = {}
+        for case in ET.parse(xml).iter("testcase"):
+            failure = case.find("failure")
+            if failure is None:
+                failure = case.find("error")
+            outcomes[case.get("name")] = None if failure is None else failure.get("message", "")
+        grade = json.loads(grades.read_text())
+        score = (grade["score"], sum(t["max_score"] for t in grade["tests"]))
+        return done.returncode, outcomes, score
+
+
+def check_stubs():
+    try:
+        stubs = all_stubs()
+    except MarkerError as error:
+        return [str(error)]
+    return [f"{name} differs from what tools/make_stubs.py writes from solutions/{name}"
+            for name, text in stubs.items() if (ROOT / name).read_text() != text]
+
+
+def check_skeleton():
+    _, outcomes, score = pytest(ROOT)
+    problems = []
+    for name, message in outcomes.items():
+        graded = name.startswith("test_task")
+        if graded and (message is None or TODO not in message):
+            problems.append(f"{name} should fail on a TODO with the stubs, got: {message}")
+        if not graded and message is not None:
+            problems.append(f"{name} tests given code and should pass with the stubs: {message}")
+    if score is None or score[0] != 0:
+        problems.append(f"the stubs should score 0 on Gradescope, got {score}")
+    return problems, outcomes
+
+
+def check_reference():
+    code, outcomes, score = pytest(ROOT, reference=True)
+    problems = [f"{name} fails with the reference: {message}"
+                for name, message in outcomes.items() if message is not None]
+    if code != 0 or score is None or not math.isclose(score[0], score[1]):
+        problems.append(f"the reference should pass and get the full score, got exit code "
+                        f"{code}, score {score}")
+    return problems
+
+
+def mutated_source(mutant):
+    """The reference file of the mutant's task with the mutant's change made."""
+    name = TASKS[mutant.task][0]
+    reference = (ROOT / "solutions" / name).read_text()
+    count = reference.count(mutant.old)
+    if count != 1:
+        raise ValueError(f"mutant {mutant.mistake!r}: its `old` text occurs {count} times in "
+                         f"solutions/{name}, must occur once")
+    return name, reference.replace(mutant.old, mutant.new)
+
+
+def first_failure(task, name, source):
+    """Run the tests of Task `task` with `source` standing in for student file `name`
+    (as lab.load would import it); return (test, message) of the first failure, or None.
+
+    The tests are plain functions: calling them in this process is what pytest does,
+    minus its start-up, which would cost a second per mutant.
+    """
+    module = types.ModuleType(name[:-3])
+    exec(compile(source, f"<{name} under test>", "exec"), module.__dict__)
+    sys.modules[module.__name__] = module  # lab.load("memory") now finds this one
+    tests = [(test_name, test) for test_name, test in vars(test_rl_systems).items()
+             if test_name.startswith(f"test_task{task}")]
+    for test_name, test in tests:
+        fixtures = {arg: lab.load(arg) for arg in inspect.signature(test).parameters}
+        try:
+            with np.errstate(all="ignore"):
+                test(**fixtures)
+        except Exception as error:  # noqa: BLE001 (any exception fails a test)
+            message = str(error) if isinstance(error, AssertionError) else repr(error)
+            return test_name, message
+    return None
+
+
+def check_mutants():
+    """Every mutant is caught and the unchanged reference is not; returns (problems, lines)."""
+    os.environ["RL_SOLUTIONS"] = "0"
+    problems, lines = [], []
+    for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
+        caught = first_failure(lab.MODULES[name[:-3]], name,
+                               (ROOT / "solutions" / name).read_text())
+        if caught:
+            problems.append(f"the reference as {name} fails {caught[0]}: {caught[1]}")
+    for mutant in MUTANTS if not problems else []:
+        name, source = mutated_source(mutant)
+        caught = first_failure(mutant.task[0], name, source)
+        if caught is None:
+            problems.append(f"mutant not caught (Task {mutant.task}): {mutant.mistake}")
+            continue
+        lines.append(f"  {mutant.task:<3} {mutant.mistake}\n      caught by {caught[0]}: "
+                     + caught[1].replace("\n", " ")[:160])
+    for name in STUDENT_FILES:
+        sys.modules.pop(name[:-3], None)
+    return problems, lines
+
+
+def main():
+    problems = []
+    for title, check in (("stubs", check_stubs), ("reference", check_reference)):
+        found = check()
+        print(f"{title}: {'ok' if not found else 'FAILED'}")
+        problems += found
+    found, outcomes = check_skeleton()
+    graded = sum(name.startswith("test_task") for name in outcomes)
+    print(f"skeleton: {'ok' if not found else 'FAILED'} ({graded} graded tests fail on a TODO, "
+          f"{len(outcomes) - graded} tests of given code pass)")
+    problems += found
+    found, lines = check_mutants()
+    per_task = {t: sum(m.task[0] == t for m in MUTANTS) for t in sorted({m.task[0] for m in MUTANTS})}
+    counts = ", ".join(f"Task {t}: {n}" for t, n in per_task.items())
+    print(f"mutants: {'ok' if not found else 'FAILED'}, {len(lines)} of {len(MUTANTS)} caught "
+          f"({counts})")
+    print("\n".join(lines))
+    problems += found
+    for problem in problems:
+        print("PROBLEM:", problem)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()

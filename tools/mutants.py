@@ -1,0 +1,159 @@
+"""Plausible wrong answers ("mutants") that the tests must catch.
+
+Each mutant is the reference file of its task with one piece replaced: `old`
+must occur exactly once in solutions/<file>, and becomes `new`. The file is
+the one lab.TASKS names for the task. tools/check_release.py runs each mutant
+as if it were a student's file and requires that some test of its task fails.
+"""
+from typing import NamedTuple
+
+
+class Mutant(NamedTuple):
+    task: str     # the (sub)task it gets wrong, e.g. "2b"
+    mistake: str  # what a student did
+    old: str
+    new: str
+
+
+RULE = "return n_started - n_dropped < (version + k + 1) * B"
+SEQ_THEN_TRUNCATE = '''\
+    if scheme in ("seq", "seq_tis"):
+        # one log-ratio per sequence, repeated on each of its tokens
+        log_w = np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)
+    if scheme in ("token_tis", "seq_tis"):
+        log_w = np.minimum(log_w, np.log(C))
+'''
+TRUNCATE_THEN_SEQ = '''\
+    if scheme in ("token_tis", "seq_tis"):
+        log_w = np.minimum(log_w, np.log(C))
+    if scheme in ("seq", "seq_tis"):
+        log_w = np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)
+'''
+
+MUTANTS = [
+    # ---- Task 1: memory.py
+    Mutant("1a", "forgot the fp32 master weights (12 bytes per trained parameter)",
+           "TRAINED_BYTES * n_trained", "12 * n_trained"),
+    Mutant("1a", "kept frozen weights in fp32 (4 bytes)",
+           "FROZEN_BYTES * n_frozen", "4 * n_frozen"),
+    Mutant("1a", "frozen parameters cost nothing",
+           "+ FROZEN_BYTES * n_frozen", "+ 0 * n_frozen"),
+    Mutant("1a", "counted frozen parameters like trained ones",
+           "FROZEN_BYTES * n_frozen", "TRAINED_BYTES * n_frozen"),
+    Mutant("1a", "returned a float number of bytes",
+           "return int(TRAINED_BYTES", "return float(TRAINED_BYTES"),
+    Mutant("1b", "KV cache without the factor 2 for K and V",
+           "return int(2 * n_layers", "return int(n_layers"),
+    Mutant("1b", "ignored bytes_per_value (always bf16)",
+           "n_tokens * bytes_per_value)", "n_tokens * 2)"),
+    Mutant("1b", "counted bits instead of bytes",
+           "n_tokens * bytes_per_value)", "n_tokens * bytes_per_value * 8)"),
+    Mutant("1b", "forgot head_dim",
+           "n_kv_heads * head_dim * n_tokens * bytes_per_value)",
+           "n_kv_heads * n_tokens * bytes_per_value)"),
+    Mutant("1c", "GiB (2**30) instead of GB (10**9)",
+           "return total / 1e9", "return total / 2**30"),
+    Mutant("1c", "forgot the critic",
+           "n_trained_models = 2 if algo == \"ppo\" else 1", "n_trained_models = 1"),
+    Mutant("1c", "counted the reference as trained",
+           "model_state_bytes(n_trained_models * n_params, n_params if reference else 0)",
+           "model_state_bytes((n_trained_models + reference) * n_params)"),
+    Mutant("1c", "ignored reference=False",
+           "n_params if reference else 0", "n_params"),
+    Mutant("1c", "counted the reward model as trained",
+           "total += model_state_bytes(0, n_params)", "total += model_state_bytes(n_params)"),
+    Mutant("1c", "kept a separate reference copy under LoRA",
+           "model_state_bytes(n_trained_models * lora_params, n_params)",
+           "model_state_bytes(n_trained_models * lora_params, n_params * (1 + reference))"),
+    Mutant("1c", "counted the LoRA adapter as frozen",
+           "model_state_bytes(n_trained_models * lora_params, n_params)",
+           "model_state_bytes(0, n_params + n_trained_models * lora_params)"),
+    Mutant("1c", "one adapter for PPO under LoRA (forgot the critic's)",
+           "model_state_bytes(n_trained_models * lora_params, n_params)",
+           "model_state_bytes(lora_params, n_params)"),
+    Mutant("1c", "ignored lora_params",
+           "if lora_params > 0:", "if False:"),
+
+    # ---- Task 2: scheduler.py
+    Mutant("2a", "admission ignores n_dropped", RULE, "return n_started < (version + k + 1) * B"),
+    Mutant("2a", "admission off by one batch (too strict)", RULE,
+           "return n_started - n_dropped < (version + k) * B"),
+    Mutant("2a", "admission off by one batch (too loose)", RULE,
+           "return n_started - n_dropped < (version + k + 2) * B"),
+    Mutant("2a", "<= instead of <", RULE, "return n_started - n_dropped <= (version + k + 1) * B"),
+    Mutant("2a", "admission ignores k (always synchronous)", RULE,
+           "return n_started - n_dropped < (version + 1) * B"),
+    Mutant("2a", "admission ignores the version", RULE,
+           "return n_started - n_dropped < (k + 1) * B"),
+    Mutant("2a", "added n_dropped instead of subtracting it", RULE,
+           "return n_started + n_dropped < (version + k + 1) * B"),
+    Mutant("2b", "LIFO instead of FIFO",
+           "batch = finished[:B]\n    del finished[:B]",
+           "batch = finished[-B:][::-1]\n    del finished[-B:]"),
+    Mutant("2b", "took the newest B in order",
+           "batch = finished[:B]\n    del finished[:B]",
+           "batch = finished[-B:]\n    del finished[-B:]"),
+    Mutant("2b", "lag with the wrong sign",
+           'r["lag"] = version - r["tag"]', 'r["lag"] = r["tag"] - version'),
+    Mutant("2b", "dropped at lag == k",
+           'version - r["tag"] > k]\n        finished[:] = [r for r in finished if '
+           'version - r["tag"] <= k]',
+           'version - r["tag"] >= k]\n        finished[:] = [r for r in finished if '
+           'version - r["tag"] < k]'),
+    Mutant("2b", "did not flag dropped responses",
+           'r["dropped"] = True', "pass"),
+    Mutant("2b", "left dropped responses in `finished`",
+           'finished[:] = [r for r in finished if version - r["tag"] <= k]', "pass"),
+    Mutant("2b", "replaced the list instead of changing it in place",
+           'finished[:] = [r for r in finished', 'finished = [r for r in finished'),
+    Mutant("2b", "did not remove the batch from `finished`",
+           "del finished[:B]", "pass"),
+    Mutant("2b", "waited for more than B responses",
+           "if len(finished) < B:", "if len(finished) <= B:"),
+    Mutant("2b", "dropped stale responses even when drop_stale is False",
+           "if drop_stale:", "if True:"),
+    Mutant("2b", "trained everything that finished, not B",
+           "batch = finished[:B]\n    del finished[:B]",
+           "batch = finished[:]\n    del finished[:]"),
+
+    # ---- Task 3: tis.py
+    Mutant("3a", "ratio upside down (inferred over trained)",
+           "log_w = logp_train - logp_infer\n", "log_w = logp_infer - logp_train\n"),
+    Mutant("3a", "clipped from below as well as above",
+           "log_w = np.minimum(log_w, np.log(C))",
+           "log_w = np.clip(log_w, -np.log(C), np.log(C))"),
+    Mutant("3a", "ignored C (always 2)",
+           "np.minimum(log_w, np.log(C))", "np.minimum(log_w, np.log(2.0))"),
+    Mutant("3a", "truncated each token inside the sequence product",
+           SEQ_THEN_TRUNCATE, TRUNCATE_THEN_SEQ),
+    Mutant("3a", "multiplied ratios directly (overflow), not in log space",
+           "np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)",
+           "np.log(np.broadcast_to(np.prod(np.exp(log_w), axis=1, keepdims=True), log_w.shape))"),
+    Mutant("3a", "one weight per sequence, shape (N, 1)",
+           "np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)",
+           "log_w.sum(axis=1, keepdims=True)"),
+    Mutant("3a", "running product instead of the whole product",
+           "log_w.sum(axis=1, keepdims=True)", "np.cumsum(log_w, axis=1)"),
+    Mutant("3a", "geometric mean of the ratios instead of their product",
+           "log_w.sum(axis=1, keepdims=True)", "log_w.mean(axis=1, keepdims=True)"),
+    Mutant("3a", "token_tis not truncated",
+           'if scheme in ("token_tis", "seq_tis"):', 'if scheme == "seq_tis":'),
+    Mutant("3a", "seq_tis not truncated",
+           'if scheme in ("token_tis", "seq_tis"):', 'if scheme == "token_tis":'),
+    Mutant("3a", "returned the log-weights",
+           "return np.exp(log_w)", "return log_w"),
+    Mutant("3a", '"none" gives zero weights',
+           "return np.ones_like(log_w)", "return np.zeros_like(log_w)"),
+    Mutant("3b", "summed over the batch instead of averaging",
+           ".sum(axis=1).mean(axis=0)", ".sum(axis=1).sum(axis=0)"),
+    Mutant("3b", "ignored the weights",
+           "rewards[:, None, None] * weights[:, :, None] * grad_logp",
+           "rewards[:, None, None] * grad_logp"),
+    Mutant("3b", "averaged over tokens instead of summing",
+           ".sum(axis=1).mean(axis=0)", ".mean(axis=1).mean(axis=0)"),
+    Mutant("3b", "ignored the rewards",
+           "rewards[:, None, None] * weights[:, :, None] * grad_logp",
+           "weights[:, :, None] * grad_logp"),
+    Mutant("3b", "squared the weights",
+           "weights[:, :, None] * grad_logp", "weights[:, :, None] ** 2 * grad_logp"),
+]

@@ -1,0 +1,32 @@
+"""Tests of the instructor tools (run by CI: python -m pytest -q tools/test_tools.py)."""
+import pytest
+
+from tools.make_stubs import MarkerError, stub_source
+
+HEADER = "def model_state_bytes(n_trained, n_frozen=0):\n    x = 1\n"
+
+
+def stub(body):
+    return stub_source(HEADER + body, "memory.py")
+
+
+def test_region_becomes_hint_and_raise():
+    text = stub("    # BEGIN SOLUTION task1a\n    # HINT: use 16 and 2.\n"
+                "    return 16 * n_trained\n    # END SOLUTION\n")
+    assert "    x = 1\n" in text and "return 16" not in text
+    assert "    # TODO (Task 1a): use 16 and 2.\n" in text
+    assert ('    raise NotImplementedError("Task 1a model_state_bytes (memory.py) '
+            'is not implemented yet")\n') in text
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("    # BEGIN SOLUTION task1a\n    return 1\n", "never closed"),
+    ("    return 1\n    # END SOLUTION\n", "without a BEGIN"),
+    ("    # BEGIN SOLUTION task1a\n    # BEGIN SOLUTION task1a\n    return 1\n"
+     "    # END SOLUTION\n    # END SOLUTION\n", "may not nest"),
+    ("    # BEGIN SOLUTION task1b\n    return 1\n    # END SOLUTION\n", "belongs in kv_cache_bytes"),
+    ("    # BEGIN SOLUTION task3a\n    return 1\n    # END SOLUTION\n", "not a task of memory.py"),
+])
+def test_bad_markers_are_refused(body, problem):
+    with pytest.raises(MarkerError, match=problem):
+        stub(body)
