@@ -11,6 +11,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 COLORS = {"none": "black", "token": "tab:blue", "token_tis": "tab:green", "seq": "tab:red",
           "seq_tis": "tab:orange"}
+# Panel titles, left to right, per part (also on a part's placeholder panels).
+TITLES = {"memory": ["Model state of a 7B model"],
+          "scheduling": ["Throughput vs synchronous", "Generation lanes busy", "Price: policy lag"],
+          "mismatch": ["Bias vs mismatch", "Noise vs mismatch", "Total error vs mismatch",
+                       "Bigger batches cut noise, not bias"]}
 LABELS = {"none": "none (ignore mismatch)", "token": "token IS", "token_tis": "token TIS",
           "seq": "sequence IS", "seq_tis": "sequence TIS"}
 
@@ -21,15 +26,17 @@ def draw(results, path):
                          "grid.alpha": 0.3})
     fig, axes = plt.subplots(2, 4, figsize=(18, 8.5))
     top, bottom = axes
-    parts = [(results["memory"], "Task 1", [top[0]], memory_panel),
-             (results["scheduling"], "Task 2", top[1:], scheduling_panels),
-             (results["mismatch"], "Task 3", bottom, mismatch_panels)]
-    for data, task, panels, draw_part in parts:
-        if data is None:
+    parts = [("memory", "Task 1", [top[0]], memory_panel),
+             ("scheduling", "Task 2", top[1:], scheduling_panels),
+             ("mismatch", "Task 3", bottom, mismatch_panels)]
+    for part, task, panels, draw_part in parts:
+        if results[part] is None:
             for ax in panels:
                 placeholder(ax, f"{task} not implemented yet")
         else:
-            draw_part(data, *panels)
+            draw_part(results[part], *panels)
+        for ax, title in zip(panels, TITLES[part]):
+            ax.set_title(f"{title} ({task})")
     fig.suptitle(f"RL systems on a laptop. Code under test: {results['code']}", fontsize=13)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -41,7 +48,6 @@ def placeholder(ax, text):
             transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title("(placeholder)")
 
 
 def memory_panel(memory, ax):
@@ -51,24 +57,21 @@ def memory_panel(memory, ax):
     for x, gb in enumerate(bars.values()):
         ax.text(x, gb, f"{gb:.0f} GB", ha="center", va="bottom")
     ax.axhline(80, color="gray", linestyle="--", label="one 80 GB GPU")
-    ax.set_title("Model state of a 7B model (Task 1)")
     ax.set_ylabel("GB (10^9 bytes), before activations and KV cache")
     ax.legend(loc="upper right")
 
 
 def scheduling_panels(s, ax_gain, ax_util, ax_lag):
     setup = f"{s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, train_time = {s['train_time']}"
-    for ax, key, title, ylabel in (
-            (ax_gain, "throughput_gain", "Throughput vs synchronous", "x throughput of k = 0"),
-            (ax_util, "utilization", "Generation lanes busy", "lane utilization (fraction)"),
-            (ax_lag, "mean_lag", "Price: policy lag", "mean lag (versions)")):
+    for ax, key, ylabel in ((ax_gain, "throughput_gain", "x throughput of k = 0"),
+                            (ax_util, "utilization", "lane utilization (fraction)"),
+                            (ax_lag, "mean_lag", "mean lag (versions)")):
         ax.plot(s["k"], s[key], "o-", color="tab:purple", label=setup)
-        ax.set_title(f"{title} (Task 2)")
         ax.set_xlabel("staleness bound k (versions ahead)")
         ax.set_ylabel(ylabel)
         ax.set_xticks(s["k"])
+        ax.legend(loc="lower right", fontsize=8)
     ax_util.set_ylim(0, 1.05)
-    ax_gain.legend(loc="lower right", fontsize=8)
 
 
 def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch):
@@ -78,15 +81,14 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch):
         ax_bias.plot(m["mismatch"], stats["bias"], **style)
         ax_std.plot(m["mismatch"], [v**0.5 for v in stats["variance"]], **style)
         ax_rmse.plot(m["mismatch"], stats["rmse"], **style)
-    for ax, title, ylabel in ((ax_bias, "Bias", "|| E[estimate] - true gradient ||"),
-                              (ax_std, "Noise", "standard deviation of the estimate"),
-                              (ax_rmse, "Total error", "RMSE = sqrt(bias^2 + variance)")):
-        ax.set_title(f"{title} vs mismatch (Task 3)")
+    for ax, ylabel in ((ax_bias, "|| E[estimate] - true gradient ||"),
+                       (ax_std, "standard deviation of the estimate"),
+                       (ax_rmse, "RMSE = sqrt(bias^2 + variance)")):
         ax.set_xlabel("mismatch (scale of the logit perturbation)")
         ax.set_ylabel(ylabel)
+        ax.legend(title=setup, fontsize=8, title_fontsize=8, loc="upper left")
     ax_std.set_yscale("log")
     ax_rmse.set_yscale("log")
-    ax_bias.legend(title=setup, fontsize=8, title_fontsize=8)
 
     by = m["by_batch_size"]
     for scheme in ("none", "seq_tis"):
@@ -96,7 +98,6 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch):
                       color=COLORS[scheme], label=f"{LABELS[scheme]}: std")
     ax_batch.set_xscale("log", base=2)
     ax_batch.set_yscale("log")
-    ax_batch.set_title(f"Bigger batches cut noise, not bias (mismatch {by['mismatch']})")
     ax_batch.set_xlabel("batch size (responses)")
     ax_batch.set_ylabel("bias or standard deviation")
-    ax_batch.legend(fontsize=8)
+    ax_batch.legend(title=f"mismatch {by['mismatch']}", fontsize=8, title_fontsize=8)

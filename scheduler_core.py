@@ -42,7 +42,8 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
     while True:
         # The idle trainer looks for a batch (dropping stale responses if asked).
         if trainer_done_at is None:
-            batch, dropped = _checked_take_batch(take_batch, finished, version, k, B, drop_stale)
+            batch, dropped = _checked_take_batch(take_batch, finished, version, k, B, drop_stale,
+                                                 len(trace), n_dropped)
             n_dropped += len(dropped)
             if batch is not None:
                 trainer_done_at = time + train_time
@@ -105,11 +106,12 @@ def _as_bool(answer, n_started, n_dropped, version, k, B):
     return bool(answer)
 
 
-def _checked_take_batch(take_batch, finished, version, k, B, drop_stale):
+def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_started, n_dropped):
     """Call take_batch and make sure it followed the rules of Task 2b."""
     before = list(finished)
     answer = take_batch(finished, version, k, B, drop_stale)
     state = (f"(version={version}, k={k}, B={B}, drop_stale={drop_stale}, "
+             f"n_started={n_started}, n_dropped={n_dropped}, "
              f"{len(before)} responses were in `finished` before the call)")
 
     def broken(rule):
@@ -155,5 +157,5 @@ def _why_stuck(n_started, n_dropped, version, k, B, n_finished, out_of_lengths):
         culprit = ("may_start refused although n_started - n_dropped < (version + k + 1) * B; "
                    "does it subtract n_dropped, and allow k batches ahead?")
     else:
-        culprit = "no rule allows anything more (is B larger than the lanes can ever fill?)"
+        culprit = "responses went missing: check that take_batch returns every response it removes"
     return f"the simulation can never finish: {culprit} ({state})."
