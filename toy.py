@@ -77,10 +77,10 @@ TRUE_GRAD = np.einsum("n,ntd->d", sequence_probs(THETA) * REWARDS, GRAD_LOGP)
 def exact_stats(scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
     """Exact bias, variance and RMSE of the batch gradient estimate.
 
-    The inference engine samples batch_size responses y ~ pi_infer; the
+    The inference engine samples batch_size responses y ~ pi_infer, and the
     estimate is pg_estimate over the batch with importance_weights(scheme).
-    A batch estimate is the mean of batch_size independent one-response
-    estimates g(y), so with every expectation an exact sum over y:
+    That estimate is the mean of batch_size independent one-response estimates
+    g(y), so with every expectation an exact sum over the 4,096 responses:
 
         bias     = || E[g(y)] - true gradient ||          (does not shrink with batch_size)
         variance = (E ||g(y)||^2 - ||E[g(y)]||^2) / batch_size
@@ -92,16 +92,23 @@ def exact_stats(scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
     whole_at_least("batch_size", batch_size, 1)
     one_of("noise", noise, NOISES)
     tis = lab.load("tis")
-    infer_logits = THETA + mismatch * PERTURBATIONS[noise]
-    logp_infer = token_logprobs(infer_logits)
+    logp_infer = token_logprobs(THETA + mismatch * PERTURBATIONS[noise])
     q = np.exp(logp_infer.sum(axis=1))  # pi_infer(y), the sampling probability
     weights = tis.importance_weights(LOGP_TRAIN, logp_infer, scheme, C)
+
+    def estimate(batch):  # pg_estimate on the responses with these indices
+        return tis.pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch])
+
     # g(y) for every response: the estimate a batch of that one response gives.
     # A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
     rewarded = np.flatnonzero(REWARDS)
-    g = np.array([tis.pg_estimate(REWARDS[[i]], GRAD_LOGP[[i]], weights[[i]]) for i in rewarded])
+    g = np.array([estimate([i]) for i in rewarded])
     q = q[rewarded]
-    mean = q @ g
+    # How pg_estimate combines a batch: on batch_size copies of one response a
+    # mean gives that response's g(y) back (scale 1), a sum would give more.
+    one, copies = g[0], estimate([rewarded[0]] * batch_size)
+    scale = float(copies @ one / (one @ one))
+    mean = scale * (q @ g)
     bias = float(np.linalg.norm(mean - TRUE_GRAD))
-    variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size
+    variance = scale**2 * float(q @ (g**2).sum(axis=1) - (q @ g) @ (q @ g)) / batch_size
     return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))

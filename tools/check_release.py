@@ -9,7 +9,8 @@
 3. reference: with RL_SOLUTIONS=1 everything passes and the Gradescope score
               is the maximum.
 4. mutants:   each wrong answer in tools/mutants.py, put in a student file,
-              makes at least one test of its task fail.
+              makes at least one test of its task fail, and each graded test
+              fails for at least one of them (a test no mistake fails tests nothing).
 Exits 1 if any check fails.
 """
 import inspect
@@ -101,9 +102,9 @@ def mutated_source(mutant):
     return name, reference.replace(mutant.old, mutant.new)
 
 
-def first_failure(task, name, source):
+def failures(task, name, source):
     """Run the tests of Task `task` with `source` standing in for student file `name`
-    (as lab.load would import it); return (test, message) of the first failure, or None.
+    (as lab.load would import it); return {test: message} for the tests that fail.
 
     The tests are plain functions: calling them in this process is what pytest does,
     minus its start-up, which would cost a second per mutant.
@@ -111,36 +112,42 @@ def first_failure(task, name, source):
     module = types.ModuleType(name[:-3])
     exec(compile(source, f"<{name} under test>", "exec"), module.__dict__)
     sys.modules[module.__name__] = module  # lab.load("memory") now finds this one
-    tests = [(test_name, test) for test_name, test in vars(test_rl_systems).items()
-             if test_name.startswith(f"test_task{task}")]
-    for test_name, test in tests:
+    failed = {}
+    for test_name, test in vars(test_rl_systems).items():
+        if not test_name.startswith(f"test_task{task}"):
+            continue
         fixtures = {arg: lab.load(arg) for arg in inspect.signature(test).parameters}
         try:
             with np.errstate(all="ignore"):
                 test(**fixtures)
         except Exception as error:  # noqa: BLE001 (any exception fails a test)
-            message = str(error) if isinstance(error, AssertionError) else repr(error)
-            return test_name, message
-    return None
+            failed[test_name] = str(error) if isinstance(error, AssertionError) else repr(error)
+    return failed
 
 
 def check_mutants():
-    """Every mutant is caught and the unchanged reference is not; returns (problems, lines)."""
+    """Every mutant fails a test of its task, every graded test fails for some mutant,
+    and the unchanged reference fails nothing. Returns (problems, report lines)."""
     os.environ["RL_SOLUTIONS"] = "0"
     problems, lines = [], []
     for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
-        caught = first_failure(lab.MODULES[name[:-3]], name,
-                               (ROOT / "solutions" / name).read_text())
-        if caught:
-            problems.append(f"the reference as {name} fails {caught[0]}: {caught[1]}")
-    for mutant in MUTANTS if not problems else []:
-        name, source = mutated_source(mutant)
-        caught = first_failure(mutant.task[0], name, source)
-        if caught is None:
+        failed = failures(lab.MODULES[name[:-3]], name, (ROOT / "solutions" / name).read_text())
+        problems += [f"the reference as {name} fails {test}: {msg}" for test, msg in failed.items()]
+    if problems:
+        return problems, lines
+    caught_by = {test: 0 for test in vars(test_rl_systems) if test.startswith("test_task")}
+    for mutant in MUTANTS:
+        failed = failures(mutant.task[0], *mutated_source(mutant))
+        if not failed:
             problems.append(f"mutant not caught (Task {mutant.task}): {mutant.mistake}")
             continue
-        lines.append(f"  {mutant.task:<3} {mutant.mistake}\n      caught by {caught[0]}: "
-                     + caught[1].replace("\n", " ")[:160])
+        for test in failed:
+            caught_by[test] += 1
+        test, message = next(iter(failed.items()))
+        lines.append(f"  {mutant.task:<3} {mutant.mistake}\n      caught by {test}: "
+                     + message.replace("\n", " ")[:160])
+    problems += [f"{test} fails for none of the mutants: add the mistake it guards against "
+                 "to tools/mutants.py, or drop the test" for test, n in caught_by.items() if n == 0]
     for name in STUDENT_FILES:
         sys.modules.pop(name[:-3], None)
     return problems, lines

@@ -110,6 +110,8 @@ MUTANTS = [
            "del finished[:B]", "pass"),
     Mutant("2b", "waited for more than B responses",
            "if len(finished) < B:", "if len(finished) <= B:"),
+    Mutant("2b", "returned a short batch when fewer than B were waiting",
+           "if len(finished) < B:", "if not finished:"),
     Mutant("2b", "dropped stale responses even when drop_stale is False",
            "if drop_stale:", "if True:"),
     Mutant("2b", "trained everything that finished, not B",
