@@ -23,7 +23,7 @@ TASK_FILES = {file for file, _, _ in lab.TASKS.values()}
 
 
 def task_of(name):
-    """"test_task2b_fifo" -> "2b", "test_task3_claims" -> "3", "test_toy_sums" -> None."""
+    """The task a test grades: test_task2b_fifo -> "2b", test_task3_x -> "3", test_toy_x -> None."""
     match = re.match(r"test_task(\d[a-z]?)_", name)
     return match and match[1]
 
@@ -82,8 +82,10 @@ def pytest_runtest_makereport(item, call):
         if report.failed and call.excinfo.errisinstance(SHORT):
             kind = call.excinfo.type.__name__
             message = str(call.excinfo.value)
+            if kind == "TimeoutError":
+                message += where(call.excinfo)
             if kind not in ("AssertionError", "NotImplementedError"):
-                message = f"{kind}: {message}{where(call.excinfo)}"
+                message = f"{kind}: {message}"
             report.longrepr = message
         elif report.failed:
             message = call.excinfo.exconly()

@@ -32,6 +32,8 @@ def likely(got, mistakes):
 
 def same(got, expected, rtol=1e-9, atol=1e-12):
     """Numbers, lists or arrays equal in shape and (to rounding) in value."""
+    if got is None or expected is None:
+        return got is expected
     try:
         got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
     except (TypeError, ValueError):
@@ -57,7 +59,9 @@ def show(value):
 
 def check(got, expected, what, mistakes=(), rtol=1e-9, atol=1e-12):
     """Assert got == expected (to rounding), with a message a student can act on."""
-    hint = " (did you forget a return statement?)" if got is None else likely(got, mistakes)
+    hint = likely(got, mistakes)
+    if got is None and not hint:
+        hint = " (did you forget a return statement?)"
     assert same(got, expected, rtol, atol), (
         f"{what}: expected {show(expected)}, got {show(got)}.{hint}")
 
@@ -235,9 +239,13 @@ def take(scheduler, tags, version, k, B, drop_stale=False):
     return result[0], result[1], finished
 
 
+NO_BATCH = "returned no batch although B responses were waiting (take one when len >= B)"
+
+
 def test_task2b_first_in_first_out(scheduler):
     batch, dropped, finished = take(scheduler, [0, 0, 0, 0, 0], version=0, k=0, B=3)
     check(ids(batch), [0, 1, 2], "take_batch on 5 finished responses (ids 0..4), B = 3: batch ids", [
+        (None, NO_BATCH),
         ([4, 3, 2], "took the newest first (LIFO, e.g. pop()); the trainer takes the oldest"),
         ([2, 3, 4], "took the last B; the oldest B come first in `finished`")])
     check(ids(finished), [3, 4], "ids left in `finished` (change the list in place)",
@@ -249,6 +257,7 @@ def test_task2b_lag_is_version_minus_tag(scheduler):
     batch, _, _ = take(scheduler, [3, 1, 2], version=3, k=2, B=3)
     lags = None if batch is None else [r["lag"] for r in batch]
     check(lags, [0, 2, 1], "lags of a batch with tags [3, 1, 2] at version 3", [
+        (None, NO_BATCH),
         ([0, -2, -1], "wrong sign: lag = version - tag (how many updates old), not tag - version"),
         ([3, 1, 2], "set lag to the tag; lag = version - tag"),
         ([3, 3, 3], "set lag to the version; lag = version - tag")])
@@ -277,7 +286,8 @@ def test_task2b_drops_only_beyond_k(scheduler):
 def test_task2b_keeps_stale_unless_asked(scheduler):
     batch, dropped, _ = take(scheduler, [0, 0], version=5, k=1, B=2)
     check(ids(batch), [0, 1], "batch with drop_stale=False (lag 5 > k but nothing is dropped)",
-          [(None, "dropped stale responses although drop_stale is False")])
+          [(None, "no batch although 2 = B responses wait: drop nothing when drop_stale is "
+                  "False, and take a batch when len(finished) >= B")])
     assert dropped == [], f"drop_stale=False must drop nothing, got {ids(dropped)}"
 
 
