@@ -7,6 +7,7 @@
 * `--gradescope results.json` also writes the results in Gradescope's format,
   with the points per task from lab.TASKS.
 """
+import contextlib
 import json
 import re
 import signal
@@ -18,7 +19,7 @@ import lab
 from scheduler_core import SchedulerError
 
 TIME_LIMIT = 5  # seconds per test; every test here takes well under one
-SHORT = (NotImplementedError, AssertionError, SchedulerError, TimeoutError)
+SHORT = (NotImplementedError, AssertionError, SchedulerError, TimeoutError, lab.TaskFileError)
 TASK_FILES = {file for file, _, _ in lab.TASKS.values()}
 
 
@@ -58,9 +59,11 @@ def _on_time_limit(signum, frame):
                        "is there a loop in your code that never ends?")
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):
-    if not hasattr(signal, "SIGALRM"):  # Windows has no alarm signal: no limit there
+@contextlib.contextmanager
+def time_limit():
+    """Raise TimeoutError in the code inside after TIME_LIMIT seconds (Unix only:
+    Windows has no alarm signal, so there the code runs without a limit)."""
+    if not hasattr(signal, "SIGALRM"):
         yield
         return
     previous = signal.signal(signal.SIGALRM, _on_time_limit)
@@ -70,6 +73,12 @@ def pytest_runtest_call(item):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    with time_limit():
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -84,7 +93,7 @@ def pytest_runtest_makereport(item, call):
             message = str(call.excinfo.value)
             if kind == "TimeoutError":
                 message += where(call.excinfo)
-            if kind not in ("AssertionError", "NotImplementedError"):
+            if kind not in ("AssertionError", "NotImplementedError", "TaskFileError"):
                 message = f"{kind}: {message}"
             report.longrepr = message
         elif report.failed:

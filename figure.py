@@ -26,16 +26,16 @@ def draw(results, path):
                          "grid.alpha": 0.3})
     fig, axes = plt.subplots(2, 4, figsize=(18, 8.5))
     top, bottom = axes
-    parts = [("memory", "Task 1", [top[0]], memory_panel),
-             ("scheduling", "Task 2", top[1:], scheduling_panels),
-             ("mismatch", "Task 3", bottom, mismatch_panels)]
-    for part, task, panels, draw_part in parts:
-        if results[part] is None:
+    parts = [("memory", "Part 1", "Task 1", [top[0]], memory_panel),
+             ("scheduling", "Part 2", "Task 2", top[1:], scheduling_panels),
+             ("mismatch", "Part 3", "Task 3", bottom, mismatch_panels)]
+    for key, part, task, panels, draw_part in parts:
+        if results[key] is None:
             for ax in panels:
-                placeholder(ax, f"{task} not implemented yet")
+                placeholder(ax, results["unavailable"][part])
         else:
-            draw_part(results[part], *panels)
-        for ax, title in zip(panels, TITLES[part]):
+            draw_part(results[key], *panels)
+        for ax, title in zip(panels, TITLES[key]):
             ax.set_title(f"{title} ({task})")
     fig.suptitle(f"RL systems on a laptop. Code under test: {results['code']}", fontsize=13)
     fig.tight_layout()

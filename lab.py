@@ -31,8 +31,12 @@ TASKS = {
 MODULES = {"memory": "1", "scheduler": "2", "tis": "3"}
 
 
+class TaskFileError(Exception):
+    """A task file could not be imported (a syntax error, say)."""
+
+
 def use_reference():
-    """True if RL_SOLUTIONS=1, False if it is unset, empty or 0."""
+    """True if RL_SOLUTIONS=1, False if it is unset, empty or 0; ValueError otherwise."""
     value = os.environ.get("RL_SOLUTIONS", "0")
     if value not in ("", "0", "1"):
         raise ValueError(
@@ -52,4 +56,8 @@ def load(name):
     """Import task module `name` ("memory", "scheduler" or "tis") from the right place."""
     if name not in MODULES:
         raise ValueError(f"name must be one of {sorted(MODULES)}, got {name!r}")
-    return importlib.import_module(f"solutions.{name}" if use_reference() else name)
+    try:
+        return importlib.import_module(f"solutions.{name}" if use_reference() else name)
+    except SyntaxError as error:  # IndentationError too
+        raise TaskFileError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
+                            f"\n    {(error.text or '').strip()}") from None

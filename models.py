@@ -1,12 +1,9 @@
 """Shapes of real open models (given), for the memory table of run.py.
 
-Numbers from each model's config.json on Hugging Face; every model here has
-head dimension 128 (= hidden / attention heads). `params` is the exact total,
-embeddings included.
+Numbers from each model's config.json on Hugging Face. `params` is the exact
+total, embeddings included.
 """
 from dataclasses import dataclass
-
-HEAD_DIM = 128
 
 
 @dataclass(frozen=True)
@@ -19,18 +16,23 @@ class Model:
     intermediate: int  # width of the MLP
     params: float
 
+    @property
+    def head_dim(self):
+        """Width of one attention head: hidden / heads (128 for every model here)."""
+        return self.hidden // self.heads
+
     def lora_params(self, r=16):
         """Parameters of a rank-r LoRA adapter on every attention and MLP projection.
 
         A projection from d_in to d_out gets two matrices, r x d_in and d_out x r,
         so r * (d_in + d_out) parameters. Per layer: q and o (hidden <-> hidden),
-        k and v (hidden -> kv_heads * 128), gate and up (hidden -> intermediate),
+        k and v (hidden -> kv_heads * head_dim), gate and up (hidden -> intermediate),
         down (intermediate -> hidden).
 
         Example: Qwen2.5-7B at r = 16 has 16 * 90,112 = 1,441,792 adapter
         parameters per layer, 40.4M in all (0.5% of the model).
         """
-        kv = self.kv_heads * HEAD_DIM
+        kv = self.kv_heads * self.head_dim
         per_layer = (2 * (self.hidden + self.hidden) + 2 * (self.hidden + kv)
                      + 3 * (self.hidden + self.intermediate))
         return r * per_layer * self.layers

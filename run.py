@@ -9,11 +9,12 @@ Same flags, same numbers: every run is deterministic.
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 import lab
 import toy
-from models import HEAD_DIM, MODELS, ROUND_7B
+from models import MODELS, ROUND_7B
 
 GPU_GB = 80  # memory of one H100
 KS = (0, 1, 2, 3, 4, 6, 8)
@@ -22,6 +23,7 @@ LARGE_MISMATCH = 0.6
 BATCH_SIZES = (1, 4, 16, 64, 256)
 C_SWEEP = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 10.0)
 SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
+LONG = 4  # a response "long" if over 4x the mean length (which is 1)
 
 
 # ---------------------------------------------------------------- Part 1: memory (Task 1)
@@ -32,12 +34,12 @@ def memory_table():
     rows = []
     for model in [ROUND_7B] + MODELS:
         row = dict(model=model.name, params=model.params, lora_params=model.lora_params(),
-                   kv_bytes_per_token=memory.kv_cache_bytes(model.layers, model.kv_heads,
-                                                            HEAD_DIM, 1),
                    ppo_gb=memory.rl_memory_gb("ppo", model.params),
                    grpo_gb=memory.rl_memory_gb("grpo", model.params),
                    grpo_lora_gb=memory.rl_memory_gb("grpo", model.params,
-                                                    lora_params=model.lora_params()))
+                                                    lora_params=model.lora_params()),
+                   kv_bytes_per_token=memory.kv_cache_bytes(model.layers, model.kv_heads,
+                                                            model.head_dim, 1))
         row["gpus_for_ppo"] = math.ceil(row["ppo_gb"] / GPU_GB)
         rows.append(row)
     lab_7b = rows[0]
@@ -45,7 +47,7 @@ def memory_table():
                 grpo_lora_7b_gb=lab_7b["grpo_lora_gb"],
                 kv_bytes_per_token=lab_7b["kv_bytes_per_token"],
                 kv_64x16k_gb=memory.kv_cache_bytes(ROUND_7B.layers, ROUND_7B.kv_heads,
-                                                   HEAD_DIM, 64 * 16_384) / 1e9,
+                                                   ROUND_7B.head_dim, 64 * 16_384) / 1e9,
                 h100s_for_ppo_7b=lab_7b["gpus_for_ppo"], models=rows)
 
 
@@ -96,8 +98,8 @@ def drop_stale_analysis(n_lanes, B, k=1, n_steps=200, train_time=1.0, sigma=1.25
                 throughput_keeping_stale=keep["throughput"],
                 mean_length_dropped=sum(dropped) / max(len(dropped), 1),
                 mean_length_trained=sum(trained) / len(trained),
-                long_share_dropped=sum(x > 4 for x in dropped) / max(len(dropped), 1),
-                long_share_trained=sum(x > 4 for x in trained) / len(trained))
+                long_share_dropped=sum(x > LONG for x in dropped) / max(len(dropped), 1),
+                long_share_trained=sum(x > LONG for x in trained) / len(trained))
 
 
 def print_drop_stale(d):
@@ -105,7 +107,7 @@ def print_drop_stale(d):
           f"{d['wasted_frac']:.1%} of generation time wasted")
     print(f"  mean length: dropped {d['mean_length_dropped']:.2f}, trained "
           f"{d['mean_length_trained']:.2f} (the mean of all lengths is 1)")
-    print(f"  longer than 4x the mean: {d['long_share_dropped']:.0%} of dropped, "
+    print(f"  longer than {LONG}x the mean: {d['long_share_dropped']:.0%} of dropped, "
           f"{d['long_share_trained']:.1%} of trained")
     print(f"  throughput {d['throughput']:.2f} vs {d['throughput_keeping_stale']:.2f} keeping "
           "them; dropping is a filter against long responses")
@@ -160,9 +162,10 @@ def bounded(kind, low):
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not value >= low:
+        if value is None or not low <= value < math.inf:
             raise argparse.ArgumentTypeError(
-                f"must be {'a whole number' if kind is int else 'a number'} >= {low}, got {text!r}")
+                f"must be {'a whole number' if kind is int else 'a finite number'} >= {low}, "
+                f"got {text!r}")
         return value
     return parse
 
@@ -190,17 +193,32 @@ def parse_args(argv=None):
     p.add_argument("--c-sweep", action="store_true",
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
-    p.add_argument("--out", type=Path, default=Path("rl_systems.png"),
+    p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
                    help="where to save the figure; the numbers go next to it as .json")
     return p.parse_args(argv)
 
 
-def attempt(part, experiment, show):
-    """Run one part; if its task is not implemented yet, say so and return None."""
+def png_path(text):
+    """An argparse type: a .png file in a folder that exists."""
+    path = Path(text)
+    if path.suffix != ".png" or not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"must be a .png file in an existing folder, got {text!r}")
+    return path
+
+
+def attempt(part, task, experiment, show, unavailable):
+    """Run one part of the lab. If its task is not done yet, or fails, say so, note
+    it in `unavailable` (the figure draws a placeholder) and return None."""
     try:
         result = experiment()
     except NotImplementedError as todo:
         print(f"{part}: skipped, {todo}.")
+        unavailable[part] = f"Task {task} not implemented yet"
+        return None
+    except Exception as error:  # noqa: BLE001 (a bug in a task: report it, draw the rest)
+        print(f"{part}: failed with {type(error).__name__}: {error}\n"
+              f"  run `python -m pytest -q -k task{task}` to find out why.")
+        unavailable[part] = f"Task {task} failed: see its tests"
         return None
     show(result)
     return result
@@ -208,27 +226,35 @@ def attempt(part, experiment, show):
 
 def main(argv=None):
     args = parse_args(argv)
-    print(f"Running {lab.code_under_test()}\n")
+    try:
+        code = lab.code_under_test()
+    except ValueError as error:
+        sys.exit(f"run.py: {error}")
+    print(f"Running {code}\n")
     sched = dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
                  train_time=args.train_time, sigma=args.sigma)
-    results = dict(code=lab.code_under_test())
-    results["memory"] = attempt("Part 1", memory_table, print_memory)
+    results = dict(code=code, unavailable={})
+    results["memory"] = attempt("Part 1", 1, memory_table, print_memory, results["unavailable"])
     print()
-    results["scheduling"] = attempt("Part 2", lambda: scheduling_sweep(**sched), print_scheduling)
+    results["scheduling"] = attempt("Part 2", 2, lambda: scheduling_sweep(**sched),
+                                    print_scheduling, results["unavailable"])
     if args.drop_stale:
-        results["drop_stale"] = attempt("Drop stale", lambda: drop_stale_analysis(**sched),
-                                        print_drop_stale)
+        results["drop_stale"] = attempt("Drop stale", 2, lambda: drop_stale_analysis(**sched),
+                                        print_drop_stale, results["unavailable"])
     print()
     results["mismatch"] = attempt(
-        "Part 3", lambda: mismatch_sweep(args.C, args.batch_size, args.noise), print_mismatch)
+        "Part 3", 3, lambda: mismatch_sweep(args.C, args.batch_size, args.noise),
+        print_mismatch, results["unavailable"])
     if args.c_sweep:
         results["c_sweep"] = attempt(
-            "C sweep", lambda: c_sweep(batch_size=args.batch_size, noise=args.noise),
-            print_c_sweep)
+            "C sweep", 3, lambda: c_sweep(batch_size=args.batch_size, noise=args.noise),
+            print_c_sweep, results["unavailable"])
 
     import figure  # matplotlib loads only here, so importing run.py stays fast
     figure.draw(results, args.out)
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    # numpy numbers (a student's np.int64, say) are written as plain numbers
+    text = json.dumps(results, indent=1, default=lambda number: number.item())
+    args.out.with_suffix(".json").write_text(text)
     print(f"\nSaved {args.out} and {args.out.with_suffix('.json')}")
 
 

@@ -69,6 +69,8 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
                                             len(finished), out_of_lengths))
 
         # Jump to the next event: the update ends, or the earliest response ends.
+        # On a tie the update goes first, so what finishes at that instant is
+        # batched, and what starts then is tagged, with the new version.
         next_end = running[0][0] if running else math.inf
         if trainer_done_at is not None and trainer_done_at <= next_end:
             time, trainer_done_at = trainer_done_at, None
@@ -84,7 +86,7 @@ def summarize(trace, n_lanes, B, n_steps, time):
     """The numbers of a finished run.
 
     throughput  = trained responses per time unit = n_steps * B / time
-    utilization = busy lane-time / (n_lanes * time), in [0, 1]
+    utilization = busy lane-time / (n_lanes * time), 1 = every lane always busy
     mean_lag    = mean of version - tag over the trained responses
     wasted_frac = generation time of dropped responses / all generation time
     """
@@ -120,12 +122,16 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
     if not (isinstance(answer, tuple) and len(answer) == 2):
         raise broken(f"it must return a pair (batch, dropped), got {answer!r}.")
     batch, dropped = answer
-    if batch is None and not dropped and finished == before:
+    if batch is None and dropped == [] and finished == before:
         return None, []  # nothing taken: the common case, checked cheaply
-    if batch is not None and (not isinstance(batch, list) or len(batch) != B):
-        raise broken(f"batch must be None or a list of exactly B={B} responses, got {batch!r:.80}.")
-    if not isinstance(dropped, list) or (dropped and not drop_stale):
-        raise broken("dropped must be a list, and empty unless drop_stale is True.")
+    if not isinstance(dropped, (list, tuple)) or (dropped and not drop_stale):
+        raise broken(f"dropped must be a list, empty unless drop_stale is True; got {dropped!r}.")
+    if batch is not None:
+        if not isinstance(batch, (list, tuple)) or len(batch) != B:
+            size = f"{len(batch)} responses" if isinstance(batch, (list, tuple)) else repr(batch)
+            raise broken(f"batch must be None or a list of exactly B={B} responses, got {size}.")
+        batch = list(batch)
+    dropped = list(dropped)
     taken = (batch or []) + dropped
     taken_ids = {id(r) for r in taken}
     kept = [r for r in before if id(r) not in taken_ids]
@@ -138,9 +144,10 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
                          f"{version} - {r['tag']} and dropped False; response {r['id']} has "
                          f"lag={r['lag']!r}, dropped={r['dropped']!r}.")
     for r in dropped:
-        if r["dropped"] is not True:
-            raise broken(f"each dropped response needs dropped=True; response {r['id']} has "
-                         f"dropped={r['dropped']!r}.")
+        if r["dropped"] is not True or r["lag"] is not None:
+            raise broken(f"each dropped response needs dropped=True and lag None (it is never "
+                         f"trained); response {r['id']} has dropped={r['dropped']!r}, "
+                         f"lag={r['lag']!r}.")
     return batch, dropped
 
 

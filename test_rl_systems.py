@@ -10,6 +10,7 @@ expected vs got, and, when the wrong value is a known mistake, which one.
 introspection, so the messages below are shown as they are.)
 """
 import math
+import numbers
 
 import numpy as np
 import pytest
@@ -43,7 +44,7 @@ def same(got, expected, rtol=1e-9, atol=1e-12):
 
 def show(value):
     """A value on one short line, for a failure message."""
-    if np.ndim(value) == 0 or isinstance(value, (list, tuple)) and np.size(value) <= 16:
+    if np.ndim(value) == 0 or (isinstance(value, (list, tuple)) and np.size(value) <= 16):
         return repr(value)
     try:
         array = np.asarray(value, dtype=float)
@@ -109,7 +110,7 @@ def test_task1a_bytes_per_parameter(memory):
 def test_task1a_full_7b_is_112_gb(memory):
     got = memory.model_state_bytes(7e9)
     check(got, 112e9, "model_state_bytes(7e9), a 7B model trained in full (bytes)")
-    assert isinstance(got, int), (
+    assert isinstance(got, numbers.Integral), (
         f"model_state_bytes must return an int (whole bytes), got {type(got).__name__} {got!r}")
 
 
@@ -121,7 +122,8 @@ def test_task1b_qwen_7b_is_56_kib_per_token(memory):
         (28_672, "forgot the factor 2: each token caches a key AND a value vector"),
         (229_376, "used 8 bytes per value; bf16 is 2 bytes (bytes_per_value)"),
         (458_752, "counted bits instead of bytes")])
-    assert isinstance(got, int), f"kv_cache_bytes must return an int, got {type(got).__name__}"
+    assert isinstance(got, numbers.Integral), (
+        f"kv_cache_bytes must return an int (whole bytes), got {type(got).__name__} {got!r}")
 
 
 def test_task1b_scales_with_tokens_and_precision(memory):
@@ -136,12 +138,12 @@ def test_task1b_scales_with_tokens_and_precision(memory):
 
 # ---------------------------------------------------------------- Task 1c
 
-GIB = 2**30 / 1e9  # a GiB in GB: dividing by 2**30 instead of 1e9 shrinks numbers by this
+GB_PER_GIB = 2**30 / 1e9  # dividing by 2**30 instead of 1e9 shrinks every number by this
 
 
 def test_task1c_ppo_7b_is_252_gb(memory):
     check(memory.rl_memory_gb("ppo", 7e9), 252.0, 'rl_memory_gb("ppo", 7e9) in GB', [
-        (252.0 / GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
+        (252.0 / GB_PER_GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
         (140.0, "forgot the critic: PPO trains a value model as large as the policy"),
         (154.0, "counted the critic as frozen; it is trained (16 bytes per parameter)"),
         (350.0, "counted the reference or reward model as trained; both are frozen (2 B)"),
@@ -152,7 +154,7 @@ def test_task1c_ppo_7b_is_252_gb(memory):
 
 def test_task1c_grpo_7b_is_126_gb(memory):
     check(memory.rl_memory_gb("grpo", 7e9), 126.0, 'rl_memory_gb("grpo", 7e9) in GB', [
-        (126.0 / GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
+        (126.0 / GB_PER_GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
         (224.0, "counted the reference as trained; it is frozen (2 bytes per parameter)"),
         (140.0, "counted a reward model; GRPO's default is a verifiable reward (no model)"),
         (252.0, "counted a critic; GRPO has none (the group mean is its baseline)")])
@@ -274,13 +276,16 @@ def test_task2b_drops_only_beyond_k(scheduler):
     # version 3, k = 1: lags 0, 2, 1, 1, 3 -> ids 1 and 4 are stale (lag > 1)
     batch, dropped, finished = take(scheduler, [3, 1, 2, 2, 0], version=3, k=1, B=2,
                                     drop_stale=True)
-    check(ids(dropped), [1, 4], "dropped ids: tags [3, 1, 2, 2, 0], version 3, k = 1", [
-        ([1, 2, 3, 4], "dropped responses with lag == k; only lag > k is stale"),
-        ([], "dropped nothing although drop_stale=True")])
+    check(sorted(ids(dropped) or []), [1, 4], "dropped ids (any order): tags [3, 1, 2, 2, 0], "
+          "version 3, k = 1", [
+              ([1, 2, 3, 4], "dropped responses with lag == k; only lag > k is stale"),
+              ([], "dropped nothing although drop_stale=True")])
     assert all(r["dropped"] is True for r in dropped or []), "set dropped = True on each dropped"
     check(ids(batch), [0, 2], "batch ids after dropping (the oldest two fresh responses)")
-    check(ids(finished), [3], "ids left in `finished`",
-          [([1, 3, 4], "left the dropped responses in `finished`")])
+    check(ids(finished), [3], "ids left in `finished`", [
+        ([1, 3, 4], "left the dropped responses in `finished`"),
+        ([0, 1, 2, 3, 4], "rebound the name (finished = [...]), so the caller's list never "
+                          "changed; change it in place, e.g. finished[:] = [...]")])
 
 
 def test_task2b_keeps_stale_unless_asked(scheduler):
@@ -293,8 +298,10 @@ def test_task2b_keeps_stale_unless_asked(scheduler):
 
 def test_task2b_drops_even_without_a_batch(scheduler):
     batch, dropped, finished = take(scheduler, [1, 5], version=5, k=0, B=2, drop_stale=True)
-    check(ids(dropped), [0], "dropped ids (tags [1, 5], version 5, k = 0, B = 2) when no batch "
-          "follows", [([], "only dropped when a full batch was there; drop first, always")])
+    check(sorted(ids(dropped) or []), [0], "dropped ids (tags [1, 5], version 5, k = 0, B = 2) "
+          "when no batch follows", [
+              ([], "only dropped when a full batch was there; drop first, always"),
+              ([0, 1], "dropped responses with lag == k; only lag > k is stale")])
     assert batch is None and ids(finished) == [1], (
         f"expected no batch and id 1 left in `finished`, got batch {ids(batch)}, "
         f"finished {ids(finished)}")
@@ -324,7 +331,8 @@ def test_task2_heavy_tail_speedup(scheduler):
     runs = {k: scheduler.simulate(16, 32, k, n_steps=100) for k in (0, 1, 2, 3)}
     util0 = runs[0]["utilization"]
     gain = {k: runs[k]["throughput"] / runs[0]["throughput"] for k in runs}
-    assert 0.15 < util0 < 0.30, f"synchronous lane utilization should be about 20%, got {util0:.0%}"
+    assert 0.15 < util0 < 0.30, (
+        f"synchronous lane utilization should be 20-25%, got {util0:.0%}")
     assert 3.5 < gain[1] < 5.0, f"k = 1 should give about 4x the throughput of k = 0, got {gain[1]:.2f}x"
     assert gain[3] < 1.02 * gain[2], (
         f"beyond k = 2 nothing more is gained (generation is the bottleneck), got "
@@ -335,7 +343,7 @@ def test_task2_heavy_tail_speedup(scheduler):
 def test_task2_drop_stale_wastes_long_responses(scheduler):
     r = scheduler.simulate(16, 32, 1, n_steps=100, drop_stale=True)
     dropped = [s for s in r["trace"] if s["dropped"]]
-    trained = [s for s in r["trace"] if s["lag"] is not None]
+    trained = [s for s in r["trace"] if s["lag"] is not None and not s["dropped"]]
     assert dropped and r["wasted_frac"] > 0, "with k = 1 and a heavy tail some responses are stale"
     assert max(s["lag"] for s in trained) <= 1, "with drop_stale no trained response has lag > k"
     mean_dropped = np.mean([s["length"] for s in dropped])
@@ -363,6 +371,8 @@ W = np.array([[4.0, 0.25, 1.0],    # product 1
 LOGP_INFER = np.log([[0.2, 0.4, 0.5], [0.4, 0.1, 0.6], [0.3, 0.3, 0.9], [0.8, 0.5, 0.5]])
 LOGP_TRAIN = LOGP_INFER + np.log(W)
 SEQ = np.prod(W, axis=1, keepdims=True) * np.ones_like(W)
+for _table in (W, LOGP_INFER, LOGP_TRAIN, SEQ):
+    _table.setflags(write=False)  # code that changes its inputs in place fails at once
 
 
 def weights(tis, scheme, C=2.0, logp_train=LOGP_TRAIN, logp_infer=LOGP_INFER):

@@ -72,6 +72,8 @@ LOGP_TRAIN = token_logprobs(THETA)
 GRAD_LOGP = grad_logprobs(THETA)
 # The true policy gradient: sum over y of pi_train(y) r(y) grad log pi_train(y).
 TRUE_GRAD = np.einsum("n,ntd->d", sequence_probs(THETA) * REWARDS, GRAD_LOGP)
+for _table in (THETA, SEQUENCES, REWARDS, LOGP_TRAIN, GRAD_LOGP, TRUE_GRAD):
+    _table.setflags(write=False)  # code that changes its inputs in place fails at once
 
 
 def exact_stats(scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
@@ -94,21 +96,24 @@ def exact_stats(scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
     tis = lab.load("tis")
     logp_infer = token_logprobs(THETA + mismatch * PERTURBATIONS[noise])
     q = np.exp(logp_infer.sum(axis=1))  # pi_infer(y), the sampling probability
-    weights = tis.importance_weights(LOGP_TRAIN, logp_infer, scheme, C)
+    weights = np.asarray(tis.importance_weights(LOGP_TRAIN, logp_infer, scheme, C), dtype=float)
 
     def estimate(batch):  # pg_estimate on the responses with these indices
-        return tis.pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch])
+        return np.asarray(tis.pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch]))
 
     # g(y) for every response: the estimate a batch of that one response gives.
     # A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
     rewarded = np.flatnonzero(REWARDS)
     g = np.array([estimate([i]) for i in rewarded])
     q = q[rewarded]
-    # How pg_estimate combines a batch: on batch_size copies of one response a
-    # mean gives that response's g(y) back (scale 1), a sum would give more.
-    one, copies = g[0], estimate([rewarded[0]] * batch_size)
-    scale = float(copies @ one / (one @ one))
-    mean = scale * (q @ g)
+    # The formulas assume pg_estimate averages over its batch: on batch_size
+    # copies of one response it must give that response's estimate back.
+    copies = estimate([rewarded[0]] * batch_size)
+    if not np.allclose(copies, g[0]):
+        raise ValueError(f"pg_estimate on {batch_size} copies of one response gave "
+                         f"{np.linalg.norm(copies) / np.linalg.norm(g[0]):.4g} times the estimate "
+                         "of that response alone; it must average over the batch, not sum")
+    mean = q @ g
     bias = float(np.linalg.norm(mean - TRUE_GRAD))
-    variance = scale**2 * float(q @ (g**2).sum(axis=1) - (q @ g) @ (q @ g)) / batch_size
+    variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size
     return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))

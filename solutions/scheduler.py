@@ -20,7 +20,7 @@ def may_start(n_started, n_dropped, version, k, B):
 
         True  iff  n_started - n_dropped < (version + k + 1) * B
 
-    n_started - n_dropped counts the responses that will still be trained.
+    n_started - n_dropped counts the responses that are, or can still be, trained.
     The trainer has consumed version * B of them; on top of the batch it needs
     next, the lanes may work k batches ahead. With k = 0 the lanes stop after
     B responses and wait for the update: that is synchronous RL.
@@ -41,10 +41,11 @@ def take_batch(finished, version, k, B, drop_stale=False):
     `finished` is the first-in, first-out list of finished responses. Change
     it in place (remove what you take) and return (batch, dropped):
       1. If drop_stale: remove every response with version - tag > k, set its
-         "dropped" to True, and collect it in `dropped` (else dropped = []).
+         "dropped" to True, and collect it in the list `dropped` (any order;
+         dropped = [] when drop_stale is False).
       2. If at least B responses remain: remove the first B, set each one's
-         "lag" to version - tag, and return them as `batch` (oldest first).
-         Otherwise batch is None and the rest stay in `finished`.
+         "lag" to version - tag, and return them as the list `batch` (oldest
+         first). Otherwise batch is None and the rest stay in `finished`.
 
     Example: version 3, k = 1, tags in `finished` [3, 1, 2, 2], B = 2,
     drop_stale=True: the tag-1 response (lag 2 > k) is dropped, the batch is

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402  (these need ROOT on the path first)
 import test_rl_systems  # noqa: E402
+from conftest import time_limit  # noqa: E402
 from lab import TASKS  # noqa: E402
 from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
@@ -106,8 +107,8 @@ def failures(task, name, source):
     """Run the tests of Task `task` with `source` standing in for student file `name`
     (as lab.load would import it); return {test: message} for the tests that fail.
 
-    The tests are plain functions: calling them in this process is what pytest does,
-    minus its start-up, which would cost a second per mutant.
+    The tests are plain functions: calling them in this process (with the same time
+    limit) is what pytest does, minus its start-up, which would cost a second per mutant.
     """
     module = types.ModuleType(name[:-3])
     exec(compile(source, f"<{name} under test>", "exec"), module.__dict__)
@@ -118,7 +119,7 @@ def failures(task, name, source):
             continue
         fixtures = {arg: lab.load(arg) for arg in inspect.signature(test).parameters}
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), time_limit():
                 test(**fixtures)
         except Exception as error:  # noqa: BLE001 (any exception fails a test)
             failed[test_name] = str(error) if isinstance(error, AssertionError) else repr(error)

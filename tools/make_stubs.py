@@ -12,7 +12,8 @@ and the student file gets everything else unchanged (signatures, docstrings,
 input checks, given code), with each region replaced by its HINT lines, as
 TODO comments, and a NotImplementedError that names task, function and file.
 
-    python tools/make_stubs.py          # (re)write the student files
+    python tools/make_stubs.py --write  # (re)write the student files: this erases
+                                        # anything written in them, so never on a student's copy
     python tools/make_stubs.py --check  # exit 1 if they differ from what would be written
 """
 import argparse
@@ -110,8 +111,11 @@ def all_stubs():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if a student file is out of date")
+    action.add_argument("--write", action="store_true",
+                        help="overwrite the student files (and any work in them)")
     args = parser.parse_args()
     try:
         stubs = all_stubs()
@@ -122,7 +126,7 @@ def main():
     if args.check:
         if stale:
             sys.exit(f"make_stubs: {', '.join(stale)} differ from solutions/; "
-                     "run `python tools/make_stubs.py` and commit the result")
+                     "run `python tools/make_stubs.py --write` and commit the result")
         print("make_stubs: the student files match solutions/")
         return
     for name in stale:
