@@ -33,11 +33,11 @@ def memory_table():
     memory = lab.load("memory")
     rows = []
     for model in [ROUND_7B] + MODELS:
-        row = dict(model=model.name, params=model.params, lora_params=model.lora_params(),
+        adapter = model.lora_params()
+        row = dict(model=model.name, params=model.params, lora_params=adapter,
                    ppo_gb=memory.rl_memory_gb("ppo", model.params),
                    grpo_gb=memory.rl_memory_gb("grpo", model.params),
-                   grpo_lora_gb=memory.rl_memory_gb("grpo", model.params,
-                                                    lora_params=model.lora_params()),
+                   grpo_lora_gb=memory.rl_memory_gb("grpo", model.params, lora_params=adapter),
                    kv_bytes_per_token=memory.kv_cache_bytes(model.layers, model.kv_heads,
                                                             model.head_dim, 1))
         row["gpus_for_ppo"] = math.ceil(row["ppo_gb"] / GPU_GB)

@@ -32,20 +32,20 @@ import lab  # noqa: E402  (these need ROOT on the path first)
 import test_rl_systems  # noqa: E402
 from conftest import time_limit  # noqa: E402
 from lab import TASKS  # noqa: E402
-from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs  # noqa: E402
+from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
 
 TODO = "is not implemented yet"
 
 
-def pytest(folder, *args, reference=False):
-    """Run the lab's tests in `folder`; return (exit code, {test: failure message or None}, score)."""
+def pytest(reference=False):
+    """Run the lab's tests; return (exit code, {test: failure message or None}, (score, max))."""
     with tempfile.TemporaryDirectory() as tmp:
         xml, grades = Path(tmp, "junit.xml"), Path(tmp, "grades.json")
         env = dict(os.environ, RL_SOLUTIONS="1" if reference else "0")
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={xml}",
-                               f"--gradescope={grades}", *args],
-                              cwd=folder, env=env, capture_output=True, text=True)
+                               f"--gradescope={grades}"],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
         if not xml.exists():
             return done.returncode, {"(pytest did not run)": done.stdout + done.stderr}, None
         outcomes = {}
@@ -65,11 +65,11 @@ def check_stubs():
     except MarkerError as error:
         return [str(error)]
     return [f"{name} differs from what tools/make_stubs.py writes from solutions/{name}"
-            for name, text in stubs.items() if (ROOT / name).read_text() != text]
+            for name in out_of_date(stubs)]
 
 
 def check_skeleton():
-    _, outcomes, score = pytest(ROOT)
+    _, outcomes, score = pytest()
     problems = []
     for name, message in outcomes.items():
         graded = name.startswith("test_task")
@@ -83,7 +83,7 @@ def check_skeleton():
 
 
 def check_reference():
-    code, outcomes, score = pytest(ROOT, reference=True)
+    code, outcomes, score = pytest(reference=True)
     problems = [f"{name} fails with the reference: {message}"
                 for name, message in outcomes.items() if message is not None]
     if code != 0 or score is None or not math.isclose(score[0], score[1]):

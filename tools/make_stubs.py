@@ -109,6 +109,12 @@ def all_stubs():
     return stubs
 
 
+def out_of_date(stubs):
+    """Names of the student files that are missing or differ from `stubs`."""
+    return [name for name, text in stubs.items()
+            if not (ROOT / name).exists() or (ROOT / name).read_text() != text]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
@@ -121,8 +127,7 @@ def main():
         stubs = all_stubs()
     except MarkerError as error:
         sys.exit(f"make_stubs: {error}")
-    stale = [name for name, text in stubs.items()
-             if not (ROOT / name).exists() or (ROOT / name).read_text() != text]
+    stale = out_of_date(stubs)
     if args.check:
         if stale:
             sys.exit(f"make_stubs: {', '.join(stale)} differ from solutions/; "
