@@ -238,7 +238,10 @@ def take(scheduler, tags, version, k, B, drop_stale=False):
     result = scheduler.take_batch(finished, version, k, B, drop_stale)
     assert isinstance(result, tuple) and len(result) == 2, (
         f"take_batch must return a pair (batch, dropped), got {result!r}")
-    return result[0], result[1], finished
+    batch, dropped = result
+    assert isinstance(dropped, (list, tuple)), (
+        f"dropped must be a list (empty if nothing was dropped), got {dropped!r}")
+    return batch, list(dropped), finished  # a tuple is fine too, as in the simulator
 
 
 NO_BATCH = "returned no batch although B responses were waiting (take one when len >= B)"
