@@ -89,12 +89,12 @@ def pytest_runtest_makereport(item, call):
     if call.when == "call" or report.failed:
         message = ""
         if report.failed and call.excinfo.errisinstance(SHORT):
-            kind = call.excinfo.type.__name__
-            message = str(call.excinfo.value)
-            if kind == "TimeoutError":
+            error = call.excinfo.value
+            message = str(error)
+            if isinstance(error, TimeoutError):
                 message += where(call.excinfo)
-            if kind not in ("AssertionError", "NotImplementedError", "TaskFileError"):
-                message = f"{kind}: {message}"
+            if not isinstance(error, (AssertionError, NotImplementedError, lab.TaskFileError)):
+                message = f"{type(error).__name__}: {message}"
             report.longrepr = message
         elif report.failed:
             message = call.excinfo.exconly()
