@@ -1,6 +1,4 @@
 # Your file for Task 1. Fill in each TODO, then run `python -m pytest -q -k task1`.
-# (Instructors: this file is written from solutions/memory.py by tools/make_stubs.py;
-# edit that one and run the tool again.)
 """Task 1: a GPU memory calculator for RL on LLMs.
 
 Units: bytes, and GB = 10**9 bytes (the unit GPU data sheets use: an H100 has
@@ -9,7 +7,7 @@ Units: bytes, and GB = 10**9 bytes (the unit GPU data sheets use: an H100 has
 The chapter's question: why does PPO-RLHF on a 7B model need a small cluster
 just to hold its weights, while GRPO with a LoRA adapter fits on one GPU?
 """
-from checks import at_least, one_of, whole_at_least
+from lab.input_checks import at_least, one_of, whole_at_least
 
 # Bytes a parameter costs when it is trained with Adam in mixed precision:
 # bf16 weight 2 + bf16 gradient 2 + fp32 master weight 4 + Adam m 4 + Adam v 4.

@@ -4,7 +4,8 @@
     RL_SOLUTIONS=1 python run.py   # the reference solutions
     python run.py --help           # the "things to try", as flags
 
-Same flags, same numbers: every run is deterministic.
+Same flags, same numbers: every run is deterministic. This is a script: the
+experiments it runs live in lab/experiments.py, the figure in lab/figure.py.
 """
 import argparse
 import json
@@ -14,42 +15,11 @@ from pathlib import Path
 
 import lab
 import toy
-from models import MODELS, ROUND_7B
+from lab import SCHEMES
+from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LONG, c_sweep, drop_stale_analysis,
+                             memory_table, mismatch_sweep, scheduling_sweep)
 
-GPU_GB = 80  # memory of one H100
-KS = (0, 1, 2, 3, 4, 6, 8)
-MISMATCHES = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
-LARGE_MISMATCH = 0.6
-BATCH_SIZES = (1, 4, 16, 64, 256)
-C_SWEEP = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 10.0)
-SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
-LONG = 4  # a response "long" if over 4x the mean length (which is 1)
-
-
-# ---------------------------------------------------------------- Part 1: memory (Task 1)
-
-def memory_table():
-    """Model-state GB of PPO, GRPO and GRPO + LoRA (rank 16) for the lab's 7B and real models."""
-    memory = lab.load("memory")
-    rows = []
-    for model in [ROUND_7B] + MODELS:
-        adapter = model.lora_params()
-        row = dict(model=model.name, params=model.params, lora_params=adapter,
-                   ppo_gb=memory.rl_memory_gb("ppo", model.params),
-                   grpo_gb=memory.rl_memory_gb("grpo", model.params),
-                   grpo_lora_gb=memory.rl_memory_gb("grpo", model.params, lora_params=adapter),
-                   kv_bytes_per_token=memory.kv_cache_bytes(model.layers, model.kv_heads,
-                                                            model.head_dim, 1))
-        row["gpus_for_ppo"] = math.ceil(row["ppo_gb"] / GPU_GB)
-        rows.append(row)
-    lab_7b = rows[0]
-    return dict(ppo_7b_gb=lab_7b["ppo_gb"], grpo_7b_gb=lab_7b["grpo_gb"],
-                grpo_lora_7b_gb=lab_7b["grpo_lora_gb"],
-                kv_bytes_per_token=lab_7b["kv_bytes_per_token"],
-                kv_64x16k_gb=memory.kv_cache_bytes(ROUND_7B.layers, ROUND_7B.kv_heads,
-                                                   ROUND_7B.head_dim, 64 * 16_384) / 1e9,
-                h100s_for_ppo_7b=lab_7b["gpus_for_ppo"], models=rows)
-
+# ---------------------------------------------------------------- printing
 
 def print_memory(m):
     print("Part 1: model state (weights, gradients, optimizer), GB = 10^9 bytes; LoRA rank 16")
@@ -62,20 +32,6 @@ def print_memory(m):
     print(f"  KV cache on top: 64 responses x 16k tokens on the 7B = {m['kv_64x16k_gb']:.1f} GB")
 
 
-# ---------------------------------------------------------------- Part 2: scheduling (Task 2)
-
-def scheduling_sweep(n_lanes, B, ks=KS, n_steps=200, train_time=1.0, sigma=1.25):
-    """Throughput, lane utilization and mean lag for each staleness bound k (ks[0] must be 0)."""
-    scheduler = lab.load("scheduler")
-    runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
-                               sigma=sigma) for k in ks]
-    return dict(n_lanes=n_lanes, B=B, n_steps=n_steps, sigma=sigma, train_time=train_time,
-                k=list(ks), throughput=[r["throughput"] for r in runs],
-                throughput_gain=[r["throughput"] / runs[0]["throughput"] for r in runs],
-                utilization=[r["utilization"] for r in runs],
-                mean_lag=[r["mean_lag"] for r in runs])
-
-
 def print_scheduling(s):
     print(f"Part 2: {s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, "
           f"train_time = {s['train_time']}, {s['n_steps']} steps")
@@ -83,23 +39,6 @@ def print_scheduling(s):
     for i, k in enumerate(s["k"]):
         print(f"  {k:>3}{s['throughput'][i]:>12.2f}{s['throughput_gain'][i]:>7.2f}x"
               f"{s['utilization'][i]:>12.0%}{s['mean_lag'][i]:>10.2f}")
-
-
-def drop_stale_analysis(n_lanes, B, k=1, n_steps=200, train_time=1.0, sigma=1.25):
-    """Run with stale responses dropped: how many, how much work lost, and which ones."""
-    scheduler = lab.load("scheduler")
-    r = scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time, sigma=sigma,
-                           drop_stale=True)
-    dropped = [s["length"] for s in r["trace"] if s["dropped"]]
-    trained = [s["length"] for s in r["trace"] if s["lag"] is not None]
-    keep = scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time, sigma=sigma)
-    return dict(k=k, n_started=len(r["trace"]), n_dropped=len(dropped),
-                wasted_frac=r["wasted_frac"], throughput=r["throughput"],
-                throughput_keeping_stale=keep["throughput"],
-                mean_length_dropped=sum(dropped) / max(len(dropped), 1),
-                mean_length_trained=sum(trained) / len(trained),
-                long_share_dropped=sum(x > LONG for x in dropped) / max(len(dropped), 1),
-                long_share_trained=sum(x > LONG for x in trained) / len(trained))
 
 
 def print_drop_stale(d):
@@ -113,37 +52,12 @@ def print_drop_stale(d):
           "them; dropping is a filter against long responses")
 
 
-# ---------------------------------------------------------------- Part 3: mismatch (Task 3)
-
-def mismatch_sweep(C=2.0, batch_size=64, noise="student_t"):
-    """Exact bias, variance and RMSE of the five estimators against the mismatch,
-    and against the batch size at LARGE_MISMATCH."""
-    schemes = {}
-    for scheme in SCHEMES:
-        stats = [toy.exact_stats(scheme, m, C, batch_size, noise) for m in MISMATCHES]
-        schemes[scheme] = {key: [s[key] for s in stats] for key in ("bias", "variance", "rmse")}
-    by_batch_size = dict(mismatch=LARGE_MISMATCH, batch_size=list(BATCH_SIZES))
-    for scheme in SCHEMES:
-        stats = [toy.exact_stats(scheme, LARGE_MISMATCH, C, n, noise) for n in BATCH_SIZES]
-        by_batch_size[scheme] = {key: [s[key] for s in stats] for key in ("bias", "variance")}
-    return dict(mismatch=list(MISMATCHES), batch_size=batch_size, C=C, noise=noise,
-                schemes=schemes, by_batch_size=by_batch_size)
-
-
 def print_mismatch(m):
     print(f"Part 3: RMSE of the gradient estimate (batch of {m['batch_size']}, C = {m['C']}, "
           f"{m['noise']} noise)")
     print(f"  {'mismatch':>8}" + "".join(f"{s:>11}" for s in SCHEMES))
     for i, x in enumerate(m["mismatch"]):
         print(f"  {x:>8.1f}" + "".join(f"{m['schemes'][s]['rmse'][i]:>11.4f}" for s in SCHEMES))
-
-
-def c_sweep(Cs=C_SWEEP, mismatch=LARGE_MISMATCH, batch_size=64, noise="student_t"):
-    """Bias and RMSE of token_tis against the truncation level C."""
-    stats = [toy.exact_stats("token_tis", mismatch, C, batch_size, noise) for C in Cs]
-    rmse = [s["rmse"] for s in stats]
-    return dict(mismatch=mismatch, batch_size=batch_size, noise=noise, C=list(Cs),
-                bias=[s["bias"] for s in stats], rmse=rmse, best_C=Cs[rmse.index(min(rmse))])
 
 
 def print_c_sweep(c):
@@ -206,9 +120,10 @@ def png_path(text):
     return path
 
 
-def attempt(part, task, experiment, show, unavailable):
-    """Run one part of the lab. If its task is not done yet, or fails, say so, note
-    it in `unavailable` (the figure draws a placeholder) and return None."""
+def attempt(key, experiment, show, unavailable):
+    """Run the part `key` of lab.PARTS. If its task is not done yet, or fails, say so,
+    note it in `unavailable` (the figure draws a placeholder) and return None."""
+    part, task = lab.PARTS[key]
     try:
         result = experiment()
     except NotImplementedError as todo:
@@ -234,23 +149,28 @@ def main(argv=None):
     sched = dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
                  train_time=args.train_time, sigma=args.sigma)
     results = dict(code=code, unavailable={})
-    results["memory"] = attempt("Part 1", 1, memory_table, print_memory, results["unavailable"])
+    skipped = results["unavailable"]
+    results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory")),
+                                print_memory, skipped)
     print()
-    results["scheduling"] = attempt("Part 2", 2, lambda: scheduling_sweep(**sched),
-                                    print_scheduling, results["unavailable"])
+    results["scheduling"] = attempt(
+        "scheduling", lambda: scheduling_sweep(lab.load("scheduler"), **sched),
+        print_scheduling, skipped)
     if args.drop_stale:
-        results["drop_stale"] = attempt("Drop stale", 2, lambda: drop_stale_analysis(**sched),
-                                        print_drop_stale, results["unavailable"])
+        results["drop_stale"] = attempt(
+            "drop_stale", lambda: drop_stale_analysis(lab.load("scheduler"), **sched),
+            print_drop_stale, skipped)
     print()
     results["mismatch"] = attempt(
-        "Part 3", 3, lambda: mismatch_sweep(args.C, args.batch_size, args.noise),
-        print_mismatch, results["unavailable"])
+        "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
+        print_mismatch, skipped)
     if args.c_sweep:
         results["c_sweep"] = attempt(
-            "C sweep", 3, lambda: c_sweep(batch_size=args.batch_size, noise=args.noise),
-            print_c_sweep, results["unavailable"])
+            "c_sweep", lambda: c_sweep(lab.load("tis"), batch_size=args.batch_size,
+                                       noise=args.noise),
+            print_c_sweep, skipped)
 
-    import figure  # matplotlib loads only here, so importing run.py stays fast
+    from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
     figure.draw(results, args.out)
     # numpy numbers (a student's np.int64, say) are written as plain numbers
     text = json.dumps(results, indent=1, default=lambda number: number.item())

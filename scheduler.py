@@ -1,6 +1,4 @@
 # Your file for Task 2. Fill in each TODO, then run `python -m pytest -q -k task2`.
-# (Instructors: this file is written from solutions/scheduler.py by tools/make_stubs.py;
-# edit that one and run the tool again.)
 """Task 2: the two decisions that turn synchronous RL into asynchronous RL.
 
 Symbols (the chapter's): B = responses per training batch, k = staleness
@@ -14,7 +12,7 @@ functions is in scheduler_core.py; `simulate` at the bottom runs it.
 """
 import numpy as np
 
-from checks import at_least, whole_at_least
+from lab.input_checks import at_least, whole_at_least
 from scheduler_core import run_simulation
 
 

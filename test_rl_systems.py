@@ -16,56 +16,15 @@ import numpy as np
 import pytest
 
 import lab
-import run
 import toy
+from lab import SCHEMES
+from lab.experiments import c_sweep, exact_stats, scheduling_sweep
+from lab.feedback import check, likely, same, show
+from lab.model_shapes import GPU_GB
 from scheduler_core import SchedulerError, run_simulation
 
 
 # ---------------------------------------------------------------- helpers
-
-def likely(got, mistakes):
-    """'Likely mistake: ...' if `got` equals the answer of a known mistake."""
-    for wrong, why in mistakes:
-        if same(got, wrong):
-            return f"\n  Likely mistake: {why}"
-    return ""
-
-
-def same(got, expected, rtol=1e-9, atol=1e-12):
-    """Numbers, lists or arrays equal in shape and (to rounding) in value."""
-    if got is None or expected is None:
-        return got is expected
-    try:
-        got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return got.shape == expected.shape and np.allclose(got, expected, rtol=rtol, atol=atol)
-
-
-def show(value):
-    """A value on one short line, for a failure message."""
-    if np.ndim(value) == 0 or (isinstance(value, (list, tuple)) and np.size(value) <= 16):
-        return repr(value)
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        return repr(value)
-    if array.size > 16:
-        finite = array[np.isfinite(array)]
-        values = f"from {finite.min():.4g} to {finite.max():.4g}" if finite.size else "none finite"
-        return (f"an array of shape {array.shape}, values {values}, "
-                f"{np.isnan(array).sum()} NaN, {np.isinf(array).sum()} inf")
-    return f"array({np.round(array, 6).tolist()})"
-
-
-def check(got, expected, what, mistakes=(), rtol=1e-9, atol=1e-12):
-    """Assert got == expected (to rounding), with a message a student can act on."""
-    hint = likely(got, mistakes)
-    if got is None and not hint:
-        hint = " (did you forget a return statement?)"
-    assert same(got, expected, rtol, atol), (
-        f"{what}: expected {show(expected)}, got {show(got)}.{hint}")
-
 
 def response(id, tag):
     """A finished response as the simulator makes it (length 1, started at its id)."""
@@ -148,8 +107,8 @@ def test_task1c_ppo_7b_is_252_gb(memory):
         (154.0, "counted the critic as frozen; it is trained (16 bytes per parameter)"),
         (350.0, "counted the reference or reward model as trained; both are frozen (2 B)"),
         (238.0, "forgot the reference or the reward model: PPO keeps both, frozen (2 B)")])
-    assert math.ceil(memory.rl_memory_gb("ppo", 7e9) / 80) == 4, (
-        "PPO on 7B should need 4 GPUs of 80 GB just for its model state")
+    assert math.ceil(memory.rl_memory_gb("ppo", 7e9) / GPU_GB) == 4, (
+        f"PPO on 7B should need 4 GPUs of {GPU_GB} GB just for its model state")
 
 
 def test_task1c_grpo_7b_is_126_gb(memory):
@@ -356,9 +315,9 @@ def test_task2_drop_stale_wastes_long_responses(scheduler):
         f"{mean_trained:.2f} trained")
 
 
-def test_task2_slow_trainer_lowers_the_gain():
-    fast = run.scheduling_sweep(16, 32, ks=(0, 1), n_steps=100, train_time=1.0, sigma=1.25)
-    slow = run.scheduling_sweep(16, 32, ks=(0, 1), n_steps=100, train_time=3.0, sigma=1.25)
+def test_task2_slow_trainer_lowers_the_gain(scheduler):
+    fast = scheduling_sweep(scheduler, 16, 32, ks=(0, 1), n_steps=100, train_time=1.0, sigma=1.25)
+    slow = scheduling_sweep(scheduler, 16, 32, ks=(0, 1), n_steps=100, train_time=3.0, sigma=1.25)
     assert slow["throughput_gain"][1] < fast["throughput_gain"][1] - 0.5, (
         f"with train_time 3.0 the trainer is the bottleneck, so k = 1 should gain less: "
         f"{slow['throughput_gain'][1]:.2f}x vs {fast['throughput_gain'][1]:.2f}x at train_time 1.0")
@@ -437,7 +396,7 @@ def test_task3a_long_sequences_in_log_space(tis):
 def test_task3a_keeps_the_shape(tis):
     rng = np.random.default_rng(0)
     logp = np.log(rng.uniform(0.1, 1, size=(5, 7)))
-    for scheme in ("none", "token", "token_tis", "seq", "seq_tis"):
+    for scheme in SCHEMES:
         got = np.shape(weights(tis, scheme, logp_train=logp, logp_infer=logp))
         assert got == (5, 7), (
             f'importance_weights(..., "{scheme}") on (N, T) = (5, 7) inputs must return a (5, 7) '
@@ -476,19 +435,16 @@ def test_task3b_matches_a_loop(tis):
 
 # ---------------------------------------------------------------- Task 3: the chapter's claims
 
-SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
-
-
-def test_task3_no_mismatch_no_bias():
-    stats = {s: toy.exact_stats(s, 0.0) for s in SCHEMES}
+def test_task3_no_mismatch_no_bias(tis):
+    stats = {s: exact_stats(tis, s, 0.0) for s in SCHEMES}
     for scheme, s in stats.items():
         assert s["bias"] < 1e-12, (
             f'with mismatch 0 every weight is 1, so "{scheme}" must be unbiased; bias {s["bias"]:.3g}')
         check(s["variance"], stats["none"]["variance"], f'variance of "{scheme}" at mismatch 0')
 
 
-def test_task3_naive_bias_grows_linearly():
-    bias = {m: toy.exact_stats("none", m)["bias"] for m in (0.1, 0.2, 0.4)}
+def test_task3_naive_bias_grows_linearly(tis):
+    bias = {m: exact_stats(tis, "none", m)["bias"] for m in (0.1, 0.2, 0.4)}
     assert bias[0.1] > 0.01, f'"none" ignores the mismatch, so it is biased; bias {bias[0.1]:.3g}'
     for m in (0.1, 0.2):
         assert 1.8 < bias[2 * m] / bias[m] < 2.3, (
@@ -496,27 +452,27 @@ def test_task3_naive_bias_grows_linearly():
             f"{bias[m]:.4f} at {m}, {bias[2 * m]:.4f} at {2 * m}")
 
 
-def test_task3_batch_size_shrinks_variance_not_bias():
-    small, large = toy.exact_stats("none", 0.6, batch_size=1), toy.exact_stats("none", 0.6, batch_size=64)
+def test_task3_batch_size_shrinks_variance_not_bias(tis):
+    small, large = exact_stats(tis, "none", 0.6, batch_size=1), exact_stats(tis, "none", 0.6, batch_size=64)
     check(large["bias"], small["bias"], "naive bias with batch 64 vs batch 1 (bias does not average away)")
     check(large["variance"], small["variance"] / 64, "variance with batch 64 = variance with batch 1 / 64")
 
 
-def test_task3_sequence_is_unbiased_but_noisy():
+def test_task3_sequence_is_unbiased_but_noisy(tis):
     for m in (0.3, 0.6, 1.0):
-        bias = toy.exact_stats("seq", m)["bias"]
+        bias = exact_stats(tis, "seq", m)["bias"]
         assert bias < 1e-9, (
             f'sequence IS is exactly unbiased, but bias = {bias:.3g} at mismatch {m}: check that '
             f'"seq" puts the full product of ratios on every token')
-    growth = toy.exact_stats("seq", 1.0)["variance"] / toy.exact_stats("seq", 0.0)["variance"]
-    naive = toy.exact_stats("none", 1.0)["variance"] / toy.exact_stats("none", 0.0)["variance"]
+    growth = exact_stats(tis, "seq", 1.0)["variance"] / exact_stats(tis, "seq", 0.0)["variance"]
+    naive = exact_stats(tis, "none", 1.0)["variance"] / exact_stats(tis, "none", 0.0)["variance"]
     assert growth > 50 and naive < 2, (
         f"sequence IS variance should explode with the mismatch (x{growth:.1f} from 0 to 1.0) "
         f"while the naive one barely moves (x{naive:.2f})")
 
 
-def test_task3_truncation_wins_at_large_mismatch():
-    rmse = {s: toy.exact_stats(s, 0.6)["rmse"] for s in SCHEMES}
+def test_task3_truncation_wins_at_large_mismatch(tis):
+    rmse = {s: exact_stats(tis, s, 0.6)["rmse"] for s in SCHEMES}
     truncated = max(rmse["token_tis"], rmse["seq_tis"])
     others = min(rmse["none"], rmse["token"], rmse["seq"])
     shown = ", ".join(f"{s} {v:.4f}" for s, v in rmse.items())
@@ -524,8 +480,8 @@ def test_task3_truncation_wins_at_large_mismatch():
         f"at mismatch 0.6 the truncated estimators should have the lowest RMSE; got {shown}")
 
 
-def test_task3_best_C_is_inside_the_sweep():
-    sweep = run.c_sweep(Cs=(1.0, 1.25, 1.5, 2.0, 4.0, 10.0), mismatch=0.6)
+def test_task3_best_C_is_inside_the_sweep(tis):
+    sweep = c_sweep(tis, Cs=(1.0, 1.25, 1.5, 2.0, 4.0, 10.0), mismatch=0.6)
     assert 1.0 < sweep["best_C"] < 10.0, (
         f"the RMSE of token_tis at mismatch 0.6 should be lowest strictly inside C = 1..10, "
         f"got best C = {sweep['best_C']} (RMSE {sweep['rmse']})")
@@ -565,10 +521,13 @@ def test_input_checks_tis(tis):
 
 
 def test_input_checks_toy():
+    def unused(*args):
+        raise AssertionError("the toy must check its arguments before it calls Task 3 code")
+
     with pytest.raises(ValueError, match="mismatch"):
-        toy.exact_stats("none", -0.1)
+        toy.exact_stats(unused, unused, "none", -0.1)
     with pytest.raises(ValueError, match="noise"):
-        toy.exact_stats("none", 0.1, noise="cauchy")
+        toy.exact_stats(unused, unused, "none", 0.1, noise="cauchy")
 
 
 def test_toy_is_a_distribution():
@@ -619,16 +578,3 @@ def test_core_checks_the_decisions():
 
     with pytest.raises(SchedulerError, match="removed from `finished`"):
         run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, keeps_them)
-
-
-def test_loader_rejects_unknown_values(monkeypatch):
-    monkeypatch.setenv("RL_SOLUTIONS", "yes")
-    with pytest.raises(ValueError, match="RL_SOLUTIONS must be"):
-        lab.load("tis")
-
-
-def test_run_rejects_bad_flags(capsys):
-    for flags in (["--sigma", "-1"], ["--lanes", "0"], ["--C", "0.5"], ["--noise", "cauchy"]):
-        with pytest.raises(SystemExit):
-            run.parse_args(flags)
-        assert flags[0] in capsys.readouterr().err

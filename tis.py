@@ -1,6 +1,4 @@
 # Your file for Task 3. Fill in each TODO, then run `python -m pytest -q -k task3`.
-# (Instructors: this file is written from solutions/tis.py by tools/make_stubs.py;
-# edit that one and run the tool again.)
 """Task 3: truncated importance sampling (TIS) for a mismatched inference engine.
 
 The inference engine (vLLM, SGLang, ...) samples the responses, and its
@@ -16,9 +14,8 @@ with respect to the D trainer parameters.
 """
 import numpy as np
 
-from checks import at_least, one_of
-
-SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
+from lab import SCHEMES
+from lab.input_checks import at_least, one_of
 
 
 def importance_weights(logp_train, logp_infer, scheme, C=2.0):

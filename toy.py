@@ -10,15 +10,15 @@ D = (V + 1) * V = 20 parameters. The inference engine samples from pi_infer,
 whose logits are theta + mismatch * b for a fixed perturbation b. With
 mismatch = 0 the two agree exactly.
 
-exact_stats(scheme, mismatch, ...) returns the bias, variance and RMSE of the
-gradient estimate your importance_weights and pg_estimate (tis.py) produce.
+exact_stats(importance_weights, pg_estimate, scheme, mismatch, ...) returns the
+bias, variance and RMSE of the gradient estimate that the two functions you pass
+in (yours from tis.py, or the reference's) produce.
 """
 import itertools
 
 import numpy as np
 
-import lab
-from checks import at_least, one_of, whole_at_least
+from lab.input_checks import at_least, one_of, whole_at_least
 
 V, T = 4, 6
 D = (V + 1) * V
@@ -76,11 +76,13 @@ for _table in (THETA, SEQUENCES, REWARDS, LOGP_TRAIN, GRAD_LOGP, TRUE_GRAD):
     _table.setflags(write=False)  # code that changes its inputs in place fails at once
 
 
-def exact_stats(scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
+def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_size=64,
+                noise="student_t"):
     """Exact bias, variance and RMSE of the batch gradient estimate.
 
     The inference engine samples batch_size responses y ~ pi_infer, and the
-    estimate is pg_estimate over the batch with importance_weights(scheme).
+    estimate is pg_estimate over the batch with importance_weights(..., scheme, C):
+    the two functions of Task 3, passed in.
     That estimate is the mean of batch_size independent one-response estimates
     g(y), so with every expectation an exact sum over the 4,096 responses:
 
@@ -93,13 +95,12 @@ def exact_stats(scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
     at_least("mismatch", mismatch, 0)
     whole_at_least("batch_size", batch_size, 1)
     one_of("noise", noise, NOISES)
-    tis = lab.load("tis")
     logp_infer = token_logprobs(THETA + mismatch * PERTURBATIONS[noise])
     q = np.exp(logp_infer.sum(axis=1))  # pi_infer(y), the sampling probability
-    weights = np.asarray(tis.importance_weights(LOGP_TRAIN, logp_infer, scheme, C), dtype=float)
+    weights = np.asarray(importance_weights(LOGP_TRAIN, logp_infer, scheme, C), dtype=float)
 
     def estimate(batch):  # pg_estimate on the responses with these indices
-        return np.asarray(tis.pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch]))
+        return np.asarray(pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch]))
 
     # g(y) for every response: the estimate a batch of that one response gives.
     # A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.

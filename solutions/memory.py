@@ -6,7 +6,7 @@ Units: bytes, and GB = 10**9 bytes (the unit GPU data sheets use: an H100 has
 The chapter's question: why does PPO-RLHF on a 7B model need a small cluster
 just to hold its weights, while GRPO with a LoRA adapter fits on one GPU?
 """
-from checks import at_least, one_of, whole_at_least
+from lab.input_checks import at_least, one_of, whole_at_least
 
 # Bytes a parameter costs when it is trained with Adam in mixed precision:
 # bf16 weight 2 + bf16 gradient 2 + fp32 master weight 4 + Adam m 4 + Adam v 4.

@@ -11,7 +11,7 @@ functions is in scheduler_core.py; `simulate` at the bottom runs it.
 """
 import numpy as np
 
-from checks import at_least, whole_at_least
+from lab.input_checks import at_least, whole_at_least
 from scheduler_core import run_simulation
 
 

@@ -13,9 +13,8 @@ with respect to the D trainer parameters.
 """
 import numpy as np
 
-from checks import at_least, one_of
-
-SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
+from lab import SCHEMES
+from lab.input_checks import at_least, one_of
 
 
 def importance_weights(logp_train, logp_infer, scheme, C=2.0):

@@ -30,8 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402  (these need ROOT on the path first)
 import test_rl_systems  # noqa: E402
-from conftest import time_limit  # noqa: E402
-from lab import TASKS  # noqa: E402
+from lab.grading import time_limit  # noqa: E402
 from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
 
@@ -72,7 +71,7 @@ def check_skeleton():
     _, outcomes, score = pytest()
     problems = []
     for name, message in outcomes.items():
-        graded = name.startswith("test_task")
+        graded = lab.task_of(name) is not None
         if graded and (message is None or TODO not in message):
             problems.append(f"{name} should fail on a TODO with the stubs, got: {message}")
         if not graded and message is not None:
@@ -94,7 +93,7 @@ def check_reference():
 
 def mutated_source(mutant):
     """The reference file of the mutant's task with the mutant's change made."""
-    name = TASKS[mutant.task][0]
+    name = lab.file_of(mutant.task)
     reference = (ROOT / "solutions" / name).read_text()
     count = reference.count(mutant.old)
     if count != 1:
@@ -103,8 +102,8 @@ def mutated_source(mutant):
     return name, reference.replace(mutant.old, mutant.new)
 
 
-def failures(task, name, source):
-    """Run the tests of Task `task` with `source` standing in for student file `name`
+def failures(name, source):
+    """Run the tests of student file `name` with `source` standing in for it
     (as lab.load would import it); return {test: message} for the tests that fail.
 
     The tests are plain functions: calling them in this process (with the same time
@@ -115,7 +114,8 @@ def failures(task, name, source):
     sys.modules[module.__name__] = module  # lab.load("memory") now finds this one
     failed = {}
     for test_name, test in vars(test_rl_systems).items():
-        if not test_name.startswith(f"test_task{task}"):
+        task = lab.task_of(test_name)
+        if task is None or lab.file_of(task) != name:
             continue
         fixtures = {arg: lab.load(arg) for arg in inspect.signature(test).parameters}
         try:
@@ -132,13 +132,13 @@ def check_mutants():
     os.environ["RL_SOLUTIONS"] = "0"
     problems, lines = [], []
     for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
-        failed = failures(lab.MODULES[name[:-3]], name, (ROOT / "solutions" / name).read_text())
+        failed = failures(name, (ROOT / "solutions" / name).read_text())
         problems += [f"the reference as {name} fails {test}: {msg}" for test, msg in failed.items()]
     if problems:
         return problems, lines
-    caught_by = {test: 0 for test in vars(test_rl_systems) if test.startswith("test_task")}
+    caught_by = {test: 0 for test in vars(test_rl_systems) if lab.task_of(test)}
     for mutant in MUTANTS:
-        failed = failures(mutant.task[0], *mutated_source(mutant))
+        failed = failures(*mutated_source(mutant))
         if not failed:
             problems.append(f"mutant not caught (Task {mutant.task}): {mutant.mistake}")
             continue
@@ -161,13 +161,13 @@ def main():
         print(f"{title}: {'ok' if not found else 'FAILED'}")
         problems += found
     found, outcomes = check_skeleton()
-    graded = sum(name.startswith("test_task") for name in outcomes)
+    graded = sum(lab.task_of(name) is not None for name in outcomes)
     print(f"skeleton: {'ok' if not found else 'FAILED'} ({graded} graded tests fail on a TODO, "
           f"{len(outcomes) - graded} tests of given code pass)")
     problems += found
     found, lines = check_mutants()
-    per_task = {t: sum(m.task[0] == t for m in MUTANTS) for t in sorted({m.task[0] for m in MUTANTS})}
-    counts = ", ".join(f"Task {t}: {n}" for t, n in per_task.items())
+    counts = ", ".join(f"{name}: {sum(lab.file_of(m.task) == name for m in MUTANTS)}"
+                       for name in STUDENT_FILES)
     print(f"mutants: {'ok' if not found else 'FAILED'}, {len(lines)} of {len(MUTANTS)} caught "
           f"({counts})")
     print("\n".join(lines))

@@ -24,9 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from lab import MODULES, TASKS  # noqa: E402  (needs ROOT on the path first)
+from lab import STUDENT_MODULES, TASKS, file_of  # noqa: E402  (needs ROOT on the path first)
 
-STUDENT_FILES = ("memory.py", "scheduler.py", "tis.py")
+STUDENT_FILES = tuple(module + ".py" for module in STUDENT_MODULES)
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION task(?P<task>\w+)\s*$")
 END = re.compile(r"^\s*# END SOLUTION\s*$")
 HINT = re.compile(r"^\s*# HINT: (?P<hint>.*)$")
@@ -37,11 +37,9 @@ class MarkerError(ValueError):
 
 
 def banner(name):
-    task = MODULES[name.removesuffix(".py")]
+    task = next(task for task in TASKS if file_of(task) == name)[0]
     return (f"# Your file for Task {task}. Fill in each TODO, then run "
-            f"`python -m pytest -q -k task{task}`.\n"
-            f"# (Instructors: this file is written from solutions/{name} by tools/make_stubs.py;\n"
-            f"# edit that one and run the tool again.)\n")
+            f"`python -m pytest -q -k task{task}`.\n")
 
 
 def enclosing_function(tree, line_number):
@@ -63,7 +61,7 @@ def stub_source(reference, name):
                 raise MarkerError(f"{where}: BEGIN SOLUTION inside the region opened at line "
                                   f"{region['line']} (regions may not nest)")
             task = begin["task"]
-            if task not in TASKS or TASKS[task][0] != name:
+            if task not in TASKS or file_of(task) != name:
                 raise MarkerError(f"{where}: task{task} is not a task of {name} in lab.TASKS")
             function = enclosing_function(tree, number)
             if function != TASKS[task][1]:
@@ -101,7 +99,8 @@ def all_stubs():
     """{file name: student source} for every student file; checks every task has a region."""
     stubs = {name: stub_source((ROOT / "solutions" / name).read_text(), name)
              for name in STUDENT_FILES}
-    for task, (name, function, _) in TASKS.items():
+    for task, (_, function, _) in TASKS.items():
+        name = file_of(task)
         count = stubs[name].count(f'"Task {task} {function} ')
         if task[-1].isalpha() and count != 1:
             raise MarkerError(f"solutions/{name}: task{task} needs exactly one solution region, "

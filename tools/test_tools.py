@@ -1,7 +1,14 @@
-"""Tests of the instructor tools (run by CI: python -m pytest -q tools/test_tools.py)."""
+"""Tests of the instructor tools and switches (run by CI: python -m pytest -q tools/test_tools.py)."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+import lab
 from tools.make_stubs import MarkerError, stub_source
+
+ROOT = Path(__file__).resolve().parent.parent
 
 HEADER = "def model_state_bytes(n_trained, n_frozen=0):\n    x = 1\n"
 
@@ -30,3 +37,17 @@ def test_region_becomes_hint_and_raise():
 def test_bad_markers_are_refused(body, problem):
     with pytest.raises(MarkerError, match=problem):
         stub(body)
+
+
+def test_loader_rejects_unknown_values(monkeypatch):
+    monkeypatch.setenv("RL_SOLUTIONS", "yes")
+    with pytest.raises(ValueError, match="RL_SOLUTIONS must be"):
+        lab.load("tis")
+
+
+@pytest.mark.parametrize("flags", [["--sigma", "-1"], ["--lanes", "0"], ["--C", "0.5"],
+                                   ["--noise", "cauchy"]])
+def test_run_rejects_bad_flags(flags):
+    done = subprocess.run([sys.executable, "run.py", *flags], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and f"argument {flags[0]}" in done.stderr, done.stderr

@@ -1,4 +1,4 @@
-"""Input checks shared by the task files (given code: you do not write these).
+"""Input checks (given): shared by the task files and the toy; you do not write these.
 
 Each check raises a ValueError that names the argument and what is allowed,
 so a bad call fails on its first line instead of deep inside the maths.

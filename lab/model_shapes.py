@@ -1,9 +1,11 @@
-"""Shapes of real open models (given), for the memory table of run.py.
+"""Shapes of real open models (given), and the GPU they are measured against, for Part 1.
 
 Numbers from each model's config.json on Hugging Face. `params` is the exact
 total, embeddings included.
 """
 from dataclasses import dataclass
+
+GPU_GB = 80  # memory of one H100 (or A100 80GB), in GB = 10**9 bytes
 
 
 @dataclass(frozen=True)

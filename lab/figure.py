@@ -1,4 +1,4 @@
-"""Draw rl_systems.png from the numbers run.py computed (given).
+"""The figure (given): rl_systems.png drawn from the numbers run.py computed.
 
 Top row: the memory bill and the scheduling experiment. Bottom row: the
 mismatch experiment. A part whose task is not implemented yet is drawn as a
@@ -8,6 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # draw to a file; no screen needed
 import matplotlib.pyplot as plt  # noqa: E402
+
+from lab import PARTS  # noqa: E402
+from lab.model_shapes import GPU_GB  # noqa: E402
 
 COLORS = {"none": "black", "token": "tab:blue", "token_tis": "tab:green", "seq": "tab:red",
           "seq_tis": "tab:orange"}
@@ -26,17 +29,18 @@ def draw(results, path):
                          "grid.alpha": 0.3})
     fig, axes = plt.subplots(2, 4, figsize=(18, 8.5))
     top, bottom = axes
-    parts = [("memory", "Part 1", "Task 1", [top[0]], memory_panel),
-             ("scheduling", "Part 2", "Task 2", top[1:], scheduling_panels),
-             ("mismatch", "Part 3", "Task 3", bottom, mismatch_panels)]
-    for key, part, task, panels, draw_part in parts:
+    parts = [("memory", [top[0]], memory_panel),
+             ("scheduling", top[1:], scheduling_panels),
+             ("mismatch", bottom, mismatch_panels)]
+    for key, panels, draw_part in parts:
+        part, task = PARTS[key]
         if results[key] is None:
             for ax in panels:
                 placeholder(ax, results["unavailable"][part])
         else:
             draw_part(results[key], *panels)
         for ax, title in zip(panels, TITLES[key]):
-            ax.set_title(f"{title} ({task})")
+            ax.set_title(f"{title} (Task {task})")
     fig.suptitle(f"RL systems on a laptop. Code under test: {results['code']}", fontsize=13)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -56,7 +60,7 @@ def memory_panel(memory, ax):
     ax.bar(list(bars), list(bars.values()), color=["tab:red", "tab:blue", "tab:green"])
     for x, gb in enumerate(bars.values()):
         ax.text(x, gb, f"{gb:.0f} GB", ha="center", va="bottom")
-    ax.axhline(80, color="gray", linestyle="--", label="one 80 GB GPU")
+    ax.axhline(GPU_GB, color="gray", linestyle="--", label=f"one {GPU_GB} GB GPU")
     ax.set_ylabel("GB (10^9 bytes), before activations and KV cache")
     ax.legend(loc="upper right")
 

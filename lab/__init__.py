@@ -1,0 +1,88 @@
+"""The lab's plumbing (given): whose code runs, and the facts every other file shares.
+
+Every test and run.py gets the task modules from `load`, so one environment
+variable switches the whole lab:
+
+    python -m pytest -q                   # your memory.py, scheduler.py, tis.py
+    RL_SOLUTIONS=1 python -m pytest -q    # solutions/memory.py, ...
+
+The facts below (tasks and points, student modules, schemes, the parts of
+run.py) are written here once; everything else imports them.
+"""
+import importlib
+import os
+import re
+
+# task id -> (student module, what to implement, points). Test names carry the
+# task id ("test_task2b_fifo"); the ids without a letter are the end-to-end
+# checks that use a whole task at once.
+TASKS = {
+    "1a": ("memory", "model_state_bytes", 10),
+    "1b": ("memory", "kv_cache_bytes", 10),
+    "1c": ("memory", "rl_memory_gb", 15),
+    "2a": ("scheduler", "may_start", 10),
+    "2b": ("scheduler", "take_batch", 15),
+    "2": ("scheduler", "simulate (2a + 2b together)", 10),
+    "3a": ("tis", "importance_weights", 15),
+    "3b": ("tis", "pg_estimate", 5),
+    "3": ("tis", "the chapter's claims (3a + 3b together)", 10),
+}
+# The student modules in task order: memory, scheduler, tis.
+STUDENT_MODULES = tuple(dict.fromkeys(module for module, _, _ in TASKS.values()))
+
+# The weighting schemes of Task 3, in the order tables and the figure show them.
+SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
+
+# run.py's parts: result key -> (label printed and stored, the task it needs).
+PARTS = {
+    "memory": ("Part 1", "1"),
+    "scheduling": ("Part 2", "2"),
+    "drop_stale": ("Drop stale", "2"),
+    "mismatch": ("Part 3", "3"),
+    "c_sweep": ("C sweep", "3"),
+}
+
+_TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")
+
+
+class TaskFileError(Exception):
+    """A task file could not be imported (a syntax error, say)."""
+
+
+def task_of(test_name):
+    """The task a test grades: test_task2b_fifo -> "2b", test_task3_x -> "3", test_toy_x -> None."""
+    match = _TEST_NAME.match(test_name)
+    return match[1] if match else None
+
+
+def file_of(task):
+    """The student file of a task: "2b" -> "scheduler.py"."""
+    return TASKS[task][0] + ".py"
+
+
+def use_reference():
+    """True if RL_SOLUTIONS=1, False if it is unset, empty or 0; ValueError otherwise."""
+    value = os.environ.get("RL_SOLUTIONS", "0")
+    if value not in ("", "0", "1"):
+        raise ValueError(
+            f"RL_SOLUTIONS must be 1 (reference solutions) or 0/unset (your files), got {value!r}"
+        )
+    return value == "1"
+
+
+def code_under_test():
+    """A one-line description for headers: whose code is being run."""
+    if use_reference():
+        return "the reference solutions (solutions/, RL_SOLUTIONS=1)"
+    return f"your files ({', '.join(module + '.py' for module in STUDENT_MODULES)})"
+
+
+def load(name):
+    """Import task module `name` ("memory", "scheduler" or "tis") from the right place."""
+    if name not in STUDENT_MODULES:
+        raise ValueError(f"name must be one of {sorted(STUDENT_MODULES)}, got {name!r}")
+    try:
+        return importlib.import_module(f"solutions.{name}" if use_reference() else name)
+    except SyntaxError as error:  # IndentationError too
+        raise TaskFileError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
+                            f"\n    {(error.text or '').strip()}") from None
