@@ -12,23 +12,31 @@ run.py) are written here once; everything else imports them.
 import importlib
 import os
 import re
+from typing import NamedTuple
 
-# task id -> (student module, what to implement, points). Test names carry the
-# task id ("test_task2b_fifo"); the ids without a letter are the end-to-end
-# checks that use a whole task at once.
+
+class Task(NamedTuple):
+    module: str           # the student module it lives in
+    what: str             # the function to implement (or what the end-to-end tests use)
+    points: float         # split evenly over the task's tests
+    extra: bool = False   # extra credit: its points come on top of the 100
+
+
+# Test names carry the task id ("test_task2b_fifo"); the ids without a letter
+# are the end-to-end checks that use a whole task at once.
 TASKS = {
-    "1a": ("memory", "model_state_bytes", 10),
-    "1b": ("memory", "kv_cache_bytes", 10),
-    "1c": ("memory", "rl_memory_gb", 15),
-    "2a": ("scheduler", "may_start", 10),
-    "2b": ("scheduler", "take_batch", 15),
-    "2": ("scheduler", "simulate (2a + 2b together)", 10),
-    "3a": ("tis", "importance_weights", 15),
-    "3b": ("tis", "pg_estimate", 5),
-    "3": ("tis", "the chapter's claims (3a + 3b together)", 10),
+    "1a": Task("memory", "model_state_bytes", 10),
+    "1b": Task("memory", "kv_cache_bytes", 10),
+    "1c": Task("memory", "rl_memory_gb", 15),
+    "2a": Task("scheduler", "may_start", 10),
+    "2b": Task("scheduler", "take_batch", 15),
+    "2": Task("scheduler", "simulate (2a + 2b together)", 10),
+    "3a": Task("tis", "importance_weights", 15),
+    "3b": Task("tis", "pg_estimate", 5),
+    "3": Task("tis", "the chapter's claims (3a + 3b together)", 10),
 }
 # The student modules in task order: memory, scheduler, tis.
-STUDENT_MODULES = tuple(dict.fromkeys(module for module, _, _ in TASKS.values()))
+STUDENT_MODULES = tuple(dict.fromkeys(task.module for task in TASKS.values()))
 
 # The weighting schemes of Task 3, in the order tables and the figure show them.
 SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
@@ -57,7 +65,7 @@ def task_of(test_name):
 
 def file_of(task):
     """The student file of a task: "2b" -> "scheduler.py"."""
-    return TASKS[task][0] + ".py"
+    return TASKS[task].module + ".py"
 
 
 def use_reference():

@@ -7,6 +7,8 @@ conftest.py loads it; tools/check_release.py uses its time limit.
 * A failed check prints its own message (quantity, inputs, expected vs got, likely cause).
 * A test that runs longer than TIME_LIMIT seconds fails (an endless loop never hangs grading).
 * Every run ends with a table of passed tests per task.
+* The fixtures `memory`, `scheduler` and `tis` are the one place where tests
+  reach the task modules (through lab.load).
 * `--gradescope results.json` also writes the results in Gradescope's format,
   with the points per task from lab.TASKS.
 """
@@ -31,6 +33,24 @@ def where(excinfo):
         if Path(entry.path).name in TASK_FILES:
             return f" (stopped in {Path(entry.path).name}, line {entry.lineno + 1}, in {entry.name})"
     return ""
+
+
+@pytest.fixture
+def memory():
+    """The Task 1 module under test: yours, or the reference with RL_SOLUTIONS=1."""
+    return lab.load("memory")
+
+
+@pytest.fixture
+def scheduler():
+    """The Task 2 module under test."""
+    return lab.load("scheduler")
+
+
+@pytest.fixture
+def tis():
+    """The Task 3 module under test."""
+    return lab.load("tis")
 
 
 def pytest_addoption(parser):
@@ -110,10 +130,9 @@ def pytest_terminal_summary(terminalreporter, config):
     write(f"Lab 20 progress, testing {lab.code_under_test()}:")
     write(f"  {'task':<5} {'what':<42} {'file':<13} passed")
     for task in (t for t in lab.TASKS if t in rows):
-        _, what, _ = lab.TASKS[task]
         done, total = rows[task]
         mark = "  done" if done == total else ""
-        write(f"  {task:<5} {what:<42} {lab.file_of(task):<13} {done}/{total}{mark}")
+        write(f"  {task:<5} {lab.TASKS[task].what:<42} {lab.file_of(task):<13} {done}/{total}{mark}")
     if config.getoption("gradescope"):
         write(f"Gradescope results written to {config.getoption('gradescope')}")
 
@@ -126,7 +145,8 @@ def pytest_sessionfinish(session):
 
 
 def gradescope_results(results):
-    """Gradescope's results.json: a test's max_score is its task's points / its tests."""
+    """Gradescope's results.json: a test's max_score is its task's points / its tests.
+    An extra-credit test has max_score 0 and scores its share when it passes."""
     counts = {}
     for task, _, _ in results.values():
         counts[task] = counts.get(task, 0) + 1
@@ -134,9 +154,10 @@ def gradescope_results(results):
     for name, (task, passed, message) in results.items():
         if task is None:
             continue
-        _, what, points = lab.TASKS[task]
-        max_score = points / counts[task]
-        tests.append(dict(name=f"Task {task} {what} ({lab.file_of(task)}): {name}",
-                          score=max_score if passed else 0.0, max_score=max_score,
+        _, what, points, extra = lab.TASKS[task]
+        share = points / counts[task]
+        prefix = "Extra credit: " if extra else ""
+        tests.append(dict(name=f"{prefix}Task {task} {what} ({lab.file_of(task)}): {name}",
+                          score=share if passed else 0.0, max_score=0.0 if extra else share,
                           output=message))
     return dict(score=round(sum(t["score"] for t in tests), 6), tests=tests)

@@ -64,8 +64,8 @@ def stub_source(reference, name):
             if task not in TASKS or file_of(task) != name:
                 raise MarkerError(f"{where}: task{task} is not a task of {name} in lab.TASKS")
             function = enclosing_function(tree, number)
-            if function != TASKS[task][1]:
-                raise MarkerError(f"{where}: task{task} belongs in {TASKS[task][1]}, "
+            if function != TASKS[task].what:
+                raise MarkerError(f"{where}: task{task} belongs in {TASKS[task].what}, "
                                   f"found in {function}")
             region = dict(line=number, indent=begin["indent"], task=task, hints=[])
         elif end:
@@ -88,7 +88,7 @@ def stub_source(reference, name):
 def stub_region(region, name):
     """The lines that replace one solution region in the student file."""
     task, indent = region["task"], region["indent"]
-    function = TASKS[task][1]
+    function = TASKS[task].what
     lines = [f"{indent}# TODO (Task {task}): {hint}\n" for hint in region["hints"]]
     lines.append(f'{indent}raise NotImplementedError("Task {task} {function} ({name}) '
                  f'is not implemented yet")\n')
@@ -99,7 +99,7 @@ def all_stubs():
     """{file name: student source} for every student file; checks every task has a region."""
     stubs = {name: stub_source((ROOT / "solutions" / name).read_text(), name)
              for name in STUDENT_FILES}
-    for task, (_, function, _) in TASKS.items():
+    for task, (_, function, _, _) in TASKS.items():
         name = file_of(task)
         count = stubs[name].count(f'"Task {task} {function} ')
         if task[-1].isalpha() and count != 1:
