@@ -13,6 +13,7 @@ class Mutant(NamedTuple):
     mistake: str  # what a student did
     old: str
     new: str
+    hint: str | None = None  # a part of the "Likely mistake" line it must get; None: no hint
 
 
 RULE = "return n_started - n_dropped < (version + k + 1) * B"
