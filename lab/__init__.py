@@ -78,6 +78,15 @@ def use_reference():
     return value == "1"
 
 
+def test_seed():
+    """The seed of the graded tests' random inputs: LAB_SEED if set (the autograder sets a
+    fresh one, so answers hard-coded to the public inputs fail), else a fixed 2026."""
+    value = os.environ.get("LAB_SEED", "2026")
+    if not value.isdigit():
+        raise ValueError(f"LAB_SEED must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
 def code_under_test():
     """A one-line description for headers: whose code is being run."""
     if use_reference():
