@@ -92,6 +92,6 @@ def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
     at_least("high", high, 1)
     if low > 1:
         raise ValueError(f"low must be a number from 0 to 1 (the band holds ratio 1), got {low!r}")
-    # TODO (Task 3c): compute log w per token, per response (sum) or per response (mean) first.
-    # TODO (Task 3c): a ratio exactly on the band's edge is kept; a rejected one becomes exactly 0.
+    # TODO (Task 3c): one log-ratio per token; for "seq" their sum, for "geo" their mean, on every token.
+    # TODO (Task 3c): keep it where log(low) <= it <= log(high) (edges included); exactly 0 elsewhere.
     raise NotImplementedError("Task 3c masked_weights (tis.py) is not implemented yet")

@@ -104,14 +104,14 @@ def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
     if low > 1:
         raise ValueError(f"low must be a number from 0 to 1 (the band holds ratio 1), got {low!r}")
     # BEGIN SOLUTION task3c
-    # HINT: compute log w per token, per response (sum) or per response (mean) first.
-    # HINT: a ratio exactly on the band's edge is kept; a rejected one becomes exactly 0.
-    log_w = logp_train - logp_infer
-    if level == "seq":
-        log_w = np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)
-    if level == "geo":
-        log_w = np.broadcast_to(log_w.mean(axis=1, keepdims=True), log_w.shape)
+    # HINT: one log-ratio per token; for "seq" their sum, for "geo" their mean, on every token.
+    # HINT: keep it where log(low) <= it <= log(high) (edges included); exactly 0 elsewhere.
+    log_ratio = logp_train - logp_infer
+    if level == "seq":  # the log of the product, repeated on each token of the response
+        log_ratio = np.broadcast_to(log_ratio.sum(axis=1, keepdims=True), log_ratio.shape)
+    if level == "geo":  # the log of the geometric mean
+        log_ratio = np.broadcast_to(log_ratio.mean(axis=1, keepdims=True), log_ratio.shape)
     with np.errstate(divide="ignore"):  # low = 0: log(0) = -inf, no lower bound
-        inside = (np.log(low) <= log_w) & (log_w <= np.log(high))
-    return np.exp(np.where(inside, log_w, -np.inf))  # exp(-inf) = 0, and no overflow
+        inside = (np.log(low) <= log_ratio) & (log_ratio <= np.log(high))
+    return np.exp(np.where(inside, log_ratio, -np.inf))  # exp(-inf) = 0, and nothing overflows
     # END SOLUTION
