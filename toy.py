@@ -13,6 +13,9 @@ mismatch = 0 the two agree exactly.
 exact_stats(importance_weights, pg_estimate, scheme, mismatch, ...) returns the
 bias, variance and RMSE of the gradient estimate that the two functions you pass
 in (yours from tis.py, or the reference's) produce.
+
+length_stats(...) asks the same question for responses of any length T, up to
+thousands of tokens (run.py --length-sweep; see the section at the bottom).
 """
 import itertools
 
@@ -246,16 +249,16 @@ def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, nois
     infer_logits = THETA + mismatch * PERTURBATIONS[noise]
     if V**T <= len(SEQUENCES):
         sequences = np.array(list(itertools.product(range(V), repeat=T)))
-        return _enumerated(weight_functions, pg_estimate, g, batch_size,
+        return enumerated_stats(weight_functions, pg_estimate, g, batch_size,
                            length_responses(sequences, infer_logits, mean_zeros))
     sequences = sample_responses(infer_logits, n_batches * batch_size, T,
                                  np.random.default_rng(LENGTH_SEED))
     batches = [length_responses(batch, infer_logits, mean_zeros)
                for batch in np.split(sequences, n_batches)]
-    return _sampled(weight_functions, pg_estimate, g, batches)
+    return sampled_stats(weight_functions, pg_estimate, g, batches)
 
 
-def _enumerated(weight_functions, pg_estimate, g, batch_size, responses):
+def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses):
     """length_stats by exact sums over every response y, weighted by pi_infer(y)."""
     logp_train, logp_infer, pairs, rewards = responses
     q = np.exp(logp_infer.sum(axis=1))
@@ -271,12 +274,12 @@ def _enumerated(weight_functions, pg_estimate, g, batch_size, responses):
         variance = (q @ (each**2).sum(axis=1) - mean @ mean) / batch_size
         mse = np.sum((mean - g)**2) + variance
         out[scheme] = dict(rmse=float(np.sqrt(mse) / np.linalg.norm(g)), rmse_stderr=0.0,
-                           cosine=_cosine(mean, g),
+                           cosine=cosine(mean, g),
                            zero_weight_share=float(q @ (w < ZERO_WEIGHT).mean(axis=1)))
     return dict(method="exact", schemes=out)
 
 
-def _sampled(weight_functions, pg_estimate, g, batches):
+def sampled_stats(weight_functions, pg_estimate, g, batches):
     """length_stats by Monte Carlo: each batch drawn from pi_infer gives one estimate."""
     out, norm = {}, np.linalg.norm(g)
     for scheme, weights_of in weight_functions.items():
@@ -290,12 +293,12 @@ def _sampled(weight_functions, pg_estimate, g, batches):
         # standard error of the mean squared error, carried to its square root
         stderr = squared.std(ddof=1) / np.sqrt(len(squared)) / (2 * rmse)
         out[scheme] = dict(rmse=float(rmse), rmse_stderr=float(stderr),
-                           cosine=_cosine(np.mean(estimates, axis=0), g),
+                           cosine=cosine(np.mean(estimates, axis=0), g),
                            zero_weight_share=float(np.mean(zero_shares)))
     return dict(method="monte_carlo", schemes=out)
 
 
-def _cosine(a, b):
+def cosine(a, b):
     """cos of the angle between two vectors; 0 if one is zero."""
     norms = np.linalg.norm(a) * np.linalg.norm(b)
     return float(a @ b / norms) if norms > 0 else 0.0

@@ -135,6 +135,6 @@ def test_length_sweep_monte_carlo_agrees_with_exact():
     q = toy.THETA + 0.6 * toy.PERTURBATIONS["student_t"]
     batches = [toy.length_responses(toy.sample_responses(q, 64, 6, np.random.default_rng(s)),
                                     q, mean_zeros) for s in range(200)]
-    sampled = toy._sampled(ratio, estimate, g, batches)["schemes"]["token"]
+    sampled = toy.sampled_stats(ratio, estimate, g, batches)["schemes"]["token"]
     assert abs(sampled["rmse"] - exact["rmse"]) < 4 * sampled["rmse_stderr"], (sampled, exact)
     assert abs(sampled["cosine"] - exact["cosine"]) < 0.02, (sampled, exact)
