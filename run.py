@@ -16,8 +16,9 @@ from pathlib import Path
 import lab
 import toy
 from lab import SCHEMES
-from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LONG, c_sweep, drop_stale_analysis,
-                             memory_table, mismatch_sweep, scheduling_sweep)
+from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, c_sweep,
+                             drop_stale_analysis, length_sweep, masked_sweep, memory_table,
+                             mismatch_sweep, scheduling_sweep)
 
 # ---------------------------------------------------------------- printing
 
@@ -58,6 +59,31 @@ def print_mismatch(m):
     print(f"  {'mismatch':>8}" + "".join(f"{s:>11}" for s in SCHEMES))
     for i, x in enumerate(m["mismatch"]):
         print(f"  {x:>8.1f}" + "".join(f"{m['schemes'][s]['rmse'][i]:>11.4f}" for s in SCHEMES))
+
+
+def print_masking(m):
+    print(f"Part 3 with masking (Task 3c): RMSE, band [{m['low']}, {m['high']}], same settings")
+    print(f"  {'mismatch':>8}" + "".join(f"{s:>11}" for s in m["schemes"]))
+    for i, x in enumerate(m["mismatch"]):
+        print(f"  {x:>8.1f}" + "".join(f"{v['rmse'][i]:>11.4f}" for v in m["schemes"].values()))
+
+
+def print_length_sweep(s):
+    print(f"Length sweep: per-token mismatch {s['per_token_mismatch']}, batch of "
+          f"{s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: count of token 0, centred")
+    if s["masked_skipped"]:
+        print(f"  masked schemes skipped, {s['masked_skipped']}.")
+    for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
+                       ("cosine", "cosine of the mean estimate with the true gradient"),
+                       ("zero_weight_share", "share of token weights that are numerically 0")):
+        print(f"  {title}")
+        width = 14 if key == "rmse" else 11
+        print(f"  {'T':>6}{'method':>12}" + "".join(f"{name:>{width}}" for name in s["schemes"]))
+        for i, T in enumerate(s["T"]):
+            cells = [f"{stats[key][i]:.3f}" + (f"+-{stats['rmse_stderr'][i]:.3f}"
+                                                if key == "rmse" else "")
+                     for stats in s["schemes"].values()]
+            print(f"  {T:>6}{s['method'][i]:>12}" + "".join(f"{c:>{width}}" for c in cells))
 
 
 def print_c_sweep(c):
@@ -107,6 +133,11 @@ def parse_args(argv=None):
     p.add_argument("--c-sweep", action="store_true",
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
+    p.add_argument("--length-sweep", action="store_true",
+                   help=f"measure every scheme at response lengths T = "
+                        f"{', '.join(map(str, LENGTHS))} (a per-token reward)")
+    p.add_argument("--length-mismatch", type=bounded(float, 0), default=LARGE_MISMATCH,
+                   help="per-token mismatch of the length sweep")
     p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
                    help="where to save the figure; the numbers go next to it as .json")
     return p.parse_args(argv)
@@ -164,11 +195,20 @@ def main(argv=None):
     results["mismatch"] = attempt(
         "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
         print_mismatch, skipped)
+    results["masking"] = attempt(
+        "masking", lambda: masked_sweep(lab.load("tis"), args.batch_size, args.noise),
+        print_masking, skipped)
     if args.c_sweep:
         results["c_sweep"] = attempt(
             "c_sweep", lambda: c_sweep(lab.load("tis"), batch_size=args.batch_size,
                                        noise=args.noise),
             print_c_sweep, skipped)
+    if args.length_sweep:
+        print()
+        results["length_sweep"] = attempt(
+            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_mismatch,
+                                                 args.batch_size, args.C, args.noise),
+            print_length_sweep, skipped)
 
     from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
     figure.draw(results, args.out)

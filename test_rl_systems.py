@@ -16,8 +16,9 @@ import numbers
 
 import numpy as np
 
-from lab import SCHEMES
-from lab.experiments import c_sweep, exact_stats, scheduling_sweep
+import toy
+from lab import MASK_LEVELS, SCHEMES
+from lab.experiments import c_sweep, exact_stats, masked_functions, scheduling_sweep
 from lab.feedback import check, likely, same, show
 from lab.model_shapes import GPU_GB
 
@@ -468,3 +469,117 @@ def test_task3_best_C_is_inside_the_sweep(tis):
     assert 1.0 < sweep["best_C"] < 10.0, (
         f"the RMSE of token_tis at mismatch 0.6 should be lowest strictly inside C = 1..10, "
         f"got best C = {sweep['best_C']} (RMSE {sweep['rmse']})")
+
+
+# ---------------------------------------------------------------- Task 3c (optional): masking
+
+# Four responses of three tokens; the ratios w_t = pi_train / pi_infer are
+RATIOS = np.array([[4.0, 0.5, 1.0],    # product 2 (on the band's upper edge: kept)
+                   [2.0, 2.0, 0.25],   # product 1
+                   [3.0, 3.0, 1.0],    # product 9 (above the band)
+                   [0.25, 0.5, 1.0]])  # product 1/8 (below the band)
+# (chosen so that logp_train - logp_infer is exactly log(RATIOS): the edges are exact)
+MASK_INFER = np.log([[0.1, 0.4, 0.1], [0.2, 0.2, 0.2], [0.1, 0.1, 0.1], [0.2, 0.4, 0.1]])
+MASK_TRAIN = MASK_INFER + np.log(RATIOS)
+PRODUCTS = np.prod(RATIOS, axis=1, keepdims=True) * np.ones_like(RATIOS)
+GEO_MEANS = np.exp(np.log(RATIOS).mean(axis=1, keepdims=True)) * np.ones_like(RATIOS)
+for _table in (RATIOS, MASK_INFER, MASK_TRAIN, PRODUCTS, GEO_MEANS):
+    _table.setflags(write=False)
+
+
+def in_band(values, low, high):
+    return np.where((values >= low) & (values <= high), values, 0.0)
+
+
+def test_task3c_token_mask_keeps_the_band(tis):
+    check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "token"), in_band(RATIOS, 0.5, 2.0),
+          'masked_weights(..., "token") on the ratios RATIOS, band [0.5, 2]', [
+              (in_band(RATIOS, 0.5 + 1e-9, 2.0 - 1e-9),
+               "rejected the ratios on the band's edges (0.5 and 2); the band includes them"),
+              (np.clip(RATIOS, 0.5, 2.0), "clipped the ratios into the band; masking sets a "
+                                          "ratio outside the band to 0"),
+              (in_band(RATIOS, 0.5, 2.0) > 0, "returned the 0/1 mask; keep the ratio where it is 1"),
+              (in_band(1 / RATIOS, 0.5, 2.0), "ratio upside down: w = exp(logp_train - logp_infer)"),
+              (in_band(RATIOS, 0.0, 2.0), "ignored low: ratios below the band are rejected too"),
+              (in_band(RATIOS, 0.5, np.inf), "ignored high")])
+
+
+def test_task3c_sequence_mask_rejects_whole_responses(tis):
+    check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "seq"), in_band(PRODUCTS, 0.5, 2.0),
+          'masked_weights(..., "seq"), band [0.5, 2]: the product of the ratios on every token', [
+              (in_band(RATIOS, 0.5, 2.0), "masked each token; the sequence level tests the "
+                                          "product of the response's ratios, once"),
+              (in_band(PRODUCTS, 0.5 + 1e-9, 2.0 - 1e-9),
+               "rejected a product exactly on the band's edge (2); the band includes it"),
+              (np.clip(PRODUCTS, 0.5, 2.0), "clipped the product into the band; masking sets "
+                                            "it to 0 outside"),
+              (in_band(GEO_MEANS, 0.5, 2.0), 'used the geometric mean; that is level "geo"'),
+              (in_band(PRODUCTS, 0.5, 2.0) > 0, "returned the 0/1 mask; keep the product")])
+
+
+def test_task3c_geometric_mean_level(tis):
+    got = tis.masked_weights(MASK_TRAIN, MASK_INFER, "geo", low=0.7, high=1.5)
+    arithmetic = RATIOS.mean(axis=1, keepdims=True) * np.ones_like(RATIOS)
+    check(got, in_band(GEO_MEANS, 0.7, 1.5),
+          'masked_weights(..., "geo", low=0.7, high=1.5): (prod_t w_t)**(1/T) on every token', [
+              (in_band(PRODUCTS, 0.7, 1.5), "used the product; the geo level takes its T-th root "
+                                            "(the mean of the log-ratios)"),
+              (in_band(arithmetic, 0.7, 1.5), "arithmetic mean of the ratios; the geometric mean "
+                                              "is exp(mean of log-ratios)"),
+              (in_band(GEO_MEANS, 0.5, 2.0), "ignored low and high (used 0.5 and 2)")])
+
+
+def test_task3c_band_comes_from_low_and_high(tis):
+    check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "token", low=0.25, high=3.0),
+          in_band(RATIOS, 0.25, 3.0), 'masked_weights(..., "token", low=0.25, high=3)', [
+              (in_band(RATIOS, 0.5, 2.0), "ignored low and high (used 0.5 and 2)"),
+              (in_band(RATIOS, 0.5, 3.0), "ignored low (used 0.5)"),
+              (in_band(RATIOS, 0.25, 2.0), "ignored high (used 2)")])
+    with np.errstate(divide="ignore"):  # low = 0 is allowed: no lower bound
+        got = tis.masked_weights(MASK_TRAIN, MASK_INFER, "seq", low=0.0, high=2.0)
+    check(got, in_band(PRODUCTS, 0.0, 2.0),
+          'masked_weights(..., "seq", low=0, high=2): an upper bound only, as in TRL')
+
+
+def test_task3c_long_responses_in_log_space(tis):
+    # 1,600 tokens. Response 1: 800 ratios e, then 800 ratios 1/e (product 1, but the running
+    # product reaches e**800, beyond float64's largest number, ~e**709). Response 2: every
+    # ratio e**0.5 (product e**800: rejected).
+    log_w = np.stack([np.repeat([1.0, -1.0], 800), np.full(1600, 0.5)])
+    logp_infer = np.full((2, 1600), -2.0)
+    expected = {"seq": np.stack([np.ones(1600), np.zeros(1600)]),
+                "geo": np.stack([np.ones(1600), np.full(1600, np.exp(0.5))])}
+    for level, want in expected.items():
+        with np.errstate(all="ignore"):
+            got = tis.masked_weights(logp_infer + log_w, logp_infer, level)
+        broken = not np.all(np.isfinite(got))
+        assert not broken and same(got, want), (
+            f'masked_weights(..., "{level}") on two 1,600-token responses (products 1 and '
+            f"e**800): expected {show(want)}, got {show(got)}."
+            + ("\n  Likely mistake: overflow; add the log-ratios, compare the sum with log(low) "
+               "and log(high), and exponentiate only what you keep" if broken else ""))
+
+
+def test_task3c_keeps_the_shape(tis):
+    logp = np.log(np.random.default_rng(0).uniform(0.1, 1, size=(5, 7)))
+    for level in MASK_LEVELS:
+        got = np.shape(tis.masked_weights(logp, logp, level))
+        assert got == (5, 7), (
+            f'masked_weights(..., "{level}") on (N, T) = (5, 7) inputs must return a (5, 7) '
+            f"array (one weight per token), got shape {got}")
+
+
+def test_task3c_masking_tames_sequence_is(tis):
+    # On the toy at mismatch 0.6: rejecting the responses whose sequence ratio leaves
+    # [0.5, 2] removes the huge weights that make sequence IS noisy, at a small bias.
+    masked = masked_functions(tis)["seq_mask"]
+    mask = toy.exact_stats(masked, tis.pg_estimate, "seq_mask", 0.6)
+    seq = exact_stats(tis, "seq", 0.6)
+    clean = toy.exact_stats(masked, tis.pg_estimate, "seq_mask", 0.0)
+    assert clean["bias"] < 1e-12, (
+        f"with mismatch 0 every ratio is 1, inside the band, so nothing is masked and the "
+        f"estimate is unbiased; got bias {clean['bias']:.3g}")
+    assert mask["rmse"] < seq["rmse"] / 2 and mask["bias"] > 0.01, (
+        f"at mismatch 0.6 the sequence mask should cut sequence IS's RMSE at least in half "
+        f"({mask['rmse']:.4f} vs {seq['rmse']:.4f}) and pay a bias for it "
+        f"(bias {mask['bias']:.4f})")

@@ -14,7 +14,7 @@ with respect to the D trainer parameters.
 """
 import numpy as np
 
-from lab import SCHEMES
+from lab import MASK_LEVELS, SCHEMES
 from lab.input_checks import at_least, one_of
 
 
@@ -63,3 +63,35 @@ def pg_estimate(rewards, grad_logp, weights):
                          f"{rewards.shape}, {grad_logp.shape} and {weights.shape}")
     # TODO (Task 3b): broadcast rewards to (N, 1, 1) and weights to (N, T, 1).
     raise NotImplementedError("Task 3b pg_estimate (tis.py) is not implemented yet")
+
+
+def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
+    """Task 3c (optional): masking. Per-token weights (N, T) that reject instead of truncate:
+    a ratio inside the band [low, high] (edges included) is kept as it is, one outside
+    gives weight 0, so that token or response adds nothing to the gradient.
+
+        "token"  w_t on token t if low <= w_t <= high, else 0
+        "seq"    prod_s w_s on every token if low <= prod_s w_s <= high, else 0
+        "geo"    (prod_s w_s)**(1/T), the geometric mean of the response's ratios,
+                 on every token if it lies in the band, else 0
+
+    Work in log space, as in Task 3a, and compare there too: log(low) <= log w <= log(high).
+    A product over thousands of tokens overflows; its logarithm does not. low = 0 means
+    no lower bound (log 0 = -inf).
+
+    Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], band [0.5, 2]:
+      token -> [[0, 0, 1]]      seq -> [[1, 1, 1]]      geo -> [[1, 1, 1]]
+    """
+    logp_train = np.asarray(logp_train, dtype=float)
+    logp_infer = np.asarray(logp_infer, dtype=float)
+    if logp_train.ndim != 2 or logp_train.shape != logp_infer.shape:
+        raise ValueError(f"logp_train and logp_infer must both be (N, T) arrays of the same "
+                         f"shape, got {logp_train.shape} and {logp_infer.shape}")
+    one_of("level", level, MASK_LEVELS)
+    at_least("low", low, 0)
+    at_least("high", high, 1)
+    if low > 1:
+        raise ValueError(f"low must be a number from 0 to 1 (the band holds ratio 1), got {low!r}")
+    # TODO (Task 3c): one log-ratio per token; for "seq" their sum, for "geo" their mean, on every token.
+    # TODO (Task 3c): keep it where log(low) <= it <= log(high) (edges included); exactly 0 elsewhere.
+    raise NotImplementedError("Task 3c masked_weights (tis.py) is not implemented yet")

@@ -13,6 +13,9 @@ mismatch = 0 the two agree exactly.
 exact_stats(importance_weights, pg_estimate, scheme, mismatch, ...) returns the
 bias, variance and RMSE of the gradient estimate that the two functions you pass
 in (yours from tis.py, or the reference's) produce.
+
+length_stats(...) asks the same question for responses of any length T, up to
+thousands of tokens (run.py --length-sweep; see the section at the bottom).
 """
 import itertools
 
@@ -118,3 +121,188 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     bias = float(np.linalg.norm(mean - TRUE_GRAD))
     variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size
     return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))
+
+
+# ---------------------------------------------------------------- longer responses (run.py --length-sweep)
+#
+# Real responses have hundreds to thousands of tokens. The same bigram model
+# (same THETA, same perturbations) writes responses of any length T, but
+# reward() above saturates: over many tokens "at least two 0s" is almost
+# certain, the reward then depends on the last token only, and the true
+# gradient stops growing while the noise keeps growing with T. The sweep
+# therefore uses a per-token reward, one point per token 0, centred by its
+# mean under pi_train:
+#
+#     r(y) = #{t : y_t = 0} - E_train[#{t : y_t = 0}]
+#
+# Its spread and its true gradient both grow with T, so the relative error of
+# an estimate measures the weighting scheme, not a reward that fades away.
+
+ZERO_WEIGHT = 1e-6  # a token weight below this counts as zero (its term is lost among the others)
+LENGTH_SEED = 0      # the Monte Carlo draws of the length sweep
+
+
+def token_probs(logits):
+    """The bigram's next-token probabilities p(b | a): (V + 1, V), each row sums to 1."""
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def length_true_grad(T):
+    """(true gradient of E_train[r(y)] for responses of T tokens (D,), E_train[#zeros]).
+
+    Dynamic programming over the bigram instead of a sum over V**T responses:
+    with pi_{t-1}(a) = P(y_{t-1} = a) (forward) and H_t(b) the expected count of
+    0s from token t on, given y_t = b (backward), the gradient of the row a of
+    theta is  sum_t pi_{t-1}(a) * p(.|a) * (H_t - <p(.|a), H_t>).
+    Example: T = 1 from START gives p(.|START) * (f - p(0|START)), f = onehot(0).
+    """
+    p = token_probs(THETA)
+    f = (np.arange(V) == 0).astype(float)  # the reward of each token: 1 for token 0
+    H = np.zeros((T + 1, V))  # H[t] for t = 1..T; H[T] = f
+    H[T] = f
+    for t in range(T - 1, 0, -1):
+        H[t] = f + p[:V] @ H[t + 1]
+    grad, forward, expected_zeros = np.zeros((V + 1, V)), np.eye(V + 1)[START], 0.0
+    for t in range(1, T + 1):
+        grad += forward[:, None] * p * (H[t] - (p @ H[t])[:, None])
+        forward = np.append(forward @ p, 0.0)  # P(y_t = b); the START row is never revisited
+        expected_zeros += forward[0]
+    return grad.reshape(D), expected_zeros
+
+
+def length_responses(sequences, infer_logits, mean_zeros):
+    """logp_train, logp_infer (N, T), the pair of each token (N, T) and rewards (N,).
+
+    A token's gradient grad log p(y_t | y_{t-1}) depends only on its pair
+    (y_{t-1}, y_t), one of the (V + 1) * V = D pairs, numbered y_{t-1} * V + y_t;
+    PAIR_GRADS holds the D gradients.
+    """
+    prev = np.concatenate([np.full((len(sequences), 1), START), sequences[:, :-1]], axis=1)
+    log_p, log_q = np.log(token_probs(THETA)), np.log(token_probs(infer_logits))
+    rewards = (sequences == 0).sum(axis=1) - mean_zeros
+    return log_p[prev, sequences], log_q[prev, sequences], prev * V + sequences, rewards
+
+
+def pair_grads():
+    """grad log p(b | a) for each pair number a * V + b: (D, D), row by row."""
+    p = token_probs(THETA)
+    grads = np.zeros((V + 1, V, V + 1, V))
+    for a in range(V + 1):
+        grads[a, :, a] = np.eye(V) - p[a]
+    return grads.reshape(D, D)
+
+
+def estimates_by_pair(pg_estimate, rewards, pairs, weights):
+    """pg_estimate on responses given as token pairs: a (D,) array.
+
+    The estimate sums w_t * grad log p over the tokens of each response; tokens with the
+    same pair have the same gradient, so the call gets D "tokens" per response, each
+    carrying its pair's gradient and the summed weight of the response's tokens of that
+    pair. Same estimate, and at T = 1024 some 50 times less work than passing every token.
+    """
+    grads = np.broadcast_to(PAIR_GRADS, (len(rewards), D, D))
+    return np.asarray(pg_estimate(rewards, grads, pair_sums(pairs, weights)), dtype=float)
+
+
+def pair_sums(pairs, weights):
+    """(N, D): for each response, the summed weight of its tokens of each pair."""
+    n = len(pairs)
+    return np.bincount((np.arange(n)[:, None] * D + pairs).ravel(), weights.ravel(),
+                       minlength=n * D).reshape(n, D)
+
+
+def sample_responses(logits, n, T, rng):
+    """n responses of T tokens drawn from the bigram with these logits: (n, T) ints."""
+    cdf = np.cumsum(token_probs(logits), axis=1)
+    cdf[:, -1] = 1.0  # no rounding gap above the last token
+    sequences = np.zeros((n, T), dtype=int)
+    prev = np.full(n, START)
+    for t in range(T):
+        prev = sequences[:, t] = (rng.random(n)[:, None] > cdf[prev]).sum(axis=1)
+    return sequences
+
+
+def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, noise="student_t",
+                 n_batches=32):
+    """How well each scheme's batch estimate finds the true gradient at response length T.
+
+    weight_functions maps a scheme's name to a function (logp_train, logp_infer) -> (N, T)
+    weights (Task 3a or 3c, passed in), pg_estimate is Task 3b's. Per scheme:
+
+        rmse              sqrt(E || estimate - g ||^2) / ||g||   (relative: the estimate
+                          that is always 0 scores exactly 1.0)
+        cosine            cos(E[estimate], g): does the average estimate point the right way?
+        zero_weight_share the share of token weights below ZERO_WEIGHT
+
+    with g the true gradient (exact, length_true_grad). Exact while the V**T responses
+    can be listed (T <= 6: sums weighted by pi_infer(y), rmse_stderr 0); else Monte
+    Carlo over n_batches batches drawn with seed LENGTH_SEED, with the standard error
+    of the rmse. Returns dict(method="exact" or "monte_carlo", schemes={scheme: {...}}).
+    """
+    at_least("mismatch", mismatch, 0)
+    whole_at_least("T", T, 1)
+    whole_at_least("batch_size", batch_size, 1)
+    whole_at_least("n_batches", n_batches, 2)
+    one_of("noise", noise, NOISES)
+    g, mean_zeros = length_true_grad(T)
+    infer_logits = THETA + mismatch * PERTURBATIONS[noise]
+    if V**T <= len(SEQUENCES):
+        sequences = np.array(list(itertools.product(range(V), repeat=T)))
+        return enumerated_stats(weight_functions, pg_estimate, g, batch_size,
+                           length_responses(sequences, infer_logits, mean_zeros))
+    sequences = sample_responses(infer_logits, n_batches * batch_size, T,
+                                 np.random.default_rng(LENGTH_SEED))
+    batches = [length_responses(batch, infer_logits, mean_zeros)
+               for batch in np.split(sequences, n_batches)]
+    return sampled_stats(weight_functions, pg_estimate, g, batches)
+
+
+def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses):
+    """length_stats by exact sums over every response y, weighted by pi_infer(y)."""
+    logp_train, logp_infer, pairs, rewards = responses
+    q = np.exp(logp_infer.sum(axis=1))
+    out = {}
+    for scheme, weights_of in weight_functions.items():
+        w = np.asarray(weights_of(logp_train, logp_infer), dtype=float)
+        # g(y): the estimate a batch of the one response y gives (its tokens grouped by
+        # pair, as in estimates_by_pair)
+        summed = pair_sums(pairs, w)
+        each = np.array([pg_estimate(rewards[[i]], PAIR_GRADS[None], summed[[i]])
+                         for i in range(len(q))], dtype=float)
+        mean = q @ each
+        variance = (q @ (each**2).sum(axis=1) - mean @ mean) / batch_size
+        mse = np.sum((mean - g)**2) + variance
+        out[scheme] = dict(rmse=float(np.sqrt(mse) / np.linalg.norm(g)), rmse_stderr=0.0,
+                           cosine=cosine(mean, g),
+                           zero_weight_share=float(q @ (w < ZERO_WEIGHT).mean(axis=1)))
+    return dict(method="exact", schemes=out)
+
+
+def sampled_stats(weight_functions, pg_estimate, g, batches):
+    """length_stats by Monte Carlo: each batch drawn from pi_infer gives one estimate."""
+    out, norm = {}, np.linalg.norm(g)
+    for scheme, weights_of in weight_functions.items():
+        estimates, zero_shares = [], []
+        for logp_train, logp_infer, pairs, rewards in batches:
+            w = np.asarray(weights_of(logp_train, logp_infer), dtype=float)
+            estimates.append(estimates_by_pair(pg_estimate, rewards, pairs, w))
+            zero_shares.append(np.mean(w < ZERO_WEIGHT))
+        squared = np.sum((np.array(estimates) - g)**2, axis=1) / norm**2
+        rmse = np.sqrt(squared.mean())
+        # standard error of the mean squared error, carried to its square root
+        stderr = squared.std(ddof=1) / np.sqrt(len(squared)) / (2 * rmse)
+        out[scheme] = dict(rmse=float(rmse), rmse_stderr=float(stderr),
+                           cosine=cosine(np.mean(estimates, axis=0), g),
+                           zero_weight_share=float(np.mean(zero_shares)))
+    return dict(method="monte_carlo", schemes=out)
+
+
+def cosine(a, b):
+    """cos of the angle between two vectors; 0 if one is zero."""
+    norms = np.linalg.norm(a) * np.linalg.norm(b)
+    return float(a @ b / norms) if norms > 0 else 0.0
+
+
+PAIR_GRADS = pair_grads()
+PAIR_GRADS.setflags(write=False)

@@ -34,12 +34,16 @@ TASKS = {
     "3a": Task("tis", "importance_weights", 15),
     "3b": Task("tis", "pg_estimate", 5),
     "3": Task("tis", "the chapter's claims (3a + 3b together)", 10),
+    # Optional: extra credit on top of the 100 (max_score 0 on Gradescope, "Extra credit:" names).
+    "3c": Task("tis", "masked_weights", 10, extra=True),
 }
 # The student modules in task order: memory, scheduler, tis.
 STUDENT_MODULES = tuple(dict.fromkeys(task.module for task in TASKS.values()))
 
 # The weighting schemes of Task 3, in the order tables and the figure show them.
 SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
+# Task 3c's masking levels; tables and the figure show level "seq" as the scheme "seq_mask".
+MASK_LEVELS = ("token", "seq", "geo")
 
 # run.py's parts: result key -> (label printed and stored, the task it needs).
 PARTS = {
@@ -48,6 +52,8 @@ PARTS = {
     "drop_stale": ("Drop stale", "2"),
     "mismatch": ("Part 3", "3"),
     "c_sweep": ("C sweep", "3"),
+    "masking": ("Masking", "3c"),
+    "length_sweep": ("Length sweep", "3"),
 }
 
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")

@@ -6,8 +6,10 @@ chooses whose code runs.
 """
 import math
 
+import numpy as np
+
 import toy
-from lab import SCHEMES
+from lab import MASK_LEVELS, SCHEMES
 from lab.model_shapes import GPU_GB, MODELS, ROUND_7B
 
 KS = (0, 1, 2, 3, 4, 6, 8)
@@ -16,6 +18,8 @@ LARGE_MISMATCH = 0.6
 BATCH_SIZES = (1, 4, 16, 64, 256)
 C_SWEEP = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 10.0)
 LONG = 4  # a response "long" if over 4x the mean length (which is 1)
+LENGTHS = (6, 16, 64, 256, 1024)  # response lengths T of the length sweep
+LENGTH_KEYS = ("rmse", "rmse_stderr", "cosine", "zero_weight_share")
 
 
 # ---------------------------------------------------------------- Part 1: memory (Task 1)
@@ -102,3 +106,57 @@ def exact_stats(tis, scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
     """toy.exact_stats with the two functions of the Task 3 module `tis`."""
     return toy.exact_stats(tis.importance_weights, tis.pg_estimate, scheme, mismatch, C,
                            batch_size, noise)
+
+
+# ---------------------------------------------------------------- Part 3 with masking (Task 3c)
+
+def masked_functions(tis, low=0.5, high=2.0):
+    """{"token_mask": weights function, "seq_mask": ..., "geo_mask": ...} from Task 3c's
+    masked_weights, each taking (logp_train, logp_infer, scheme, C) like importance_weights
+    (scheme and C unused). Raises NotImplementedError (with the TODO's message) if Task 3c
+    is not done: it is called once on a one-token input first."""
+    tis.masked_weights([[0.0]], [[0.0]], "token", low, high)
+
+    def level_weights(level):
+        return lambda logp_train, logp_infer, scheme=None, C=None: tis.masked_weights(
+            logp_train, logp_infer, level, low, high)
+    return {f"{level}_mask": level_weights(level) for level in MASK_LEVELS}
+
+
+def masked_sweep(tis, batch_size=64, noise="student_t", low=0.5, high=2.0):
+    """Exact bias, variance and RMSE of the masked schemes (band [low, high]) against the
+    mismatch, as mismatch_sweep does for the five schemes of Task 3a."""
+    schemes = {}
+    for scheme, weights in masked_functions(tis, low, high).items():
+        stats = [toy.exact_stats(weights, tis.pg_estimate, scheme, m, 2.0, batch_size, noise)
+                 for m in MISMATCHES]
+        schemes[scheme] = {key: [s[key] for s in stats] for key in ("bias", "variance", "rmse")}
+    return dict(mismatch=list(MISMATCHES), batch_size=batch_size, noise=noise, low=low,
+                high=high, schemes=schemes)
+
+
+# ---------------------------------------------------------------- Part 3 at real lengths
+
+def length_sweep(tis, mismatch=LARGE_MISMATCH, batch_size=64, C=2.0, noise="student_t",
+                 lengths=LENGTHS):
+    """Relative RMSE, cosine and zero-weight share of every scheme against the response
+    length T at a fixed per-token mismatch (toy.length_stats), from the Task 3 module `tis`.
+    The masked schemes come in once Task 3c is done; until then `masked_skipped` says why."""
+    functions = {scheme: scheme_weights(tis, scheme, C) for scheme in SCHEMES}
+    try:
+        functions |= masked_functions(tis)
+        skipped = None
+    except NotImplementedError as todo:
+        skipped = str(todo)
+    runs = [toy.length_stats(functions, tis.pg_estimate, T, mismatch, batch_size, noise)
+            for T in lengths]
+    schemes = {scheme: {key: [run["schemes"][scheme][key] for run in runs]
+                        for key in LENGTH_KEYS} for scheme in functions}
+    return dict(T=list(lengths), per_token_mismatch=mismatch, batch_size=batch_size, C=C,
+                noise=noise, method=[run["method"] for run in runs], schemes=schemes,
+                masked_skipped=skipped)
+
+
+def scheme_weights(tis, scheme, C):
+    """Task 3a's weights for one scheme, as a function of (logp_train, logp_infer)."""
+    return lambda logp_train, logp_infer: tis.importance_weights(logp_train, logp_infer, scheme, C)

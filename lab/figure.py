@@ -13,30 +13,40 @@ from lab import PARTS  # noqa: E402
 from lab.model_shapes import GPU_GB  # noqa: E402
 
 COLORS = {"none": "black", "token": "tab:blue", "token_tis": "tab:green", "seq": "tab:red",
-          "seq_tis": "tab:orange"}
+          "seq_tis": "tab:orange", "token_mask": "tab:cyan", "seq_mask": "tab:pink",
+          "geo_mask": "tab:olive"}
 # Panel titles, left to right, per part (also on a part's placeholder panels).
 TITLES = {"memory": ["Model state of a 7B model"],
           "scheduling": ["Throughput vs synchronous", "Generation lanes busy", "Price: policy lag"],
           "mismatch": ["Bias vs mismatch", "Noise vs mismatch", "Total error vs mismatch",
-                       "Bigger batches cut noise, not bias"]}
+                       "Bigger batches cut noise, not bias"],
+          "length_sweep": ["Longer responses: relative error", "Does the mean estimate point right?",
+                           "Weights that vanish"]}
 LABELS = {"none": "none (ignore mismatch)", "token": "token IS", "token_tis": "token TIS",
-          "seq": "sequence IS", "seq_tis": "sequence TIS"}
+          "seq": "sequence IS", "seq_tis": "sequence TIS", "token_mask": "token mask (3c)",
+          "seq_mask": "sequence mask (3c)", "geo_mask": "geometric mask (3c)"}
 
 
 def draw(results, path):
     """Save the 2 x 4 figure for `results` (the dict run.py writes as JSON) to `path`."""
     plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True,
                          "grid.alpha": 0.3})
-    fig, axes = plt.subplots(2, 4, figsize=(18, 8.5))
-    top, bottom = axes
+    sweep = "length_sweep" in results  # run.py --length-sweep: a third row
+    fig, axes = plt.subplots(3 if sweep else 2, 4, figsize=(18, 13 if sweep else 8.5))
+    top, bottom = axes[:2]
     parts = [("memory", [top[0]], memory_panel),
              ("scheduling", top[1:], scheduling_panels),
              ("mismatch", bottom, mismatch_panels)]
+    if sweep:
+        parts.append(("length_sweep", axes[2][:3], length_panels))
+        axes[2][3].axis("off")
     for key, panels, draw_part in parts:
         part, task = PARTS[key]
         if results[key] is None:
             for ax in panels:
                 placeholder(ax, results["unavailable"][part])
+        elif key == "mismatch":
+            draw_part(results[key], *panels, masking=results.get("masking"))
         else:
             draw_part(results[key], *panels)
         for ax, title in zip(panels, TITLES[key]):
@@ -78,10 +88,13 @@ def scheduling_panels(s, ax_gain, ax_util, ax_lag):
     ax_util.set_ylim(0, 1.05)
 
 
-def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch):
+def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
+    """The four bottom panels; the masked schemes of Task 3c dashed, once it is done."""
     setup = f"batch of {m['batch_size']}, C = {m['C']}, {m['noise']} noise"
-    for scheme, stats in m["schemes"].items():
-        style = dict(color=COLORS[scheme], label=LABELS[scheme], marker=".")
+    schemes = m["schemes"] | (masking["schemes"] if masking else {})
+    for scheme, stats in schemes.items():
+        style = dict(color=COLORS[scheme], label=LABELS[scheme], marker=".",
+                     linestyle="--" if scheme.endswith("_mask") else "-")
         ax_bias.plot(m["mismatch"], stats["bias"], **style)
         ax_std.plot(m["mismatch"], [v**0.5 for v in stats["variance"]], **style)
         ax_rmse.plot(m["mismatch"], stats["rmse"], **style)
@@ -105,3 +118,23 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch):
     ax_batch.set_xlabel("batch size (responses)")
     ax_batch.set_ylabel("bias or standard deviation")
     ax_batch.legend(title=f"mismatch {by['mismatch']}", fontsize=8, title_fontsize=8)
+
+
+def length_panels(s, ax_rmse, ax_cos, ax_zero):
+    setup = f"per-token mismatch {s['per_token_mismatch']}, batch of {s['batch_size']}"
+    for scheme, stats in s["schemes"].items():
+        style = dict(color=COLORS[scheme], label=LABELS[scheme], marker=".",
+                     linestyle="--" if scheme.endswith("_mask") else "-")
+        ax_rmse.errorbar(s["T"], stats["rmse"], yerr=stats["rmse_stderr"], **style)
+        ax_cos.plot(s["T"], stats["cosine"], **style)
+        ax_zero.plot(s["T"], stats["zero_weight_share"], **style)
+    ax_rmse.axhline(1.0, color="gray", linestyle=":", label="an estimate that is always 0")
+    ax_rmse.set_yscale("log")
+    for ax, ylabel in ((ax_rmse, "RMSE / ||true gradient||"),
+                       (ax_cos, "cos(mean estimate, true gradient)"),
+                       (ax_zero, "share of token weights < 1e-6")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(s["T"], [str(T) for T in s["T"]])
+        ax.set_xlabel("response length T (tokens); T = 6 exact, longer Monte Carlo")
+        ax.set_ylabel(ylabel)
+    ax_rmse.legend(title=setup, fontsize=7, title_fontsize=8, loc="upper left")

@@ -103,3 +103,38 @@ def test_core_checks_the_decisions():
 
     with pytest.raises(SchedulerError, match="removed from `finished`"):
         run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, keeps_them)
+
+
+def test_input_checks_masked_weights(tis):
+    with pytest.raises(ValueError, match="level"):
+        tis.masked_weights(LOGP, LOGP, "sequence")
+    with pytest.raises(ValueError, match="same shape"):
+        tis.masked_weights(LOGP, LOGP[:2], "token")
+    for bad in (dict(low=-0.1), dict(low=1.5), dict(high=0.9)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            tis.masked_weights(LOGP, LOGP, "token", **bad)
+
+
+def test_length_sweep_true_gradient_matches_enumeration():
+    # T = 6: the dynamic programme against the sum over all 4,096 responses
+    g, mean_zeros = toy.length_true_grad(toy.T)
+    logp_train, _, pairs, rewards = toy.length_responses(toy.SEQUENCES, toy.THETA, mean_zeros)
+    p = np.exp(logp_train.sum(axis=1))
+    assert abs(p @ rewards) < 1e-12  # centred under pi_train
+    assert np.allclose(np.einsum("n,n,ntd->d", p, rewards, toy.GRAD_LOGP), g, atol=1e-12)
+    assert np.allclose(toy.PAIR_GRADS[pairs], toy.GRAD_LOGP, atol=1e-12)
+
+
+def test_length_sweep_monte_carlo_agrees_with_exact():
+    def estimate(rewards, grad_logp, weights):  # Task 3b's formula, written out
+        return np.einsum("n,nt,ntd->d", rewards, weights, grad_logp) / len(rewards)
+
+    ratio = {"token": lambda train, infer: np.exp(train - infer)}
+    exact = toy.length_stats(ratio, estimate, 6, 0.6)["schemes"]["token"]
+    g, mean_zeros = toy.length_true_grad(6)
+    q = toy.THETA + 0.6 * toy.PERTURBATIONS["student_t"]
+    batches = [toy.length_responses(toy.sample_responses(q, 64, 6, np.random.default_rng(s)),
+                                    q, mean_zeros) for s in range(200)]
+    sampled = toy.sampled_stats(ratio, estimate, g, batches)["schemes"]["token"]
+    assert abs(sampled["rmse"] - exact["rmse"]) < 4 * sampled["rmse_stderr"], (sampled, exact)
+    assert abs(sampled["cosine"] - exact["cosine"]) < 0.02, (sampled, exact)

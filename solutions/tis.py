@@ -13,7 +13,7 @@ with respect to the D trainer parameters.
 """
 import numpy as np
 
-from lab import SCHEMES
+from lab import MASK_LEVELS, SCHEMES
 from lab.input_checks import at_least, one_of
 
 
@@ -73,4 +73,45 @@ def pg_estimate(rewards, grad_logp, weights):
     # BEGIN SOLUTION task3b
     # HINT: broadcast rewards to (N, 1, 1) and weights to (N, T, 1).
     return (rewards[:, None, None] * weights[:, :, None] * grad_logp).sum(axis=1).mean(axis=0)
+    # END SOLUTION
+
+
+def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
+    """Task 3c (optional): masking. Per-token weights (N, T) that reject instead of truncate:
+    a ratio inside the band [low, high] (edges included) is kept as it is, one outside
+    gives weight 0, so that token or response adds nothing to the gradient.
+
+        "token"  w_t on token t if low <= w_t <= high, else 0
+        "seq"    prod_s w_s on every token if low <= prod_s w_s <= high, else 0
+        "geo"    (prod_s w_s)**(1/T), the geometric mean of the response's ratios,
+                 on every token if it lies in the band, else 0
+
+    Work in log space, as in Task 3a, and compare there too: log(low) <= log w <= log(high).
+    A product over thousands of tokens overflows; its logarithm does not. low = 0 means
+    no lower bound (log 0 = -inf).
+
+    Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], band [0.5, 2]:
+      token -> [[0, 0, 1]]      seq -> [[1, 1, 1]]      geo -> [[1, 1, 1]]
+    """
+    logp_train = np.asarray(logp_train, dtype=float)
+    logp_infer = np.asarray(logp_infer, dtype=float)
+    if logp_train.ndim != 2 or logp_train.shape != logp_infer.shape:
+        raise ValueError(f"logp_train and logp_infer must both be (N, T) arrays of the same "
+                         f"shape, got {logp_train.shape} and {logp_infer.shape}")
+    one_of("level", level, MASK_LEVELS)
+    at_least("low", low, 0)
+    at_least("high", high, 1)
+    if low > 1:
+        raise ValueError(f"low must be a number from 0 to 1 (the band holds ratio 1), got {low!r}")
+    # BEGIN SOLUTION task3c
+    # HINT: one log-ratio per token; for "seq" their sum, for "geo" their mean, on every token.
+    # HINT: keep it where log(low) <= it <= log(high) (edges included); exactly 0 elsewhere.
+    log_ratio = logp_train - logp_infer
+    if level == "seq":  # the log of the product, repeated on each token of the response
+        log_ratio = np.broadcast_to(log_ratio.sum(axis=1, keepdims=True), log_ratio.shape)
+    if level == "geo":  # the log of the geometric mean
+        log_ratio = np.broadcast_to(log_ratio.mean(axis=1, keepdims=True), log_ratio.shape)
+    with np.errstate(divide="ignore"):  # low = 0: log(0) = -inf, no lower bound
+        inside = (np.log(low) <= log_ratio) & (log_ratio <= np.log(high))
+    return np.exp(np.where(inside, log_ratio, -np.inf))  # exp(-inf) = 0, and nothing overflows
     # END SOLUTION

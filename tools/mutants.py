@@ -160,3 +160,48 @@ MUTANTS = [
     Mutant("3b", "squared the weights",
            "weights[:, :, None] * grad_logp", "weights[:, :, None] ** 2 * grad_logp"),
 ]
+
+# ---- Task 3c (optional): masked_weights in tis.py
+BAND = "inside = (np.log(low) <= log_ratio) & (log_ratio <= np.log(high))"
+MUTANTS += [
+    Mutant("3c", "band without its edges (< instead of <=)", BAND,
+           "inside = (np.log(low) < log_ratio) & (log_ratio < np.log(high))", "edges"),
+    Mutant("3c", "clipped into the band instead of masking",
+           "return np.exp(np.where(inside, log_ratio, -np.inf))",
+           "return np.exp(np.clip(log_ratio, np.log(low), np.log(high)))", "clipped"),
+    Mutant("3c", "returned the 0/1 mask, not the kept ratios",
+           "return np.exp(np.where(inside, log_ratio, -np.inf))",
+           "return inside.astype(float)", "0/1 mask"),
+    Mutant("3c", "ratio upside down", "log_ratio = logp_train - logp_infer\n",
+           "log_ratio = logp_infer - logp_train\n", "upside down"),
+    Mutant("3c", "no lower bound (ignored low)", BAND, "inside = log_ratio <= np.log(high)",
+           "ignored low"),
+    Mutant("3c", "no upper bound (ignored high)", BAND, "inside = np.log(low) <= log_ratio",
+           "ignored high"),
+    Mutant("3c", "ignored low and high (always 0.5 and 2)", BAND,
+           "inside = (np.log(0.5) <= log_ratio) & (log_ratio <= np.log(2.0))",
+           "ignored low and high"),
+    Mutant("3c", "sequence level masks each token on its own",
+           'if level == "seq":', 'if False:', "masked each token"),
+    Mutant("3c", "geometric level uses the product",
+           "log_ratio.mean(axis=1, keepdims=True)", "log_ratio.sum(axis=1, keepdims=True)",
+           "used the product"),
+    Mutant("3c", "geometric level uses the arithmetic mean of the ratios",
+           "np.broadcast_to(log_ratio.mean(axis=1, keepdims=True), log_ratio.shape)",
+           "np.broadcast_to(np.log(np.exp(log_ratio).mean(axis=1, keepdims=True)), "
+           "log_ratio.shape)", "arithmetic mean"),
+    Mutant("3c", "sequence level uses the geometric mean",
+           "np.broadcast_to(log_ratio.sum(axis=1, keepdims=True), log_ratio.shape)",
+           "np.broadcast_to(log_ratio.mean(axis=1, keepdims=True), log_ratio.shape)",
+           "geometric mean"),
+    Mutant("3c", "multiplied ratios directly (overflow), not in log space",
+           "np.broadcast_to(log_ratio.sum(axis=1, keepdims=True), log_ratio.shape)",
+           "np.broadcast_to(np.log(np.prod(np.exp(log_ratio), axis=1, keepdims=True)), "
+           "log_ratio.shape)", "overflow"),
+    Mutant("3c", "one weight per response, shape (N, 1)",
+           "np.broadcast_to(log_ratio.mean(axis=1, keepdims=True), log_ratio.shape)",
+           "log_ratio.mean(axis=1, keepdims=True)"),
+    Mutant("3c", "rejected ratios get weight 1 instead of 0",
+           "return np.exp(np.where(inside, log_ratio, -np.inf))",
+           "return np.exp(np.where(inside, log_ratio, 0.0))"),
+]
