@@ -163,10 +163,10 @@ def draw_timeline(results, path):
     fig, axes = plt.subplots(len(runs), 1, figsize=(15, 4.2 * len(runs)), sharex=True)
     fig.subplots_adjust(left=0.06, right=0.86, top=0.95, bottom=0.08, hspace=0.2)
     task = PARTS["timeline"][1]
-    for ax, run in zip(axes, runs):
+    for k, (ax, run) in enumerate(zip(axes, runs)):  # the runs are k = 0 and k = 1
         if run is None:
             placeholder(ax, results["unavailable"]["Timeline"])
-            ax.set_title(f"Timeline of the generation lanes (Task {task})")
+            ax.set_title(f"Timeline of the generation lanes at k = {k} (Task {task})")
         else:
             timeline_panel(t, run, ax)
             caption = TIMELINE_CAPTIONS.get(run["k"], f"k = {run['k']}")
