@@ -16,30 +16,49 @@ from pathlib import Path
 import lab
 import toy
 from lab import SCHEMES
-from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, c_sweep,
-                             drop_stale_analysis, length_sweep, masked_sweep, memory_table,
-                             mismatch_sweep, scheduling_sweep)
+from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS, c_sweep,
+                             drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
+                             memory_table, mismatch_sweep, scheduling_sweep, timeline)
+from lab.model_shapes import GPU_GB
 
 # ---------------------------------------------------------------- printing
 
 def print_memory(m):
     print("Part 1: model state (weights, gradients, optimizer), GB = 10^9 bytes; LoRA rank 16")
     print(f"  {'model':<24}{'params':>8}{'KV/token':>10}{'PPO':>9}{'GRPO':>9}"
-          f"{'GRPO+LoRA':>11}{'80GB GPUs for PPO':>19}")
+          f"{'GRPO+LoRA':>11}{'80GB GPUs for PPO':>19}{'lanes/GPU':>15}")
     for r in m["models"]:
         print(f"  {r['model']:<24}{r['params'] / 1e9:>7.2f}B{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
               f"{r['ppo_gb']:>9.1f}{r['grpo_gb']:>9.1f}{r['grpo_lora_gb']:>11.1f}"
-              f"{r['gpus_for_ppo']:>19}")
+              f"{r['gpus_for_ppo']:>19}{lanes_text(r, m['max_tokens']):>15}")
     print(f"  KV cache on top: 64 responses x 16k tokens on the 7B = {m['kv_64x16k_gb']:.1f} GB")
+    print(f"  lanes/GPU: responses of {m['max_tokens']:,} tokens that one {GPU_GB} GB GPU "
+          f"generates at once, KV cache beside\n  the bf16 weights (activations and engine "
+          f"overhead ignored): {m['lanes_per_gpu']} for the lab's 7B. A lane of Part 2 is one "
+          "such slot.")
+    for r in m["models"]:
+        if r["context"] < m["max_tokens"]:
+            print(f"  * {r['model']}: its context is {r['context']:,} tokens, shorter than "
+                  f"{m['max_tokens']:,}")
+
+
+def lanes_text(row, max_tokens):
+    """A lanes/GPU cell: the number, "does not fit", and * if the context is too short."""
+    text = "does not fit" if row["lanes_per_gpu"] == 0 else str(row["lanes_per_gpu"])
+    return text + ("*" if row["context"] < max_tokens else " ")
 
 
 def print_scheduling(s):
     print(f"Part 2: {s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, "
           f"train_time = {s['train_time']}, {s['n_steps']} steps")
-    print(f"  {'k':>3}{'throughput':>12}{'gain':>8}{'lanes busy':>12}{'mean lag':>10}")
+    print(f"  {'k':>3}{'throughput':>12}{'gain':>8}{'lanes busy':>12}{'mean lag':>10}"
+          f"{'p95 lag':>9}{'max lag':>9}")
     for i, k in enumerate(s["k"]):
         print(f"  {k:>3}{s['throughput'][i]:>12.2f}{s['throughput_gain'][i]:>7.2f}x"
-              f"{s['utilization'][i]:>12.0%}{s['mean_lag'][i]:>10.2f}")
+              f"{s['utilization'][i]:>12.0%}{s['mean_lag'][i]:>10.2f}"
+              f"{s['lag_p95'][i]:>9}{s['max_lag'][i]:>9}")
+    print("  k bounds how far generation runs ahead, not how old a trained response can be "
+          "(see --drop-stale)")
 
 
 def print_drop_stale(d):
@@ -51,6 +70,34 @@ def print_drop_stale(d):
           f"{d['long_share_trained']:.1%} of trained")
     print(f"  throughput {d['throughput']:.2f} vs {d['throughput_keeping_stale']:.2f} keeping "
           "them; dropping is a filter against long responses")
+    print(f"  max lag of trained responses: {d['max_lag']} (<= k = {d['k']}), against "
+          f"{d['max_lag_keeping_stale']} keeping them")
+
+
+def print_equal_hardware(e):
+    G = e["gpus"]
+    print(f"Equal hardware: {G} GPUs, {e['lanes_per_gpu']} lane(s) per generating GPU, one update "
+          f"= {e['train_work']:g} GPU-time units, B = {e['B']}, {e['n_steps']} steps")
+    print(f"  synchronous, colocated (all {G} generate, then all {G} train): "
+          f"throughput {e['sync_throughput']:.2f}")
+    print(f"  asynchronous at k = {e['k']}, g GPUs generate and {G} - g train; the best splits:")
+    print(f"  {'g':>5}{'train GPUs':>12}{'throughput':>12}")
+    for s in sorted(e["splits"], key=lambda s: -s["throughput"])[:5]:
+        note = "" if s["feasible"] else "   excluded: the trainers cannot hold the model"
+        print(f"  {s['gen_gpus']:>5}{G - s['gen_gpus']:>12}{s['throughput']:>12.2f}{note}")
+    print(f"  {e['trainer_gpus_why']}")
+    if e["best_gen_gpus"] is None:
+        print("  no split is feasible")
+    else:
+        print(f"  best: {e['best_gen_gpus']} generate, {G - e['best_gen_gpus']} train: "
+              f"throughput {e['best_throughput']:.2f} = {e['speedup']:.2f}x the synchronous run "
+              "on the same GPUs")
+
+
+def print_timeline(t):
+    busy = ", ".join(f"{r['busy']:.0%} at k = {r['k']}" for r in t["runs"])
+    print(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
+          f"{t['n_updates']} updates), lanes busy {busy}")
 
 
 def print_mismatch(m):
@@ -95,16 +142,17 @@ def print_c_sweep(c):
 
 # ---------------------------------------------------------------- the command line
 
-def bounded(kind, low):
-    """An argparse type: a `kind` (int or float) >= low, else a clear error."""
+def bounded(kind, low, high=math.inf):
+    """An argparse type: a `kind` (int or float) from low to high, else a clear error."""
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not low <= value < math.inf:
+        if value is None or not low <= value <= high or value == math.inf:
+            limits = f">= {low}" if high == math.inf else f"from {low} to {high}"
             raise argparse.ArgumentTypeError(
-                f"must be {'a whole number' if kind is int else 'a finite number'} >= {low}, "
+                f"must be {'a whole number' if kind is int else 'a finite number'} {limits}, "
                 f"got {text!r}")
         return value
     return parse
@@ -138,6 +186,20 @@ def parse_args(argv=None):
                         f"{', '.join(map(str, LENGTHS))} (a per-token reward)")
     p.add_argument("--length-mismatch", type=bounded(float, 0), default=LARGE_MISMATCH,
                    help="per-token mismatch of the length sweep")
+    p.add_argument("--max-tokens", type=bounded(int, 1, 1_048_576), default=MAX_TOKENS,
+                   help="tokens per response when Part 1 counts the lanes of one GPU")
+    p.add_argument("--equal-hardware", action="store_true",
+                   help="also compare sync and async RL on the same GPUs (with --gpus, "
+                        "--lanes-per-gpu, --train-work)")
+    p.add_argument("--gpus", type=bounded(int, 2, 24), default=16,
+                   help="GPUs shared by generation and training, for --equal-hardware")
+    p.add_argument("--lanes-per-gpu", type=bounded(int, 1, 128), default=1,
+                   help="lanes (concurrent responses) per generating GPU, for --equal-hardware")
+    p.add_argument("--train-work", type=bounded(float, 0, 1000), default=None,
+                   help="GPU-time units one update costs, for --equal-hardware "
+                        "(default: --gpus x --train-time)")
+    p.add_argument("--timeline", action="store_true",
+                   help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
                    help="where to save the figure; the numbers go next to it as .json")
     return p.parse_args(argv)
@@ -181,7 +243,8 @@ def main(argv=None):
                  train_time=args.train_time, sigma=args.sigma)
     results = dict(code=code, unavailable={})
     skipped = results["unavailable"]
-    results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory")),
+    results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory"),
+                                                               args.max_tokens),
                                 print_memory, skipped)
     print()
     results["scheduling"] = attempt(
@@ -191,6 +254,17 @@ def main(argv=None):
         results["drop_stale"] = attempt(
             "drop_stale", lambda: drop_stale_analysis(lab.load("scheduler"), **sched),
             print_drop_stale, skipped)
+    if args.equal_hardware:
+        train_work = args.gpus * args.train_time if args.train_work is None else args.train_work
+        results["equal_hardware"] = attempt(
+            "equal_hardware", lambda: equal_hardware(
+                lab.load("scheduler"), lab.load("memory"), args.gpus, args.lanes_per_gpu,
+                train_work, B=args.batch, n_steps=args.steps, sigma=args.sigma),
+            print_equal_hardware, skipped)
+    if args.timeline:
+        results["timeline"] = attempt(
+            "timeline", lambda: timeline(lab.load("scheduler"), drop_stale=args.drop_stale, **sched),
+            print_timeline, skipped)
     print()
     results["mismatch"] = attempt(
         "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
@@ -212,6 +286,13 @@ def main(argv=None):
 
     from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
     figure.draw(results, args.out)
+    # the optional figures go beside the main one: rl_systems_timeline.png, ...
+    for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
+                            ("timeline", figure.draw_timeline)):
+        if key in results:
+            path = args.out.with_name(f"{args.out.stem}_{key}.png")
+            draw_extra(results, path)
+            print(f"Saved {path}")
     # numpy numbers (a student's np.int64, say) are written as plain numbers
     text = json.dumps(results, indent=1, default=lambda number: number.item())
     args.out.with_suffix(".json").write_text(text)

@@ -10,6 +10,9 @@ The world it models:
     A batch trains for train_time; then the policy version goes up by one.
   * The run ends the moment the n_steps-th update finishes.
 
+Lanes are identical, so the loop only counts how many are busy; which lane ran
+which response is worked out after the run, by `assign_lanes`, for drawing.
+
 may_start and take_batch are the two decisions of Task 2 (scheduler.py).
 Every answer they give is checked against the rules below, so a bug shows up
 as a SchedulerError that says which rule broke, not as a wrong number later.
@@ -37,6 +40,7 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
     running = []       # heap of (end time, id) of the responses being generated
     n_dropped = 0
     trainer_done_at = None  # when the current update ends; None while idle
+    updates = []       # (start, end) of every update, in order
     out_of_lengths = False
 
     while True:
@@ -47,6 +51,7 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
             n_dropped += len(dropped)
             if batch is not None:
                 trainer_done_at = time + train_time
+                updates.append((time, trainer_done_at))
 
         # Free lanes start new responses for as long as admission allows.
         while len(running) < n_lanes and not out_of_lengths:
@@ -76,26 +81,53 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
             time, trainer_done_at = trainer_done_at, None
             version += 1
             if version == n_steps:
-                return summarize(trace, n_lanes, B, n_steps, time)
+                return summarize(trace, updates, n_lanes, B, n_steps, time)
         else:
             time, response_id = heapq.heappop(running)
             finished.append(trace[response_id])
 
 
-def summarize(trace, n_lanes, B, n_steps, time):
+def summarize(trace, updates, n_lanes, B, n_steps, time):
     """The numbers of a finished run.
 
     throughput  = trained responses per time unit = n_steps * B / time
     utilization = busy lane-time / (n_lanes * time), 1 = every lane always busy
     mean_lag    = mean of version - tag over the trained responses
+    lag_p95     = 95th percentile of those lags (nearest rank: the smallest lag
+                  that at least 95% of trained responses do not exceed)
+    max_lag     = the largest of those lags: k bounds admission, not this
     wasted_frac = generation time of dropped responses / all generation time
+    updates     = (start, end) time of each update, in order
+
+    Example: lags [0, 0, 1, 3] give mean_lag 1.0, lag_p95 3, max_lag 3.
     """
     busy = sum(min(r["end"], time) - r["start"] for r in trace)
     wasted = sum(r["length"] for r in trace if r["dropped"])
-    lags = [r["lag"] for r in trace if r["lag"] is not None]
+    lags = sorted(int(r["lag"]) for r in trace if r["lag"] is not None)
     return dict(time=time, throughput=n_steps * B / time,
                 utilization=busy / (n_lanes * time), mean_lag=float(np.mean(lags)),
-                wasted_frac=wasted / busy, trace=trace)
+                lag_p95=lags[math.ceil(0.95 * len(lags)) - 1], max_lag=lags[-1],
+                wasted_frac=wasted / busy, updates=updates, trace=trace)
+
+
+def assign_lanes(trace):
+    """The lane (0, 1, ...) of each response in `trace`, for drawing a timeline.
+
+    The simulator only counts busy lanes, since lanes are identical. Here each
+    response, in start order, takes the lowest-numbered lane that is free at its
+    start; a lane is busy over [start, end) and free again at `end`, so a run
+    never needs more than its n_lanes lanes.
+
+    Example: starts 0, 0, 1 and ends 1, 2, 3 give lanes [0, 1, 0].
+    """
+    free, busy, lanes = [], [], []  # free: heap of lanes; busy: heap of (end, lane)
+    for r in trace:
+        while busy and busy[0][0] <= r["start"]:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        lane = heapq.heappop(free) if free else len(busy)
+        heapq.heappush(busy, (r["end"], lane))
+        lanes.append(lane)
+    return lanes
 
 
 def _as_bool(answer, n_started, n_dropped, version, k, B):

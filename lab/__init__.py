@@ -50,6 +50,8 @@ PARTS = {
     "memory": ("Part 1", "1"),
     "scheduling": ("Part 2", "2"),
     "drop_stale": ("Drop stale", "2"),
+    "equal_hardware": ("Equal hardware", "2"),
+    "timeline": ("Timeline", "2"),
     "mismatch": ("Part 3", "3"),
     "c_sweep": ("C sweep", "3"),
     "masking": ("Masking", "3c"),

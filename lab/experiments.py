@@ -6,11 +6,10 @@ chooses whose code runs.
 """
 import math
 
-import numpy as np
-
 import toy
 from lab import MASK_LEVELS, SCHEMES
 from lab.model_shapes import GPU_GB, MODELS, ROUND_7B
+from scheduler_core import assign_lanes
 
 KS = (0, 1, 2, 3, 4, 6, 8)
 MISMATCHES = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
@@ -20,13 +19,15 @@ C_SWEEP = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 10.0)
 LONG = 4  # a response "long" if over 4x the mean length (which is 1)
 LENGTHS = (6, 16, 64, 256, 1024)  # response lengths T of the length sweep
 LENGTH_KEYS = ("rmse", "rmse_stderr", "cosine", "zero_weight_share")
+MAX_TOKENS = 16_384  # tokens of one response when Part 1 counts the lanes of a GPU
 
 
 # ---------------------------------------------------------------- Part 1: memory (Task 1)
 
-def memory_table(memory):
+def memory_table(memory, max_tokens=MAX_TOKENS):
     """Model-state GB of PPO, GRPO and GRPO + LoRA (rank 16) for the lab's 7B and real models,
-    from the Task 1 module `memory`."""
+    and the lanes of one GPU at `max_tokens` tokens (see lanes_per_gpu), from the Task 1
+    module `memory`."""
     rows = []
     for model in [ROUND_7B] + MODELS:
         adapter = model.lora_params()
@@ -37,6 +38,8 @@ def memory_table(memory):
                    kv_bytes_per_token=memory.kv_cache_bytes(model.layers, model.kv_heads,
                                                             model.head_dim, 1))
         row["gpus_for_ppo"] = math.ceil(row["ppo_gb"] / GPU_GB)
+        row["lanes_per_gpu"] = lanes_per_gpu(memory.kv_cache_bytes, model, max_tokens)
+        row["context"] = model.context
         rows.append(row)
     lab_7b = rows[0]
     return dict(ppo_7b_gb=lab_7b["ppo_gb"], grpo_7b_gb=lab_7b["grpo_gb"],
@@ -44,21 +47,42 @@ def memory_table(memory):
                 kv_bytes_per_token=lab_7b["kv_bytes_per_token"],
                 kv_64x16k_gb=memory.kv_cache_bytes(ROUND_7B.layers, ROUND_7B.kv_heads,
                                                    ROUND_7B.head_dim, 64 * 16_384) / 1e9,
-                h100s_for_ppo_7b=lab_7b["gpus_for_ppo"], models=rows)
+                h100s_for_ppo_7b=lab_7b["gpus_for_ppo"], max_tokens=max_tokens,
+                lanes_per_gpu=lab_7b["lanes_per_gpu"], models=rows)
+
+
+def lanes_per_gpu(kv_cache_bytes, model, max_tokens):
+    """How many responses of `max_tokens` tokens one GPU generates at once: the number of
+    KV caches that fit beside the model's bf16 weights (2 bytes per parameter).
+
+        lanes = floor((GPU_GB * 1e9 - 2 * params) / kv_cache_bytes(layers, kv_heads,
+                                                                   head_dim, max_tokens))
+
+    0 if the weights alone do not fit. Activations and the inference engine's own
+    memory are ignored, so real engines fit somewhat fewer. kv_cache_bytes is Task 1b.
+
+    Example: the lab's 7B at 16,384 tokens: (80e9 - 14e9) / 939,524,096 = 70.2, so 70.
+    """
+    free = GPU_GB * 1e9 - 2 * model.params
+    if free <= 0:
+        return 0
+    per_response = kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, max_tokens)
+    return math.floor(free / per_response)
 
 
 # ---------------------------------------------------------------- Part 2: scheduling (Task 2)
 
 def scheduling_sweep(scheduler, n_lanes, B, ks=KS, n_steps=200, train_time=1.0, sigma=1.25):
-    """Throughput, lane utilization and mean lag for each staleness bound k (ks[0] must be 0),
-    from the Task 2 module `scheduler`."""
+    """Throughput, lane utilization and lag (mean, 95th percentile, max) for each staleness
+    bound k (ks[0] must be 0), from the Task 2 module `scheduler`."""
     runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
                                sigma=sigma) for k in ks]
     return dict(n_lanes=n_lanes, B=B, n_steps=n_steps, sigma=sigma, train_time=train_time,
                 k=list(ks), throughput=[r["throughput"] for r in runs],
                 throughput_gain=[r["throughput"] / runs[0]["throughput"] for r in runs],
                 utilization=[r["utilization"] for r in runs],
-                mean_lag=[r["mean_lag"] for r in runs])
+                mean_lag=[r["mean_lag"] for r in runs], lag_p95=[r["lag_p95"] for r in runs],
+                max_lag=[r["max_lag"] for r in runs])
 
 
 def drop_stale_analysis(scheduler, n_lanes, B, k=1, n_steps=200, train_time=1.0, sigma=1.25):
@@ -69,12 +93,82 @@ def drop_stale_analysis(scheduler, n_lanes, B, k=1, n_steps=200, train_time=1.0,
     trained = [s["length"] for s in r["trace"] if s["lag"] is not None]
     keep = scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time, sigma=sigma)
     return dict(k=k, n_started=len(r["trace"]), n_dropped=len(dropped),
+                max_lag=r["max_lag"], max_lag_keeping_stale=keep["max_lag"],
                 wasted_frac=r["wasted_frac"], throughput=r["throughput"],
                 throughput_keeping_stale=keep["throughput"],
                 mean_length_dropped=sum(dropped) / max(len(dropped), 1),
                 mean_length_trained=sum(trained) / len(trained),
                 long_share_dropped=sum(x > LONG for x in dropped) / max(len(dropped), 1),
                 long_share_trained=sum(x > LONG for x in trained) / len(trained))
+
+
+def equal_hardware(scheduler, memory, gpus=16, lanes_per_gpu=1, train_work=16.0, k=1, B=32,
+                   n_steps=200, sigma=1.25):
+    """Synchronous vs asynchronous RL on the same `gpus` GPUs (G below), from the Task 2
+    module `scheduler` (and Task 1's `memory` for which splits can hold the model).
+
+    One update costs train_work GPU-time units, shared by the GPUs that train.
+      sync, colocated: all G GPUs generate (G * lanes_per_gpu lanes), then all G train:
+          simulate(G * lanes_per_gpu, B, 0, train_time=train_work / G)
+      async, disaggregated: g GPUs generate and G - g train, for g = 1 .. G - 1:
+          simulate(g * lanes_per_gpu, B, k, train_time=train_work / (G - g))
+    A split is feasible if its G - g trainer GPUs hold the model state of GRPO on the
+    lab's 7B (126 GB: at least 2 GPUs). speedup = best feasible throughput / sync.
+
+    Example: at G = 16, train_work = 16 the sync run is Part 2's k = 0 run (16 lanes,
+    train_time 1).
+    """
+    def throughput(n_lanes, k, train_time):
+        return scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
+                                  sigma=sigma)["throughput"]
+
+    trainers, why = trainer_gpus_needed(memory)
+    sync = throughput(gpus * lanes_per_gpu, 0, train_work / gpus)
+    splits = [dict(gen_gpus=g, throughput=throughput(g * lanes_per_gpu, k, train_work / (gpus - g)),
+                   feasible=gpus - g >= trainers) for g in range(1, gpus)]
+    feasible = [s for s in splits if s["feasible"]]
+    best = max(feasible, key=lambda s: s["throughput"]) if feasible else dict(gen_gpus=None,
+                                                                              throughput=None)
+    return dict(gpus=gpus, lanes_per_gpu=lanes_per_gpu, train_work=train_work, k=k, B=B,
+                n_steps=n_steps, sigma=sigma, sync_throughput=sync, splits=splits,
+                trainer_gpus_needed=trainers, trainer_gpus_why=why,
+                best_gen_gpus=best["gen_gpus"], best_throughput=best["throughput"],
+                speedup=best["throughput"] / sync if feasible else None)
+
+
+def trainer_gpus_needed(memory):
+    """GPUs needed to hold the model state of GRPO on the lab's 7B (Task 1c), and why.
+    Before Task 1 works this is 1 with a note: no split is excluded."""
+    try:
+        gb = memory.rl_memory_gb("grpo", ROUND_7B.params)
+        need = math.ceil(gb / GPU_GB)
+        return need, (f"GRPO on the lab's 7B holds {gb:.0f} GB of model state: the trainers "
+                      f"need at least {need} GPU(s) of {GPU_GB} GB")
+    except Exception as error:  # noqa: BLE001 (Task 1 unfinished or failing: exclude nothing)
+        return 1, f"Task 1 does not work yet ({type(error).__name__}), so no split was excluded"
+
+
+def timeline(scheduler, n_lanes, B, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
+             ks=(0, 1), n_updates=4):
+    """What every lane did, for k in ks (ks[0] must be 0), over the same window: from 0 to
+    the end of the k = 0 run's n_updates-th update.
+
+    Each response started in the window gets a lane (scheduler_core.assign_lanes);
+    busy = lane-time spent generating within the window / (n_lanes * window).
+    """
+    runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
+                               sigma=sigma, drop_stale=drop_stale) for k in ks]
+    window = runs[0]["updates"][min(n_updates, n_steps) - 1][1]
+    panels = []
+    for k, r in zip(ks, runs):
+        shown = [s for s in r["trace"] if s["start"] < window]  # a prefix: trace is in start order
+        busy = sum(min(s["end"], window) - s["start"] for s in shown)
+        responses = [dict(id=s["id"], lane=lane, start=s["start"], end=s["end"], tag=s["tag"],
+                          dropped=s["dropped"]) for s, lane in zip(shown, assign_lanes(shown))]
+        panels.append(dict(k=k, busy=busy / (n_lanes * window), responses=responses,
+                           updates=[u for u in r["updates"] if u[0] < window]))
+    return dict(n_lanes=n_lanes, B=B, sigma=sigma, train_time=train_time, drop_stale=drop_stale,
+                n_updates=n_updates, window=window, runs=panels)
 
 
 # ---------------------------------------------------------------- Part 3: mismatch (Task 3)

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # draw to a file; no screen needed
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
 
 from lab import PARTS  # noqa: E402
 from lab.model_shapes import GPU_GB  # noqa: E402
@@ -78,14 +79,23 @@ def memory_panel(memory, ax):
 def scheduling_panels(s, ax_gain, ax_util, ax_lag):
     setup = f"{s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, train_time = {s['train_time']}"
     for ax, key, ylabel in ((ax_gain, "throughput_gain", "x throughput of k = 0"),
-                            (ax_util, "utilization", "lane utilization (fraction)"),
-                            (ax_lag, "mean_lag", "mean lag (versions)")):
+                            (ax_util, "utilization", "lane utilization (fraction)")):
         ax.plot(s["k"], s[key], "o-", color="tab:purple", label=setup)
+        ax.legend(loc="lower right", fontsize=8)
+    ax_util.set_ylim(0, 1.05)
+    # The mean hides the tail: k bounds how far generation runs ahead, not how old
+    # a trained response can be.
+    ax_lag.plot(s["k"], s["max_lag"], "^-", color="tab:red", label="max")
+    ax_lag.plot(s["k"], s["lag_p95"], "s-", color="tab:orange", label="95th percentile")
+    ax_lag.plot(s["k"], s["mean_lag"], "o-", color="tab:purple", label="mean")
+    ax_lag.plot(s["k"], s["k"], ":", color="gray", label="lag = k")
+    ax_lag.legend(title=setup, loc="upper left", fontsize=8, title_fontsize=7)
+    ax_lag.set_ylim(-0.5, 1.7 * max(s["max_lag"] + s["k"]) + 1)  # room for the legend on top
+    for ax, ylabel in ((ax_gain, "x throughput of k = 0"), (ax_util, "lane utilization (fraction)"),
+                       (ax_lag, "lag of trained responses (versions)")):
         ax.set_xlabel("staleness bound k (versions ahead)")
         ax.set_ylabel(ylabel)
         ax.set_xticks(s["k"])
-        ax.legend(loc="lower right", fontsize=8)
-    ax_util.set_ylim(0, 1.05)
 
 
 def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
@@ -138,3 +148,107 @@ def length_panels(s, ax_rmse, ax_cos, ax_zero):
         ax.set_xlabel("response length T (tokens); T = 6 exact, longer Monte Carlo")
         ax.set_ylabel(ylabel)
     ax_rmse.legend(title=setup, fontsize=7, title_fontsize=8, loc="upper left")
+
+
+# ---------------------------------------------------------------- the optional figures
+
+def draw_equal_hardware(results, path):
+    """Save the --equal-hardware figure: throughput of each async split vs the sync run."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    e = results["equal_hardware"]
+    if e is None:
+        placeholder(ax, results["unavailable"]["Equal hardware"])
+    else:
+        equal_hardware_panel(e, ax)
+    ax.set_title(f"Same {e['gpus'] if e else 'G'} GPUs: synchronous vs asynchronous "
+                 f"(Task {PARTS['equal_hardware'][1]})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def equal_hardware_panel(e, ax):
+    G = e["gpus"]
+    g = [s["gen_gpus"] for s in e["splits"]]
+    x = [s["throughput"] for s in e["splits"]]
+    ax.plot(g, x, "o-", color="tab:purple",
+            label=f"asynchronous, k = {e['k']}: g GPUs generate, {G} - g train")
+    excluded = [s for s in e["splits"] if not s["feasible"]]
+    if excluded:
+        ax.plot([s["gen_gpus"] for s in excluded], [s["throughput"] for s in excluded], "x",
+                color="black", markersize=10, label="excluded: trainers cannot hold the model")
+    ax.axhline(e["sync_throughput"], color="gray", linestyle="--",
+               label=f"synchronous, colocated: {e['sync_throughput']:.2f}")
+    if e["best_gen_gpus"] is not None:
+        ax.plot([e["best_gen_gpus"]], [e["best_throughput"]], "*", color="tab:red", markersize=16,
+                label=f"best: g = {e['best_gen_gpus']}, {e['speedup']:.2f}x synchronous")
+    ax.set_xlabel("g, GPUs that generate")
+    ax.set_ylabel("throughput (trained responses per time unit)")
+    ax.set_xticks(g if G <= 16 else g[::2])
+    ax.legend(title=f"{e['lanes_per_gpu']} lane(s) per GPU, update = {e['train_work']:g} "
+                    f"GPU-time, B = {e['B']}", fontsize=8, title_fontsize=8, loc="upper left")
+
+
+def draw_timeline(results, path):
+    """Save the --timeline figure: one row per lane, one bar per response, the trainer below."""
+    t = results["timeline"]
+    runs = t["runs"] if t else [None, None]
+    fig, axes = plt.subplots(len(runs), 1, figsize=(15, 4.2 * len(runs)), sharex=True)
+    fig.subplots_adjust(left=0.06, right=0.86, top=0.95, bottom=0.08, hspace=0.2)
+    task = PARTS["timeline"][1]
+    for k, (ax, run) in enumerate(zip(axes, runs)):  # the runs are k = 0 and k = 1
+        if run is None:
+            placeholder(ax, results["unavailable"]["Timeline"])
+            ax.set_title(f"Timeline of the generation lanes at k = {k} (Task {task})")
+        else:
+            timeline_panel(t, run, ax)
+            caption = TIMELINE_CAPTIONS.get(run["k"], f"k = {run['k']}")
+            ax.set_title(f"{caption}: lanes busy {run['busy']:.0%} of this window (Task {task})",
+                         loc="left")
+    if t:
+        axes[-1].set_xlabel(f"time (mean response length = 1); {t['n_lanes']} lanes, B = {t['B']}, "
+                            f"train_time = {t['train_time']}, sigma = {t['sigma']}")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+TIMELINE_CAPTIONS = {0: "k = 0, synchronous: every batch waits for its slowest response",
+                     1: "k = 1: the lanes start the next batch while the trainer works"}
+# Version v is drawn in colour v mod 20: tab20's ten strong colours, then its ten pale ones.
+VERSION_COLORS = plt.get_cmap("tab20").colors[0::2] + plt.get_cmap("tab20").colors[1::2]
+
+
+def timeline_panel(t, run, ax):
+    """Bars [start, end) on each response's lane, coloured by the version that generated it;
+    the trainer's updates on a row of their own, coloured by the version they produce."""
+    trainer_row = t["n_lanes"] + 1
+    kept = [r for r in run["responses"] if not r["dropped"]]
+    dropped = [r for r in run["responses"] if r["dropped"]]
+    bars(ax, [(r["lane"], r["start"], r["end"]) for r in kept], 0.8, edgecolor="white",
+         linewidth=0.5, facecolor=[VERSION_COLORS[r["tag"] % 20] for r in kept])
+    if dropped:
+        bars(ax, [(r["lane"], r["start"], r["end"]) for r in dropped], 0.8, facecolor="lightgray",
+             edgecolor="dimgray", hatch="////", label="dropped as stale")
+    bars(ax, [(trainer_row, start, end) for start, end in run["updates"]], 1.6, edgecolor="black",
+         facecolor=[VERSION_COLORS[(v + 1) % 20] for v in range(len(run["updates"]))])
+    for v, (start, end) in enumerate(run["updates"]):
+        ax.text((start + end) / 2, trainer_row, f"v{v + 1}", ha="center", va="center", fontsize=7)
+    for r in kept:  # the version on the bars wide enough to hold it
+        if min(r["end"], t["window"]) - r["start"] > 0.03 * t["window"]:
+            ax.text(r["start"] + 0.1, r["lane"], f"v{r['tag']}", va="center", fontsize=6)
+    ax.set_xlim(0, t["window"])
+    ax.set_ylim(trainer_row + 1.2, -0.8)  # lane 0 on top, the trainer at the bottom
+    rows = list(range(0, t["n_lanes"], max(1, t["n_lanes"] // 16)))
+    ax.set_yticks(rows + [trainer_row], [f"lane {i}" for i in rows] + ["trainer"], fontsize=7)
+    ax.grid(False)
+    ax.text(1.005, 0.5, "colour = policy version\nthat generated it\n(trainer: version\nit "
+            "produces)\nwhite = idle lane", transform=ax.transAxes, fontsize=8, va="center")
+    if dropped:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8)
+
+
+def bars(ax, spans, height, **style):
+    """Draw (row, start, end) spans as rectangles, all in one collection (fast for hundreds)."""
+    boxes = [[(start, row - height / 2), (end, row - height / 2), (end, row + height / 2),
+              (start, row + height / 2)] for row, start, end in spans]
+    ax.add_collection(PolyCollection(boxes, **style))

@@ -1,7 +1,7 @@
 """Shapes of real open models (given), and the GPU they are measured against, for Part 1.
 
 Numbers from each model's config.json on Hugging Face. `params` is the exact
-total, embeddings included.
+total, embeddings included; `context` is max_position_embeddings.
 """
 from dataclasses import dataclass
 
@@ -17,6 +17,7 @@ class Model:
     hidden: int
     intermediate: int  # width of the MLP
     params: float
+    context: int       # longest sequence it was built for, in tokens (prompt + response)
 
     @property
     def head_dim(self):
@@ -41,15 +42,15 @@ class Model:
 
 
 MODELS = [
-    Model("Qwen2.5-1.5B", 28, 12, 2, 1536, 8960, 1.544e9),
-    Model("Qwen2.5-7B", 28, 28, 4, 3584, 18944, 7.616e9),
-    Model("Qwen2.5-32B", 64, 40, 8, 5120, 27648, 32.76e9),
-    Model("Qwen2.5-72B", 80, 64, 8, 8192, 29568, 72.71e9),
-    Model("Llama-3.1-8B", 32, 32, 8, 4096, 14336, 8.03e9),
-    Model("Llama-3.1-70B", 80, 64, 8, 8192, 28672, 70.55e9),
-    Model("Mistral-7B-v0.1", 32, 32, 8, 4096, 14336, 7.24e9),
-    Model("Llama-2-7B", 32, 32, 32, 4096, 11008, 6.74e9),
+    Model("Qwen2.5-1.5B", 28, 12, 2, 1536, 8960, 1.544e9, 32_768),
+    Model("Qwen2.5-7B", 28, 28, 4, 3584, 18944, 7.616e9, 131_072),
+    Model("Qwen2.5-32B", 64, 40, 8, 5120, 27648, 32.76e9, 131_072),
+    Model("Qwen2.5-72B", 80, 64, 8, 8192, 29568, 72.71e9, 131_072),
+    Model("Llama-3.1-8B", 32, 32, 8, 4096, 14336, 8.03e9, 131_072),
+    Model("Llama-3.1-70B", 80, 64, 8, 8192, 28672, 70.55e9, 131_072),
+    Model("Mistral-7B-v0.1", 32, 32, 8, 4096, 14336, 7.24e9, 32_768),
+    Model("Llama-2-7B", 32, 32, 32, 4096, 11008, 6.74e9, 4_096),
 ]
 
 # The lab's round example: exactly 7e9 parameters, shaped like Qwen2.5-7B.
-ROUND_7B = Model("7B (the lab's example)", 28, 28, 4, 3584, 18944, 7e9)
+ROUND_7B = Model("7B (the lab's example)", 28, 28, 4, 3584, 18944, 7e9, 131_072)

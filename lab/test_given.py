@@ -4,11 +4,15 @@ They run with the graded tests (`python -m pytest -q`); a failure here is a
 bug in the lab, not in your code. The stand-in functions they need are written
 here, so no task has to be done first.
 """
+import math
+
 import numpy as np
 import pytest
 
 import toy
-from scheduler_core import SchedulerError, run_simulation
+from lab.experiments import equal_hardware, lanes_per_gpu, timeline
+from lab.model_shapes import MODELS, ROUND_7B
+from scheduler_core import SchedulerError, assign_lanes, run_simulation
 
 LOGP = np.log(np.full((4, 3), 0.5))  # any (N, T) log-probabilities will do
 
@@ -138,3 +142,104 @@ def test_length_sweep_monte_carlo_agrees_with_exact():
     sampled = toy.sampled_stats(ratio, estimate, g, batches)["schemes"]["token"]
     assert abs(sampled["rmse"] - exact["rmse"]) < 4 * sampled["rmse_stderr"], (sampled, exact)
     assert abs(sampled["cosine"] - exact["cosine"]) < 0.02, (sampled, exact)
+# ---------------------------------------------------------------- Part 2's lag tail, equal
+# hardware and timeline (issues 10 and 13): correct stand-ins for Tasks 1 and 2, written here.
+
+def admit(n_started, n_dropped, version, k, B):
+    return n_started - n_dropped < (version + k + 1) * B
+
+
+def fifo(finished, version, k, B, drop_stale):
+    dropped = [r for r in finished if drop_stale and version - r["tag"] > k]
+    for r in dropped:
+        finished.remove(r)
+        r["dropped"] = True
+    if len(finished) < B:
+        return None, dropped
+    batch = finished[:B]
+    del finished[:B]
+    for r in batch:
+        r["lag"] = version - r["tag"]
+    return batch, dropped
+
+
+class StandInScheduler:
+    """The scheduler module's simulate, run with the stand-ins above."""
+
+    @staticmethod
+    def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
+                 seed=0):
+        lengths = iter(np.random.default_rng(seed).lognormal(-sigma**2 / 2, sigma, 100_000))
+        return run_simulation(n_lanes, B, k, n_steps, train_time, lengths, admit, fifo,
+                              drop_stale)
+
+
+class StandInMemory:
+    """Task 1's two functions that Part 1's lanes and the equal-hardware part use."""
+
+    @staticmethod
+    def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
+        return 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
+
+    @staticmethod
+    def rl_memory_gb(algo, n_params, **options):
+        return 18 * n_params / 1e9  # GRPO with a reference: 16 + 2 bytes per parameter
+
+
+def test_core_reports_the_lag_tail():
+    keep = StandInScheduler.simulate(16, 32, 1, n_steps=100)
+    lags = sorted(r["lag"] for r in keep["trace"] if r["lag"] is not None)
+    assert keep["max_lag"] == lags[-1] > 1, "k = 1 bounds admission, not lag: the tail exceeds k"
+    assert keep["lag_p95"] == lags[math.ceil(0.95 * len(lags)) - 1]
+    assert keep["lag_p95"] <= keep["max_lag"]
+    drop = StandInScheduler.simulate(16, 32, 1, n_steps=100, drop_stale=True)
+    assert drop["max_lag"] <= 1, "dropping stale responses keeps every trained lag <= k"
+
+
+def test_core_records_the_updates():
+    for k in (0, 1, 3):
+        r = StandInScheduler.simulate(8, 16, k, n_steps=30, train_time=0.7)
+        assert len(r["updates"]) == 30, "one update per version reached"
+        for start, end in r["updates"]:
+            assert end - start == pytest.approx(0.7)
+        for (_, end), (start, _) in zip(r["updates"], r["updates"][1:]):
+            assert end <= start, "updates come in order and never overlap"
+        assert r["updates"][-1][1] == r["time"]
+
+
+def test_assign_lanes_never_overlaps_and_uses_at_most_n_lanes():
+    for k, n_lanes in ((0, 16), (1, 16), (2, 5)):
+        trace = StandInScheduler.simulate(n_lanes, 32, k, n_steps=40)["trace"]
+        lanes = assign_lanes(trace)
+        assert len(lanes) == len(trace) and max(lanes) < n_lanes
+        for lane in set(lanes):
+            spans = [(r["start"], r["end"]) for r, x in zip(trace, lanes) if x == lane]
+            for (_, end), (start, _) in zip(spans, spans[1:]):
+                assert end <= start, f"two responses overlap on lane {lane}"
+    assert assign_lanes([dict(start=0, end=1), dict(start=0, end=2), dict(start=1, end=3)]) == [0, 1, 0]
+
+
+def test_equal_hardware_compares_on_the_same_gpus():
+    e = equal_hardware(StandInScheduler, StandInMemory, gpus=6, lanes_per_gpu=2, train_work=3.0,
+                       k=1, B=16, n_steps=40)
+    sync = StandInScheduler.simulate(12, 16, 0, n_steps=40, train_time=3.0 / 6)
+    assert e["sync_throughput"] == sync["throughput"], "sync is k = 0 on all G GPUs' lanes"
+    assert [s["gen_gpus"] for s in e["splits"]] == [1, 2, 3, 4, 5]
+    split_3 = StandInScheduler.simulate(6, 16, 1, n_steps=40, train_time=3.0 / 3)
+    assert e["splits"][2]["throughput"] == split_3["throughput"]
+    assert [s["feasible"] for s in e["splits"]] == [True] * 4 + [False], "7B GRPO needs 2 GPUs"
+    best = max(s["throughput"] for s in e["splits"][:4])
+    assert e["best_throughput"] == best and e["speedup"] == best / e["sync_throughput"]
+
+
+def test_lanes_per_gpu_is_the_kv_cache_beside_the_weights():
+    assert lanes_per_gpu(StandInMemory.kv_cache_bytes, ROUND_7B, 16_384) == 70
+    assert lanes_per_gpu(StandInMemory.kv_cache_bytes, MODELS[3], 16_384) == 0  # the 72B
+
+
+def test_timeline_shares_one_window():
+    t = timeline(StandInScheduler, 16, 32, n_steps=30)
+    k0, k1 = t["runs"]
+    assert t["window"] == k0["updates"][3][1] and len(k0["updates"]) == 4
+    assert k1["busy"] > 2 * k0["busy"], "asynchrony fills the idle lane time"
+    assert all(r["start"] < t["window"] for r in k0["responses"] + k1["responses"])

@@ -80,9 +80,10 @@ def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, lengths=
     by `seed` so the same call always gives the same run.
 
     Returns a dict: time, throughput (responses trained per time unit),
-    utilization (fraction of lane-time spent generating), mean_lag,
-    wasted_frac (fraction of generation time spent on dropped responses),
-    trace (every response dict).
+    utilization (fraction of lane-time spent generating), mean_lag, lag_p95
+    and max_lag (of the trained responses), wasted_frac (fraction of
+    generation time spent on dropped responses), updates ((start, end) of each
+    update), trace (every response dict).
 
     Example: simulate(2, 2, 0, n_steps=2, lengths=[1, 3, 1, 1])["time"] == 6.
     """
