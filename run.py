@@ -18,6 +18,7 @@ import toy
 from lab import SCHEMES
 from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LONG, c_sweep, drop_stale_analysis,
                              memory_table, mismatch_sweep, scheduling_sweep)
+from scheduler_core import MAX_RESPONSES, MAX_SIGMA
 
 # ---------------------------------------------------------------- printing
 
@@ -69,17 +70,18 @@ def print_c_sweep(c):
 
 # ---------------------------------------------------------------- the command line
 
-def bounded(kind, low):
-    """An argparse type: a `kind` (int or float) >= low, else a clear error."""
+def bounded(kind, low, high=math.inf):
+    """An argparse type: a `kind` (int or float) from low to high, else a clear error."""
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or not low <= value < math.inf:
+        if value is None or not low <= value <= high or value == math.inf:
+            upper = f" and <= {high}" if high < math.inf else ""
             raise argparse.ArgumentTypeError(
-                f"must be {'a whole number' if kind is int else 'a finite number'} >= {low}, "
-                f"got {text!r}")
+                f"must be {'a whole number' if kind is int else 'a finite number'} >= {low}"
+                f"{upper}, got {text!r}")
         return value
     return parse
 
@@ -87,14 +89,14 @@ def bounded(kind, low):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--lanes", type=bounded(int, 1), default=16, help="generation lanes")
+    p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=16, help="generation lanes")
     p.add_argument("-B", "--batch", type=bounded(int, 1), default=32,
                    help="B, responses per training batch")
     p.add_argument("--steps", type=bounded(int, 1), default=200,
                    help="training steps per simulated run")
     p.add_argument("--train-time", type=bounded(float, 0), default=1.0,
                    help="time units per update; try 3.0, where the trainer is the bottleneck")
-    p.add_argument("--sigma", type=bounded(float, 0), default=1.25,
+    p.add_argument("--sigma", type=bounded(float, 0, MAX_SIGMA), default=1.25,
                    help="lognormal shape of response lengths; larger = heavier tail")
     p.add_argument("--drop-stale", action="store_true",
                    help="also run k = 1 dropping stale responses, and show which were dropped")
@@ -102,14 +104,18 @@ def parse_args(argv=None):
                    help="shape of the inference engine's logit perturbation")
     p.add_argument("--C", type=bounded(float, 1), default=2.0,
                    help="truncation level of token_tis and seq_tis")
-    p.add_argument("--batch-size", type=bounded(int, 1), default=64,
+    p.add_argument("--batch-size", type=bounded(int, 1, toy.MAX_BATCH_SIZE), default=64,
                    help="responses per gradient estimate in Part 3")
     p.add_argument("--c-sweep", action="store_true",
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
     p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
                    help="where to save the figure; the numbers go next to it as .json")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.batch * args.steps > MAX_RESPONSES:  # every trained response is kept in memory
+        p.error(f"argument -B/--batch times --steps must be at most {MAX_RESPONSES}, "
+                f"got {args.batch} x {args.steps} = {args.batch * args.steps}")
+    return args
 
 
 def png_path(text):

@@ -24,6 +24,11 @@ class SchedulerError(RuntimeError):
     """A decision broke a rule of the simulation, or the run can never finish."""
 
 
+# Upper bounds of the arguments of scheduler.simulate (and of run.py's flags):
+MAX_SIGMA = 4.0        # lognormal shape; the median length exp(-sigma**2 / 2) is then 3e-4
+MAX_RESPONSES = 10**6  # for B * n_steps and n_lanes: every response is a dict in memory
+
+
 def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_batch,
                    drop_stale=False):
     """Simulate until the n_steps-th update; return the summary dict of `summarize`.
