@@ -134,12 +134,16 @@ def _checked_lengths(lengths):
     except TypeError:
         raise ValueError(f"lengths must be a list or other iterable of numbers, "
                          f"got {lengths!r}") from None
-    for i, length in enumerate(lengths):
-        if isinstance(length, bool) or not isinstance(length, numbers.Real) \
-                or not 0 < length < math.inf:
-            raise ValueError(f"lengths must all be finite numbers > 0, but lengths[{i}] "
-                             f"(counting from 0) is {length!r}")
-        yield length
+    return (_checked_length(i, length) for i, length in enumerate(lengths))
+
+
+def _checked_length(i, length):
+    """lengths[i], if it is a finite number > 0."""
+    if isinstance(length, bool) or not isinstance(length, numbers.Real) \
+            or not 0 < length < math.inf:
+        raise ValueError(f"lengths must all be finite numbers > 0, but lengths[{i}] "
+                         f"(counting from 0) is {length!r}")
+    return length
 
 
 def _check_counts(n_started, n_dropped, version, k, B):

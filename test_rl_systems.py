@@ -19,7 +19,7 @@ import numpy as np
 import lab
 from lab import SCHEMES
 from lab.experiments import c_sweep, exact_stats, scheduling_sweep
-from lab.feedback import check, check_cases, likely, likely_everywhere, same, show
+from lab.feedback import check, check_cases, same, show
 from lab.model_shapes import GPU_GB
 
 
@@ -139,47 +139,58 @@ def test_task1b_random_shapes(memory):
 GB_PER_GIB = 2**30 / 1e9  # dividing by 2**30 instead of 1e9 shrinks every number by this
 
 
+def if_1a_is_right(memory, mistakes):
+    """The hints of a Task 1c check, kept only while model_state_bytes is right: a Task 1a
+    mistake changes every bill built with it, and the result could pass for a 1c mistake."""
+    try:
+        right = memory.model_state_bytes(3, 5) == 16 * 3 + 2 * 5
+    except Exception:  # noqa: BLE001 (not done yet, or broken: no hint either way)
+        right = False
+    return mistakes if right else type(mistakes)()
+
+
 def test_task1c_ppo_7b_is_252_gb(memory):
-    check(memory.rl_memory_gb("ppo", 7e9), 252.0, 'rl_memory_gb("ppo", 7e9) in GB', [
+    check(memory.rl_memory_gb("ppo", 7e9), 252.0, 'rl_memory_gb("ppo", 7e9) in GB', if_1a_is_right(memory, [
         (252.0 / GB_PER_GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
         (140.0, "forgot the critic: PPO trains a value model as large as the policy"),
         (154.0, "counted the critic as frozen; it is trained (16 bytes per parameter)"),
         (350.0, "counted the reference or reward model as trained; both are frozen (2 B)"),
-        (238.0, "forgot the reference or the reward model: PPO keeps both, frozen (2 B)")])
+        (238.0, "forgot the reference or the reward model: PPO keeps both, frozen (2 B)")]))
     assert math.ceil(memory.rl_memory_gb("ppo", 7e9) / GPU_GB) == 4, (
         f"PPO on 7B should need 4 GPUs of {GPU_GB} GB just for its model state")
 
 
 def test_task1c_grpo_7b_is_126_gb(memory):
-    check(memory.rl_memory_gb("grpo", 7e9), 126.0, 'rl_memory_gb("grpo", 7e9) in GB', [
+    check(memory.rl_memory_gb("grpo", 7e9), 126.0, 'rl_memory_gb("grpo", 7e9) in GB', if_1a_is_right(memory, [
         (126.0 / GB_PER_GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
         (224.0, "counted the reference as trained; it is frozen (2 bytes per parameter)"),
         (140.0, "counted a reward model; GRPO's default is a verifiable reward (no model)"),
-        (252.0, "counted a critic; GRPO has none (the group mean is its baseline)")])
+        (252.0, "counted a critic; GRPO has none (the group mean is its baseline)")]))
     check(memory.rl_memory_gb("grpo", 7e9, reference=False), 112.0,
           'rl_memory_gb("grpo", 7e9, reference=False)',
-          [(126.0, "ignored reference=False")])
+          if_1a_is_right(memory, [(126.0, "ignored reference=False")]))
     check(memory.rl_memory_gb("grpo", 7e9, reward_model=True), 140.0,
           'rl_memory_gb("grpo", 7e9, reward_model=True)',
-          [(126.0, "ignored reward_model=True"),
-           (238.0, "counted the reward model as trained; it is frozen")])
+          if_1a_is_right(memory, [(126.0, "ignored reward_model=True"),
+                                  (238.0, "counted the reward model as trained; it is frozen")]))
 
 
 def test_task1c_lora_fits_one_gpu(memory):
     lora = 40_000_000
     check(memory.rl_memory_gb("grpo", 7e9, lora_params=lora), 14.64,
-          'rl_memory_gb("grpo", 7e9, lora_params=40e6): 2 B per base + 16 B per adapter param', [
+          'rl_memory_gb("grpo", 7e9, lora_params=40e6): 2 B per base + 16 B per adapter param',
+          if_1a_is_right(memory, [
               (28.64, "kept a separate reference copy: under LoRA the reference is the base "
                       "with the adapter switched off, so it costs nothing"),
               (14.08, "counted the adapter as frozen; it is what gets trained (16 B)"),
               (126.64, "trained the base weights too; with LoRA they are frozen"),
-              (126.0, "ignored lora_params")])
+              (126.0, "ignored lora_params")]))
     check(memory.rl_memory_gb("ppo", 7e9, lora_params=lora), 29.28,
           'rl_memory_gb("ppo", 7e9, lora_params=40e6): shared base, policy + critic adapters, '
-          'frozen reward model', [
+          'frozen reward model', if_1a_is_right(memory, [
               (28.64, "forgot the critic's adapter"),
               (43.28, "gave the critic a base of its own; it shares the frozen base"),
-              (15.28, "forgot the reward model")])
+              (15.28, "forgot the reward model")]))
 
 
 def bill_gb(algo, N, reference, reward_model, lora, *, unit=1e9, critic=16, reference_bytes=2,
@@ -235,8 +246,8 @@ def check_bills(memory, cases, what):
     check_cases(shown, got, [bill_gb(*case) for case in cases], what,
                 "the models of the docstring, 16 B per trained and 2 B per frozen parameter, "
                 "in GB = 1e9 bytes",
-                {why: [bill_gb(*case, **change) for case in cases]
-                 for why, change in MISTAKES_1C.items()})
+                if_1a_is_right(memory, {why: [bill_gb(*case, **change) for case in cases]
+                                        for why, change in MISTAKES_1C.items()}))
 
 
 def test_task1c_every_flag_combination(memory):
@@ -279,15 +290,6 @@ MISTAKES_2A = {
     "ignored the version: the bound moves up by B with every update":
         lambda n, d, v, k, B: n - d < (k + 1) * B,
 }
-
-
-def admission_hint(may_start, states):
-    """The likely mistake of may_start on `states`, or "" (also when it is right)."""
-    got = [may_start(*state) for state in states]
-    if any(g is None for g in got):
-        return ""
-    return likely_everywhere([bool(g) for g in got],
-                             {why: [rule(*s) for s in states] for why, rule in MISTAKES_2A.items()})
 
 
 def check_admission(may_start, states, what):
@@ -427,10 +429,9 @@ def test_task2b_drops_only_beyond_k(scheduler):
 
 def test_task2b_keeps_stale_unless_asked(scheduler):
     batch, dropped, _ = take(scheduler, [0, 0], version=5, k=1, B=2)
-    check(ids(batch), [0, 1], "batch with drop_stale=False (lag 5 > k but nothing is dropped)",
-          [(None, "no batch although 2 = B responses wait: drop nothing when drop_stale is "
-                  "False, and take a batch when len(finished) >= B")])
     assert dropped == [], f"drop_stale=False must drop nothing, got {ids(dropped)}"
+    check(ids(batch), [0, 1], "batch with drop_stale=False (lag 5 > k but nothing is dropped)",
+          [(None, NO_BATCH)])
 
 
 def test_task2b_drops_even_without_a_batch(scheduler):
@@ -454,17 +455,17 @@ def test_task2b_drops_whatever_is_waiting(scheduler):
     for tags, batch_ids, dropped_ids, left_ids in cases:
         batch, dropped, left = take(scheduler, tags, version=4, k=1, B=3, drop_stale=True)
         what = f"take_batch(tags {tags}, version=4, k=1, B=3, drop_stale=True)"
+        at_k = sorted(set(dropped_ids) | {i for i, t in enumerate(tags) if t == 3})
         check(sorted(ids(dropped)), dropped_ids, f"{what}: dropped ids (any order)", [
-            ([], "only dropped when a full batch was there; drop first, always"),
-            (sorted(set(dropped_ids) | {i for i, t in enumerate(tags) if t == 3}),
-             "dropped responses with lag == k; only lag > k is stale")])
-        check(ids(batch), batch_ids, f"{what}: batch ids", [(None, NO_BATCH)])
+            ([], "only dropped when a full batch was there; drop first, always")]
+            + [(at_k, "dropped responses with lag == k; only lag > k is stale")] * (at_k != dropped_ids))
+        check(ids(batch), batch_ids, f"{what}: batch ids", [(None, NO_BATCH)] * (batch_ids is not None))
         check(ids(left), left_ids, f"{what}: ids left in `finished`")
         lags = [r["lag"] for r in dropped + left]
         assert lags == [None] * len(lags), (
             f"{what}: responses not trained (dropped or left waiting) must keep lag None, "
-            f"got lags {lags}. Likely mistake: set the lags before dropping; drop first, "
-            "then set the lag of the batch only")
+            f"got lags {lags}.\n  Likely mistake: set lags on more than the batch (before "
+            "dropping, or on all of `finished`); set the lag of the batch only")
 
 
 def expected_take(tags, version, k, B, drop_stale):
@@ -669,7 +670,8 @@ def test_task3a_token_tis_caps_from_above(tis):
     check(weights(tis, "token_tis"), np.minimum(W, 2.0), 'importance_weights(..., "token_tis", C=2)', [
         (np.clip(W, 0.5, 2.0), "clipped from below as well; TIS only caps large weights"),
         (W, "did not truncate"),
-        (np.minimum(1 / W, 2.0), "ratio upside down, then truncated")])
+        (np.minimum(1 / W, 2.0), "ratio upside down, then truncated"),
+        (np.minimum(W, np.exp(2.0)), "capped log w at C; in log space the cap is log C")])
     check(weights(tis, "token_tis", C=1.5), np.minimum(W, 1.5), "the same with C = 1.5",
           [(np.minimum(W, 2.0), "ignored C (used 2)")])
 
@@ -688,7 +690,8 @@ def test_task3a_sequence_tis(tis):
         (np.minimum(np.prod(np.minimum(W, 2.0), axis=1, keepdims=True), 2.0) * np.ones_like(W),
          "truncated each token inside the product; truncate the product once"),
         (np.clip(SEQ, 0.5, 2.0), "clipped from below as well; TIS only caps large weights"),
-        (SEQ, "did not truncate")])
+        (SEQ, "did not truncate"),
+        (np.minimum(SEQ, np.exp(2.0)), "capped log w at C; in log space the cap is log C")])
 
 
 def test_task3a_long_sequences_in_log_space(tis):
@@ -699,8 +702,10 @@ def test_task3a_long_sequences_in_log_space(tis):
     for scheme in ("seq", "seq_tis"):
         with np.errstate(all="ignore"):
             got = tis.importance_weights(logp_infer + log_w, logp_infer, scheme, 2.0)
-        overflow = not np.all(np.isfinite(got))
-        assert not overflow and same(got, np.ones((1, 1600))), (
+        # the overflow hint is certain only if the same scheme is right on short sequences
+        overflow = not np.all(np.isfinite(got)) and same(
+            weights(tis, scheme), SEQ if scheme == "seq" else np.minimum(SEQ, 2.0))
+        assert same(got, np.ones((1, 1600))), (
             f'importance_weights(..., "{scheme}") on a 1,600-token sequence whose ratios '
             f"multiply to 1: expected all ones, got {show(got)}."
             + ("\n  Likely mistake: overflow; multiply ratios by summing their logs, "
@@ -826,6 +831,7 @@ def test_task3b_worked_example(tis):
     got = tis.pg_estimate(np.array([3.0]), np.array([[[1.0], [3.0]]]), np.array([[1.0, 0.5]]))
     check(got, [7.5], "pg_estimate(r=[3], grad_logp=[[[1], [3]]], weights=[[1, 0.5]])", [
         ([12.0], "ignored the weights"), ([3.75], "averaged over tokens; sum them"),
+        ([3.75], "summed over the batch and averaged over the tokens: the axes are swapped"),
         ([2.5], "ignored the rewards")])
 
 
