@@ -138,6 +138,11 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
         batch = list(batch)
     dropped = list(dropped)
     taken = (batch or []) + dropped
+    given = {id(r) for r in before}
+    copies = [r for r in taken if id(r) not in given]
+    if copies:
+        raise broken(f"batch and dropped must hold the very dicts that were in `finished`, not "
+                     f"copies; response {copies[0].get('id')!r} is a new dict.")
     taken_ids = {id(r) for r in taken}
     kept = [r for r in before if id(r) not in taken_ids]
     if len(kept) + len(taken) != len(before) or finished != kept:

@@ -86,7 +86,7 @@ def test_task1a_random_counts(memory):
     check_cases([call("model_state_bytes", a, b) for a, b in counts], got,
                 [16 * a + 2 * b for a, b in counts], "model_state_bytes on random counts",
                 "bytes = 16 * n_trained + 2 * n_frozen",
-                {why: [f(a, b) for a, b in counts] for why, f in MISTAKES_1A.items()})
+                lambda: {why: [f(a, b) for a, b in counts] for why, f in MISTAKES_1A.items()})
     floats = [g for g in got if not isinstance(g, numbers.Integral)]
     assert not floats, f"model_state_bytes must return an int (whole bytes), got {floats[0]!r}"
 
@@ -131,7 +131,7 @@ def test_task1b_random_shapes(memory):
     check_cases([call("kv_cache_bytes", *shape) for shape in shapes], got,
                 [2 * L * H * d * n * b for L, H, d, n, b in shapes],
                 "kv_cache_bytes on random shapes", rule,
-                {why: [f(*shape) for shape in shapes] for why, f in mistakes.items()})
+                lambda: {why: [f(*shape) for shape in shapes] for why, f in mistakes.items()})
 
 
 # ---------------------------------------------------------------- Task 1c
@@ -246,8 +246,8 @@ def check_bills(memory, cases, what):
     check_cases(shown, got, [bill_gb(*case) for case in cases], what,
                 "the models of the docstring, 16 B per trained and 2 B per frozen parameter, "
                 "in GB = 1e9 bytes",
-                if_1a_is_right(memory, {why: [bill_gb(*case, **change) for case in cases]
-                                        for why, change in MISTAKES_1C.items()}))
+                lambda: if_1a_is_right(memory, {why: [bill_gb(*case, **change) for case in cases]
+                                                for why, change in MISTAKES_1C.items()}))
 
 
 def test_task1c_every_flag_combination(memory):
@@ -298,7 +298,7 @@ def check_admission(may_start, states, what):
     check_cases([f"may_start(n_started={n}, n_dropped={d}, version={v}, k={k}, B={B})"
                  for n, d, v, k, B in states],
                 got, [n - d < (v + k + 1) * B for n, d, v, k, B in states], what, ADMISSION_RULE,
-                {why: [rule(*s) for s in states] for why, rule in MISTAKES_2A.items()})
+                lambda: {why: [rule(*s) for s in states] for why, rule in MISTAKES_2A.items()})
     assert all(isinstance(g, (bool, np.bool_)) for g in got), (
         f"may_start must return a bool, got {[type(g).__name__ for g in got]}")
 
@@ -813,7 +813,7 @@ def test_task3a_random_ratios(tis):
                 got, [expected_weights(*case) for case in cases],
                 "importance_weights on random log-ratios",
                 "the five schemes of the docstring, from log_w = logp_train - logp_infer",
-                {why: [f(*case) for case in cases] for why, f in MISTAKES_3A.items()})
+                lambda: {why: [f(*case) for case in cases] for why, f in MISTAKES_3A.items()})
 
 
 # ---------------------------------------------------------------- Task 3b
@@ -885,7 +885,7 @@ def check_batches(tis, cases, what):
                  f"weights={w.tolist()})" for r, g, w in cases],
                 got, [expected_estimate(*case) for case in cases], what,
                 "g = (1/N) sum_n r_n sum_t w_nt * grad_logp_nt",
-                {why: [f(*case) for case in cases] for why, f in MISTAKES_3B.items()})
+                lambda: {why: [f(*case) for case in cases] for why, f in MISTAKES_3B.items()})
 
 
 def test_task3b_random_batches(tis):

@@ -67,14 +67,15 @@ def check_cases(cases, got, expected, what, rule, mistakes=()):
               smallest first: the first wrong one is the counter-example shown.
     got, expected: the answers, one per case.
     rule:     the rule in words, printed with the failure.
-    mistakes: {why: the answers that mistake gives, one per case}. The hint comes
-              from all the cases together, so it is shown only when exactly one
-              known mistake gives every answer the student gave.
+    mistakes: {why: the answers that mistake gives, one per case}, or a function
+              that returns it (called only on a failure, as it may be costly). The
+              hint comes from all the cases together, so it is shown only when
+              exactly one known mistake gives every answer the student gave.
     """
     wrong = [i for i, (g, e) in enumerate(zip(got, expected)) if not same(g, e)]
     if not wrong:
         return
-    hint = likely_everywhere(got, mistakes)
+    hint = likely_everywhere(got, mistakes() if callable(mistakes) else mistakes)
     first = wrong[0]
     raise AssertionError(
         f"{what}: {len(wrong)} of {len(cases)} cases wrong. The rule: {rule}\n"

@@ -147,3 +147,13 @@ def test_core_checks_the_decisions():
 
     with pytest.raises(SchedulerError, match="removed from `finished`"):
         run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, keeps_them)
+
+    def copies(finished, version, k, B, drop_stale):
+        if len(finished) < B:
+            return None, []
+        batch = [dict(r, lag=version - r["tag"]) for r in finished[:B]]
+        del finished[:B]
+        return batch, []
+
+    with pytest.raises(SchedulerError, match="not copies"):
+        run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, copies)
