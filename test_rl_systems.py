@@ -420,7 +420,8 @@ def test_task2b_drops_only_beyond_k(scheduler):
               ([1, 2, 3, 4], "dropped responses with lag == k; only lag > k is stale"),
               ([], "dropped nothing although drop_stale=True")])
     assert all(r["dropped"] is True for r in dropped or []), "set dropped = True on each dropped"
-    check(ids(batch), [0, 2], "batch ids after dropping (the oldest two fresh responses)")
+    check(ids(batch), [0, 2], "batch ids after dropping (the oldest two fresh responses)",
+          [([0, 1], "left the dropped responses in `finished`; remove them from it")])
     check(ids(finished), [3], "ids left in `finished`", [
         ([1, 3, 4], "left the dropped responses in `finished`"),
         ([0, 1, 2, 3, 4], "rebound the name (finished = [...]), so the caller's list never "
@@ -460,7 +461,11 @@ def test_task2b_drops_whatever_is_waiting(scheduler):
             ([], "only dropped when a full batch was there; drop first, always")]
             + [(at_k, "dropped responses with lag == k; only lag > k is stale")] * (at_k != dropped_ids))
         check(ids(batch), batch_ids, f"{what}: batch ids", [(None, NO_BATCH)] * (batch_ids is not None))
-        check(ids(left), left_ids, f"{what}: ids left in `finished`")
+        not_taken = [i for i in range(len(tags)) if i not in (batch_ids or [])]
+        check(ids(left), left_ids, f"{what}: ids left in `finished`", [
+            (not_taken, "left the dropped responses in `finished`; remove them from it"),
+            (list(range(len(tags))), "rebound the name (finished = [...]), so the caller's list "
+                                     "never changed; change it in place, e.g. finished[:] = [...]")])
         lags = [r["lag"] for r in dropped + left]
         assert lags == [None] * len(lags), (
             f"{what}: responses not trained (dropped or left waiting) must keep lag None, "
@@ -653,7 +658,14 @@ for _table in (W, LOGP_INFER, LOGP_TRAIN, SEQ):
 
 
 def weights(tis, scheme, C=2.0, logp_train=LOGP_TRAIN, logp_infer=LOGP_INFER):
-    return tis.importance_weights(logp_train, logp_infer, scheme, C)
+    try:
+        return tis.importance_weights(logp_train, logp_infer, scheme, C)
+    except ValueError as error:
+        if "read-only" not in str(error):
+            raise
+        raise AssertionError(  # the tables above are read-only on purpose
+            f'importance_weights(..., "{scheme}") tried to change its input logp_train or '
+            "logp_infer in place (e.g. with -=); compute a new array instead") from None
 
 
 def test_task3a_none_is_all_ones(tis):
