@@ -5,9 +5,12 @@ Run one task at a time:  python -m pytest -q -k task1   (then task2, task3)
 A test named test_task<id>_... grades that task (see lab.TASKS). Its argument
 (memory, scheduler or tis) is the task module under test, yours or the
 reference's (the fixtures are in lab/grading.py); the given code is tested in
-lab/test_given.py. Every expected number can be worked out by hand; each
-failure says what was computed, from which inputs, expected vs got, and, when
-the wrong value is a known mistake, which one (lab/feedback.py).
+lab/test_given.py. Every expected number can be worked out by hand, follows
+from the formula in the function's docstring (the random tests, whose inputs
+are seeded by lab.test_seed()), or is the reference's result on a small seeded
+run (the snapshot tests). Each failure says what was computed, from which
+inputs (the smallest wrong case), expected vs got, and, when the wrong value is
+exactly what one known mistake gives and no other, which one (lab/feedback.py).
 (PYTEST_DONT_REWRITE above keeps pytest from appending its own assert
 introspection, so the messages below are shown as they are.)
 """
@@ -115,9 +118,10 @@ def test_task1b_scales_with_tokens_and_precision(memory):
 
 def test_task1b_random_shapes(memory):
     rng = random_inputs(2)
-    shapes = sorted(((int(rng.integers(1, 81)), int(rng.integers(1, 65)), int(2 ** rng.integers(0, 9)),
-                      int(rng.integers(0, 10**6)), int(rng.choice([1, 2, 4])))
-                     for _ in range(100)), key=lambda shape: shape[3])
+    shapes = sorted(((int(rng.integers(1, 81)), int(rng.integers(1, 65)),
+                      int(2 ** rng.integers(0, 9)), int(rng.integers(0, 10**6)),
+                      int(rng.choice([1, 2, 4]))) for _ in range(100)),
+                    key=lambda shape: shape[3])  # layers, KV heads, head_dim, tokens, bytes
     rule = "bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value"
     mistakes = {
         "forgot the factor 2: each token caches a key AND a value vector":
@@ -150,7 +154,8 @@ def if_1a_is_right(memory, mistakes):
 
 
 def test_task1c_ppo_7b_is_252_gb(memory):
-    check(memory.rl_memory_gb("ppo", 7e9), 252.0, 'rl_memory_gb("ppo", 7e9) in GB', if_1a_is_right(memory, [
+    check(memory.rl_memory_gb("ppo", 7e9), 252.0, 'rl_memory_gb("ppo", 7e9) in GB',
+          if_1a_is_right(memory, [
         (252.0 / GB_PER_GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
         (140.0, "forgot the critic: PPO trains a value model as large as the policy"),
         (154.0, "counted the critic as frozen; it is trained (16 bytes per parameter)"),
@@ -161,7 +166,8 @@ def test_task1c_ppo_7b_is_252_gb(memory):
 
 
 def test_task1c_grpo_7b_is_126_gb(memory):
-    check(memory.rl_memory_gb("grpo", 7e9), 126.0, 'rl_memory_gb("grpo", 7e9) in GB', if_1a_is_right(memory, [
+    check(memory.rl_memory_gb("grpo", 7e9), 126.0, 'rl_memory_gb("grpo", 7e9) in GB',
+          if_1a_is_right(memory, [
         (126.0 / GB_PER_GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
         (224.0, "counted the reference as trained; it is frozen (2 bytes per parameter)"),
         (140.0, "counted a reward model; GRPO's default is a verifiable reward (no model)"),
@@ -457,15 +463,18 @@ def test_task2b_drops_whatever_is_waiting(scheduler):
         batch, dropped, left = take(scheduler, tags, version=4, k=1, B=3, drop_stale=True)
         what = f"take_batch(tags {tags}, version=4, k=1, B=3, drop_stale=True)"
         at_k = sorted(set(dropped_ids) | {i for i, t in enumerate(tags) if t == 3})
-        check(sorted(ids(dropped)), dropped_ids, f"{what}: dropped ids (any order)", [
-            ([], "only dropped when a full batch was there; drop first, always")]
-            + [(at_k, "dropped responses with lag == k; only lag > k is stale")] * (at_k != dropped_ids))
-        check(ids(batch), batch_ids, f"{what}: batch ids", [(None, NO_BATCH)] * (batch_ids is not None))
+        # (a mistake that gives the right answer on a case is left out: it cannot be told apart)
+        mistakes = [([], "only dropped when a full batch was there; drop first, always")]
+        if at_k != dropped_ids:
+            mistakes.append((at_k, "dropped responses with lag == k; only lag > k is stale"))
+        check(sorted(ids(dropped)), dropped_ids, f"{what}: dropped ids (any order)", mistakes)
+        check(ids(batch), batch_ids, f"{what}: batch ids",
+              [(None, NO_BATCH)] if batch_ids is not None else [])
         not_taken = [i for i in range(len(tags)) if i not in (batch_ids or [])]
         check(ids(left), left_ids, f"{what}: ids left in `finished`", [
             (not_taken, "left the dropped responses in `finished`; remove them from it"),
-            (list(range(len(tags))), "rebound the name (finished = [...]), so the caller's list "
-                                     "never changed; change it in place, e.g. finished[:] = [...]")])
+            (list(range(len(tags))), "rebound the name (finished = [...]), so the caller's "
+             "list never changed; change it in place, e.g. finished[:] = [...]")])
         lags = [r["lag"] for r in dropped + left]
         assert lags == [None] * len(lags), (
             f"{what}: responses not trained (dropped or left waiting) must keep lag None, "
@@ -582,8 +591,9 @@ def test_task2_hand_case_drop_stale(scheduler):
 
 
 # A small seeded run, its lags and drops as the reference simulates them (lag_code).
-SNAPSHOT = {False: ("10003101102100111111211102510011110111011.0101110...", 16.69892194620673),
-            True: ("1000x10110x100111010x1110xx00110110111011x01010111101.0...", 17.771902422225914)}
+SNAPSHOT = {
+    False: ("10003101102100111111211102510011110111011.0101110...", 16.69892194620673),
+    True: ("1000x10110x100111010x1110xx00110110111011x01010111101.0...", 17.771902422225914)}
 
 
 def test_task2_seeded_run_snapshot(scheduler):
@@ -591,7 +601,8 @@ def test_task2_seeded_run_snapshot(scheduler):
         r = scheduler.simulate(4, 4, 1, n_steps=12, seed=2, drop_stale=drop_stale)
         what = f"simulate(4 lanes, B=4, k=1, 12 steps, seed=2, drop_stale={drop_stale})"
         got = lag_code(r["trace"])
-        at = next((i for i, (g, e) in enumerate(zip(got, code)) if g != e), min(len(got), len(code)))
+        at = next((i for i, (g, e) in enumerate(zip(got, code)) if g != e),
+                  min(len(got), len(code)))
         check_run(scheduler, got, code, f"{what}: each response's lag (x dropped, . never "
                   f"trained); the first difference is at response {at}")
         check_run(scheduler, r["time"], time, f"{what}: time")
