@@ -590,16 +590,19 @@ def test_task2_hand_case_drop_stale(scheduler):
               f"{what}: wasted_frac (#0 took 4 of the 9 busy lane-time units)")
 
 
-# A small seeded run, its lags and drops as the reference simulates them (lag_code).
+# A small seeded run with a slow trainer (train_time 2), so that finished responses
+# queue up and the order they are taken in matters: each response's lag and drop as
+# the reference simulates them (lag_code), and the time of the run.
 SNAPSHOT = {
-    False: ("10003101102100111111211102510011110111011.0101110...", 16.69892194620673),
-    True: ("1000x10110x100111010x1110xx00110110111011x01010111101.0...", 17.771902422225914)}
+    False: ("10003201113211222222222222421222221222222322122.1.......", 24.578013888427463),
+    True: ("1000x20111x211222121211222x22221222212122x2122221221........", 24.578013888427463)}
 
 
 def test_task2_seeded_run_snapshot(scheduler):
     for drop_stale, (code, time) in SNAPSHOT.items():
-        r = scheduler.simulate(4, 4, 1, n_steps=12, seed=2, drop_stale=drop_stale)
-        what = f"simulate(4 lanes, B=4, k=1, 12 steps, seed=2, drop_stale={drop_stale})"
+        r = scheduler.simulate(4, 4, 2, n_steps=12, train_time=2.0, seed=2, drop_stale=drop_stale)
+        what = (f"simulate(4 lanes, B=4, k=2, 12 steps, train_time=2, seed=2, "
+                f"drop_stale={drop_stale})")
         got = lag_code(r["trace"])
         at = next((i for i, (g, e) in enumerate(zip(got, code)) if g != e),
                   min(len(got), len(code)))
