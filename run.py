@@ -20,6 +20,7 @@ from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, timeline)
 from lab.model_shapes import GPU_GB
+from scheduler_core import MAX_RESPONSES, MAX_SIGMA
 
 # ---------------------------------------------------------------- printing
 
@@ -150,10 +151,10 @@ def bounded(kind, low, high=math.inf):
         except ValueError:
             value = None
         if value is None or not low <= value <= high or value == math.inf:
-            limits = f">= {low}" if high == math.inf else f"from {low} to {high}"
+            upper = f" and <= {high}" if high < math.inf else ""
             raise argparse.ArgumentTypeError(
-                f"must be {'a whole number' if kind is int else 'a finite number'} {limits}, "
-                f"got {text!r}")
+                f"must be {'a whole number' if kind is int else 'a finite number'} >= {low}"
+                f"{upper}, got {text!r}")
         return value
     return parse
 
@@ -161,14 +162,14 @@ def bounded(kind, low, high=math.inf):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--lanes", type=bounded(int, 1), default=16, help="generation lanes")
+    p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=16, help="generation lanes")
     p.add_argument("-B", "--batch", type=bounded(int, 1), default=32,
                    help="B, responses per training batch")
     p.add_argument("--steps", type=bounded(int, 1), default=200,
                    help="training steps per simulated run")
     p.add_argument("--train-time", type=bounded(float, 0), default=1.0,
                    help="time units per update; try 3.0, where the trainer is the bottleneck")
-    p.add_argument("--sigma", type=bounded(float, 0), default=1.25,
+    p.add_argument("--sigma", type=bounded(float, 0, MAX_SIGMA), default=1.25,
                    help="lognormal shape of response lengths; larger = heavier tail")
     p.add_argument("--drop-stale", action="store_true",
                    help="also run k = 1 dropping stale responses, and show which were dropped")
@@ -176,7 +177,7 @@ def parse_args(argv=None):
                    help="shape of the inference engine's logit perturbation")
     p.add_argument("--C", type=bounded(float, 1), default=2.0,
                    help="truncation level of token_tis and seq_tis")
-    p.add_argument("--batch-size", type=bounded(int, 1), default=64,
+    p.add_argument("--batch-size", type=bounded(int, 1, toy.MAX_BATCH_SIZE), default=64,
                    help="responses per gradient estimate in Part 3")
     p.add_argument("--c-sweep", action="store_true",
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
@@ -184,7 +185,8 @@ def parse_args(argv=None):
     p.add_argument("--length-sweep", action="store_true",
                    help=f"measure every scheme at response lengths T = "
                         f"{', '.join(map(str, LENGTHS))} (a per-token reward)")
-    p.add_argument("--length-mismatch", type=bounded(float, 0), default=LARGE_MISMATCH,
+    p.add_argument("--length-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH),
+                   default=LARGE_MISMATCH,
                    help="per-token mismatch of the length sweep")
     p.add_argument("--max-tokens", type=bounded(int, 1, 1_048_576), default=MAX_TOKENS,
                    help="tokens per response when Part 1 counts the lanes of one GPU")
@@ -202,7 +204,11 @@ def parse_args(argv=None):
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
                    help="where to save the figure; the numbers go next to it as .json")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.batch * args.steps > MAX_RESPONSES:  # every trained response is kept in memory
+        p.error(f"argument -B/--batch times --steps must be at most {MAX_RESPONSES}, "
+                f"got {args.batch} x {args.steps} = {args.batch * args.steps}")
+    return args
 
 
 def png_path(text):

@@ -27,6 +27,11 @@ class SchedulerError(RuntimeError):
     """A decision broke a rule of the simulation, or the run can never finish."""
 
 
+# Upper bounds of the arguments of scheduler.simulate (and of run.py's flags):
+MAX_SIGMA = 4.0        # lognormal shape; the median length exp(-sigma**2 / 2) is then 3e-4
+MAX_RESPONSES = 10**6  # for B * n_steps and n_lanes: every response is a dict in memory
+
+
 def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_batch,
                    drop_stale=False):
     """Simulate until the n_steps-th update; return the summary dict of `summarize`.
@@ -165,6 +170,11 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
         batch = list(batch)
     dropped = list(dropped)
     taken = (batch or []) + dropped
+    given = {id(r) for r in before}
+    copies = [r for r in taken if id(r) not in given]
+    if copies:
+        raise broken(f"batch and dropped must hold the very dicts that were in `finished`, not "
+                     f"copies; response {copies[0].get('id')!r} is a new dict.")
     taken_ids = {id(r) for r in taken}
     kept = [r for r in before if id(r) not in taken_ids]
     if len(kept) + len(taken) != len(before) or finished != kept:

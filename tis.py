@@ -15,7 +15,7 @@ with respect to the D trainer parameters.
 import numpy as np
 
 from lab import MASK_LEVELS, SCHEMES
-from lab.input_checks import at_least, one_of
+from lab.input_checks import at_least, one_of, real_array
 
 
 def importance_weights(logp_train, logp_infer, scheme, C=2.0):
@@ -34,9 +34,12 @@ def importance_weights(logp_train, logp_infer, scheme, C=2.0):
     Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], C = 2:
       token     -> [[4, 0.25, 1]]      token_tis -> [[2, 0.25, 1]]
       seq       -> [[1, 1, 1]]         seq_tis   -> [[1, 1, 1]]
+
+    Returns a new (N, T) array; logp_train and logp_infer are not changed.
+    Checked below: real (not complex) arrays of one shape, a known scheme, C >= 1.
     """
-    logp_train = np.asarray(logp_train, dtype=float)
-    logp_infer = np.asarray(logp_infer, dtype=float)
+    logp_train = real_array("logp_train", logp_train)
+    logp_infer = real_array("logp_infer", logp_infer)
     if logp_train.ndim != 2 or logp_train.shape != logp_infer.shape:
         raise ValueError(f"logp_train and logp_infer must both be (N, T) arrays of the same "
                          f"shape, got {logp_train.shape} and {logp_infer.shape}")
@@ -53,10 +56,13 @@ def pg_estimate(rewards, grad_logp, weights):
 
     Example: one sequence (N = 1) of two tokens, D = 1: r = [3],
     grad_logp = [[[1], [3]]], weights = [[1, 0.5]] -> 3 * (1*1 + 0.5*3) = [7.5].
+
+    The rewards are used as they are (no baseline is subtracted here), and the
+    inputs are not changed. Checked below: real arrays of matching shapes.
     """
-    rewards = np.asarray(rewards, dtype=float)
-    grad_logp = np.asarray(grad_logp, dtype=float)
-    weights = np.asarray(weights, dtype=float)
+    rewards = real_array("rewards", rewards)
+    grad_logp = real_array("grad_logp", grad_logp)
+    weights = real_array("weights", weights)
     if (rewards.ndim != 1 or grad_logp.ndim != 3 or weights.ndim != 2
             or grad_logp.shape[:2] != weights.shape or len(rewards) != len(weights)):
         raise ValueError(f"need rewards (N,), grad_logp (N, T, D) and weights (N, T), got "

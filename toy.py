@@ -21,7 +21,7 @@ import itertools
 
 import numpy as np
 
-from lab.input_checks import at_least, one_of, whole_at_least
+from lab.input_checks import at_least, at_most, one_of, whole_at_least
 
 V, T = 4, 6
 D = (V + 1) * V
@@ -35,6 +35,14 @@ THETA = _rng.normal(0.0, 1.0, size=(V + 1, V))
 # light-tailed control (try it: run.py --noise gaussian).
 PERTURBATIONS = {"student_t": _rng.standard_t(3, size=(V + 1, V)),
                  "gaussian": _rng.normal(0.0, 1.0, size=(V + 1, V))}
+
+# Upper bounds of exact_stats's arguments (run.py's flags use them too). Beyond
+# MAX_MISMATCH the sequence weights overflow float64; batch_size only divides
+# the variance, so its bound just keeps the numbers meaningful.
+MAX_MISMATCH = 10.0
+MAX_BATCH_SIZE = 10**6
+# The averaging check below runs pg_estimate on this many copies of one response.
+N_COPIES = 3
 
 SEQUENCES = np.array(list(itertools.product(range(V), repeat=T)))  # (4096, T)
 _PREV = np.concatenate([np.full((len(SEQUENCES), 1), START), SEQUENCES[:, :-1]], axis=1)
@@ -93,10 +101,13 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
         variance = (E ||g(y)||^2 - ||E[g(y)]||^2) / batch_size
         rmse     = sqrt(bias^2 + variance)
 
-    Returns a dict with keys bias, variance, rmse (floats).
+    Returns a dict with keys bias, variance, rmse (floats). Bounds: mismatch <= 10,
+    batch_size <= 10**6.
     """
     at_least("mismatch", mismatch, 0)
+    at_most("mismatch", mismatch, MAX_MISMATCH, "beyond it the sequence weights overflow")
     whole_at_least("batch_size", batch_size, 1)
+    at_most("batch_size", batch_size, MAX_BATCH_SIZE, "a bigger batch only shrinks the variance")
     one_of("noise", noise, NOISES)
     logp_infer = token_logprobs(THETA + mismatch * PERTURBATIONS[noise])
     q = np.exp(logp_infer.sum(axis=1))  # pi_infer(y), the sampling probability
@@ -110,11 +121,12 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     rewarded = np.flatnonzero(REWARDS)
     g = np.array([estimate([i]) for i in rewarded])
     q = q[rewarded]
-    # The formulas assume pg_estimate averages over its batch: on batch_size
-    # copies of one response it must give that response's estimate back.
-    copies = estimate([rewarded[0]] * batch_size)
+    # The formulas assume pg_estimate averages over its batch: on a few copies
+    # of one response it must give that response's estimate back. (A few, not
+    # batch_size: the check must not cost memory or time for a large batch.)
+    copies = estimate([rewarded[0]] * N_COPIES)
     if not np.allclose(copies, g[0]):
-        raise ValueError(f"pg_estimate on {batch_size} copies of one response gave "
+        raise ValueError(f"pg_estimate on {N_COPIES} copies of one response gave "
                          f"{np.linalg.norm(copies) / np.linalg.norm(g[0]):.4g} times the estimate "
                          "of that response alone; it must average over the batch, not sum")
     mean = q @ g

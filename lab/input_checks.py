@@ -6,6 +6,8 @@ so a bad call fails on its first line instead of deep inside the maths.
 import math
 import numbers
 
+import numpy as np
+
 
 def at_least(name, value, low):
     """Require a real number `value` >= `low`."""
@@ -25,3 +27,26 @@ def one_of(name, value, allowed):
     """Require `value` to be one of `allowed`."""
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+
+
+def at_most(name, value, high, why):
+    """Require `value` <= `high`; `why` says what the bound protects ("the lognormal underflows")."""
+    if value > high:
+        raise ValueError(f"{name} must be at most {high} ({why}), got {value!r}")
+
+
+def real_array(name, value):
+    """`value` as a float array; a ValueError for complex numbers or anything not numeric."""
+    array = np.asarray(value)
+    if np.iscomplexobj(array):
+        raise ValueError(f"{name} must hold real numbers, got complex values")
+    try:
+        return array.astype(float, copy=False)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {show_short(value)}") from None
+
+
+def show_short(value):
+    """repr(value), cut to one short line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

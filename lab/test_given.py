@@ -27,6 +27,8 @@ def test_input_checks_memory(memory):
         memory.kv_cache_bytes(28, 4, 128, -5)
     with pytest.raises(ValueError, match="n_trained"):
         memory.model_state_bytes(1.5)
+    with pytest.raises(ValueError, match="lora_params must be at most n_params"):
+        memory.rl_memory_gb("grpo", 1e6, lora_params=2e6)
 
 
 def test_input_checks_scheduler(scheduler):
@@ -34,8 +36,26 @@ def test_input_checks_scheduler(scheduler):
         args = dict(n_lanes=2, B=2, k=0, n_steps=2) | bad
         with pytest.raises(ValueError, match=next(iter(bad))):
             scheduler.simulate(args.pop("n_lanes"), args.pop("B"), args.pop("k"), **args)
-    with pytest.raises(ValueError, match="lengths"):
-        scheduler.simulate(2, 2, 0, lengths=[1, 0])
+    with pytest.raises(ValueError, match="lengths must be a list"):
+        scheduler.simulate(2, 2, 0, lengths=5)
+    with pytest.raises(ValueError, match=r"lengths\[1\] \(counting from 0\) is 0"):
+        list(scheduler._checked_lengths(x for x in [1, 0]))  # checked as drawn, not ahead
+    with pytest.raises(ValueError, match="sigma must be at most"):
+        scheduler.simulate(2, 2, 0, sigma=50)
+    with pytest.raises(ValueError, match="B \\* n_steps must be at most"):
+        scheduler.simulate(2, 10**4, 0, n_steps=10**3)
+    for bad, name in (((-1, 0, 0, 0, 1), "n_started"), ((1, 2, 0, 0, 1), "n_dropped"),
+                      ((0, 0, float("nan"), 0, 1), "version"), ((0, 0, 0, 0, 0), "B"),
+                      ((0, 0, 0, 0, "2"), "B"), ((0, 0, 0, 0.5, 1), "k")):
+        with pytest.raises(ValueError, match=name):
+            scheduler.may_start(*bad)
+    for bad, name in ((((), 0, 0, 1), "finished"), (([], -1, 0, 1), "version"),
+                      (([], 0, 0, 0), "B"), (([], 0, 0, -1), "B"), (([], 0, 0, "2"), "B"),
+                      (([dict(tag=3)], 2, 0, 1), "tag 3 > version 2")):
+        with pytest.raises(ValueError, match=name):
+            scheduler.take_batch(*bad)
+    with pytest.raises(ValueError, match="drop_stale"):
+        scheduler.take_batch([], 0, 0, 1, drop_stale="yes")
 
 
 def test_input_checks_tis(tis):
@@ -47,6 +67,10 @@ def test_input_checks_tis(tis):
         tis.importance_weights(LOGP, LOGP, "token_tis", C=0.5)
     with pytest.raises(ValueError, match=r"grad_logp \(N, T, D\)"):
         tis.pg_estimate(np.ones(4), np.ones((4, 3)), np.ones((4, 3)))
+    with pytest.raises(ValueError, match="logp_infer must hold real numbers"):
+        tis.importance_weights(LOGP, LOGP + 1j, "token")
+    with pytest.raises(ValueError, match="weights must hold real numbers"):
+        tis.pg_estimate(np.ones(4), np.ones((4, 3, 2)), np.ones((4, 3)) * 1j)
 
 
 def test_input_checks_toy():
@@ -57,6 +81,26 @@ def test_input_checks_toy():
         toy.exact_stats(unused, unused, "none", -0.1)
     with pytest.raises(ValueError, match="noise"):
         toy.exact_stats(unused, unused, "none", 0.1, noise="cauchy")
+    with pytest.raises(ValueError, match="mismatch must be at most"):
+        toy.exact_stats(unused, unused, "none", 50.0)
+    with pytest.raises(ValueError, match="batch_size must be at most"):
+        toy.exact_stats(unused, unused, "none", 0.1, batch_size=10**9)
+
+
+def test_toy_checks_averaging_on_a_few_copies():
+    def weights(logp_train, logp_infer, scheme, C):
+        return np.ones_like(logp_train)
+
+    def summing(rewards, grad_logp, weights):  # sums over the batch: the check must say so
+        return (rewards[:, None, None] * weights[:, :, None] * grad_logp).sum(axis=(0, 1))
+
+    def averaging(rewards, grad_logp, weights):
+        return summing(rewards, grad_logp, weights) / len(rewards)
+
+    with pytest.raises(ValueError, match="must average over the batch"):
+        toy.exact_stats(weights, summing, "none", 0.1)
+    huge = toy.exact_stats(weights, averaging, "none", 0.1, batch_size=toy.MAX_BATCH_SIZE)
+    assert huge["variance"] > 0  # no memory or time spent on a million copies
 
 
 def test_toy_is_a_distribution():
@@ -243,3 +287,12 @@ def test_timeline_shares_one_window():
     assert t["window"] == k0["updates"][3][1] and len(k0["updates"]) == 4
     assert k1["busy"] > 2 * k0["busy"], "asynchrony fills the idle lane time"
     assert all(r["start"] < t["window"] for r in k0["responses"] + k1["responses"])
+    def copies(finished, version, k, B, drop_stale):
+        if len(finished) < B:
+            return None, []
+        batch = [dict(r, lag=version - r["tag"]) for r in finished[:B]]
+        del finished[:B]
+        return batch, []
+
+    with pytest.raises(SchedulerError, match="not copies"):
+        run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, copies)

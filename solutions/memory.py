@@ -83,10 +83,18 @@ def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_para
       PPO:  (16 + 16 + 2 + 2) * 7e9 bytes = 252 GB
       GRPO: (16 + 2) * 7e9 bytes          = 126 GB, or 112 GB without reference
       GRPO + LoRA with a 40M-parameter adapter: 2 * 7e9 + 16 * 40e6 = 14.64 GB
+
+    Every combination of algo, reference, reward_model and lora_params follows
+    these rules. Checked below: n_params and lora_params are whole numbers,
+    0 <= lora_params <= n_params; reference is True or False.
+    Returns a float (GB).
     """
     one_of("algo", algo, ("ppo", "grpo"))
     whole_at_least("n_params", n_params, 0)
     whole_at_least("lora_params", lora_params, 0)
+    if lora_params > n_params:
+        raise ValueError(f"lora_params must be at most n_params (an adapter is smaller than "
+                         f"its model), got lora_params={lora_params!r}, n_params={n_params!r}")
     one_of("reference", reference, (True, False))
     one_of("reward_model", reward_model, (None, True, False))
     if reward_model is None:

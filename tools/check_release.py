@@ -11,12 +11,17 @@
 4. mutants:   each wrong answer in tools/mutants.py, put in a student file,
               makes at least one test of its task fail, and each graded test
               fails for at least one of them (a test no mistake fails tests nothing).
+5. hints:     every "Likely mistake" line a mutant gets names its own mistake
+              (contains the mutant's `hint`; none at all if its hint is None), a
+              mutant with a hint gets it, and the reference triggers no hint
+              (no known mistake's answer equals the right one on a test's inputs).
 Exits 1 if any check fails.
 """
 import inspect
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,12 +34,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402  (these need ROOT on the path first)
+import lab.feedback  # noqa: E402
 import test_rl_systems  # noqa: E402
 from lab.grading import time_limit  # noqa: E402
 from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
 
 TODO = "is not implemented yet"
+HINT = re.compile(r"Likely mistake: (.*)")
 
 
 def pytest(reference=False):
@@ -127,19 +134,67 @@ def failures(name, source):
     return failed
 
 
+def hints_of_reference():
+    """Every hint the feedback functions find while the reference runs its tests (should be
+    none: a hint there means a known mistake gives the right answer on a test's inputs)."""
+    found = []
+    originals = {name: getattr(lab.feedback, name) for name in ("likely", "likely_everywhere")}
+
+    def recording(original):
+        def wrapper(*args, **kwargs):
+            hint = original(*args, **kwargs)
+            if hint:
+                found.append(hint.strip())
+            return hint
+        return wrapper
+
+    for name, original in originals.items():
+        setattr(lab.feedback, name, recording(original))
+    try:
+        failed = {}
+        for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
+            failed[name] = failures(name, (ROOT / "solutions" / name).read_text())
+    finally:
+        for name, original in originals.items():
+            setattr(lab.feedback, name, original)
+    return failed, found
+
+
+def hint_problems(mutant, failed):
+    """The wrong or missing hints of one mutant, given its failure messages."""
+    problems = []
+    for test, message in failed.items():
+        for line in HINT.findall(message):
+            if mutant.hint is None or mutant.hint not in line:
+                problems.append(f"mutant {mutant.mistake!r} (Task {mutant.task}) got a hint that "
+                                f"is not its own in {test}: {line!r} (its hint: {mutant.hint!r})")
+    if mutant.hint is not None and not any(mutant.hint in line for message in failed.values()
+                                           for line in HINT.findall(message)):
+        problems.append(f"mutant {mutant.mistake!r} (Task {mutant.task}) never got its hint "
+                        f"{mutant.hint!r}")
+    return problems
+
+
 def check_mutants():
-    """Every mutant fails a test of its task, every graded test fails for some mutant,
-    and the unchanged reference fails nothing. Returns (problems, report lines)."""
+    """Every mutant fails a test of its task and gets only its own hint, every graded test
+    fails for some mutant, and the unchanged reference fails nothing and triggers no hint.
+    Returns (problems, report lines, {task: (mutants, caught, with a precise hint)})."""
     os.environ["RL_SOLUTIONS"] = "0"
-    problems, lines = [], []
-    for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
-        failed = failures(name, (ROOT / "solutions" / name).read_text())
-        problems += [f"the reference as {name} fails {test}: {msg}" for test, msg in failed.items()]
+    problems, lines, counts = [], [], {}
+    failed, hints = hints_of_reference()
+    for name, tests in failed.items():
+        problems += [f"the reference as {name} fails {test}: {msg}" for test, msg in tests.items()]
+    problems += [f"the reference triggers a hint: {hint}" for hint in hints]
     if problems:
-        return problems, lines
+        return problems, lines, counts
     caught_by = {test: 0 for test in vars(test_rl_systems) if lab.task_of(test)}
     for mutant in MUTANTS:
+        total, caught, precise = counts.get(mutant.task, (0, 0, 0))
         failed = failures(*mutated_source(mutant))
+        wrong_hints = hint_problems(mutant, failed) if failed else []
+        counts[mutant.task] = (total + 1, caught + bool(failed),
+                               precise + bool(failed and mutant.hint and not wrong_hints))
+        problems += wrong_hints
         if not failed:
             problems.append(f"mutant not caught (Task {mutant.task}): {mutant.mistake}")
             continue
@@ -152,7 +207,7 @@ def check_mutants():
                  "to tools/mutants.py, or drop the test" for test, n in caught_by.items() if n == 0]
     for name in STUDENT_FILES:
         sys.modules.pop(name[:-3], None)
-    return problems, lines
+    return problems, lines, counts
 
 
 def main():
@@ -166,11 +221,12 @@ def main():
     print(f"skeleton: {'ok' if not found else 'FAILED'} ({graded} graded tests fail on a TODO, "
           f"{len(outcomes) - graded} tests of given code pass)")
     problems += found
-    found, lines = check_mutants()
-    counts = ", ".join(f"{name}: {sum(lab.file_of(m.task) == name for m in MUTANTS)}"
-                       for name in STUDENT_FILES)
-    print(f"mutants: {'ok' if not found else 'FAILED'}, {len(lines)} of {len(MUTANTS)} caught "
-          f"({counts})")
+    found, lines, counts = check_mutants()
+    print(f"mutants and hints: {'ok' if not found else 'FAILED'}, {len(lines)} of {len(MUTANTS)} "
+          f"caught, {sum(c[2] for c in counts.values())} with a precise hint")
+    for task, (total, caught, precise) in counts.items():
+        print(f"  Task {task:<3} {total:>3} mutants, {caught:>3} caught, {precise:>3} with their "
+              "own hint")
     print("\n".join(lines))
     problems += found
     for problem in problems:

@@ -46,7 +46,8 @@ def test_loader_rejects_unknown_values(monkeypatch):
 
 
 @pytest.mark.parametrize("flags", [["--sigma", "-1"], ["--lanes", "0"], ["--C", "0.5"],
-                                   ["--noise", "cauchy"]])
+                                   ["--noise", "cauchy"], ["--sigma", "50"],
+                                   ["--batch-size", "10000000"], ["-B", "100000", "--steps", "100"]])
 def test_run_rejects_bad_flags(flags):
     done = subprocess.run([sys.executable, "run.py", *flags], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
