@@ -2,6 +2,7 @@
 
     python run.py                  # your code; tasks not done yet become placeholders
     RL_SOLUTIONS=1 python run.py   # the reference solutions
+    python run.py --solutions      # the same, in any shell
     python run.py --help           # the "things to try", as flags
 
 Same flags, same numbers: every run is deterministic. This is a script: the
@@ -107,6 +108,8 @@ def parse_args(argv=None):
     p.add_argument("--c-sweep", action="store_true",
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
+    p.add_argument("--solutions", action="store_true",
+                   help="run the reference solutions (the same as RL_SOLUTIONS=1)")
     p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
                    help="where to save the figure; the numbers go next to it as .json")
     return p.parse_args(argv)
@@ -141,6 +144,8 @@ def attempt(key, experiment, show, unavailable):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.solutions:
+        lab.choose_reference()
     try:
         code = lab.code_under_test()
     except ValueError as error:

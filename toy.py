@@ -105,7 +105,7 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     # g(y) for every response: the estimate a batch of that one response gives.
     # A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
     rewarded = np.flatnonzero(REWARDS)
-    g = np.array([estimate([i]) for i in rewarded])
+    g = one_response_estimates(pg_estimate, rewarded, weights)
     q = q[rewarded]
     # The formulas assume pg_estimate averages over its batch: on batch_size
     # copies of one response it must give that response's estimate back.
@@ -118,3 +118,30 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     bias = float(np.linalg.norm(mean - TRUE_GRAD))
     variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size
     return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))
+
+
+BLOCK = 16  # responses per call of pg_estimate in one_response_estimates
+
+
+def one_response_estimates(pg_estimate, rows, weights):
+    """g(y) for the responses `rows` (an (n, D) array): what pg_estimate gives on a batch
+    of that one response, for BLOCK responses per call instead of one.
+
+    A call gets b responses whose gradients sit in separate blocks of a b * D parameter
+    vector: response j's in block j, zeros elsewhere. The batch average then holds
+    g(y_j) / b in block j, so one call gives b one-response estimates. Example, b = 2,
+    D = 1: grad_logp rows [[g0, 0]] and [[0, g1]] -> mean [g0 / 2, g1 / 2].
+    """
+    g = []
+    for start in range(0, len(rows), BLOCK):
+        block = rows[start:start + BLOCK]
+        b = len(block)
+        grad = np.zeros((b, T, b, D))
+        grad[np.arange(b), :, np.arange(b)] = GRAD_LOGP[block]  # response j -> block j
+        out = np.asarray(pg_estimate(REWARDS[block], grad.reshape(b, T, b * D), weights[block]))
+        if out.shape != (b * D,):
+            raise ValueError(f"pg_estimate on {b} responses with D = {b * D} parameters returned "
+                             f"shape {out.shape}; it must return one number per parameter, "
+                             f"shape ({b * D},)")
+        g.append(out.reshape(b, D) * b)
+    return np.concatenate(g)

@@ -42,8 +42,10 @@ def draw(results, path):
         for ax, title in zip(panels, TITLES[key]):
             ax.set_title(f"{title} (Task {task})")
     fig.suptitle(f"RL systems on a laptop. Code under test: {results['code']}", fontsize=13)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    # Fixed margins instead of tight_layout, which lays out every label a second time,
+    # and 90 dpi: the saved figure costs half as much and reads the same on a screen.
+    fig.subplots_adjust(left=0.045, right=0.99, bottom=0.07, top=0.91, wspace=0.3, hspace=0.3)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
@@ -59,7 +61,8 @@ def memory_panel(memory, ax):
             "GRPO + LoRA": memory["grpo_lora_7b_gb"]}
     ax.bar(list(bars), list(bars.values()), color=["tab:red", "tab:blue", "tab:green"])
     for x, gb in enumerate(bars.values()):
-        ax.text(x, gb, f"{gb:.0f} GB", ha="center", va="bottom")
+        ax.text(x, gb, f"{gb:.3g} GB", ha="center", va="bottom")  # 252, 126, 14.6 as printed
+    ax.set_ylim(0, 1.1 * max(bars.values()))  # room for the tallest bar's label
     ax.axhline(GPU_GB, color="gray", linestyle="--", label=f"one {GPU_GB} GB GPU")
     ax.set_ylabel("GB (10^9 bytes), before activations and KV cache")
     ax.legend(loc="upper right")
