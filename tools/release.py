@@ -7,7 +7,8 @@ OUT/student/          the repository students get: the lab without solutions/, t
                       its README is README.md without the instructor parts.
 OUT/autograder.zip    the Gradescope bundle: setup.sh, run_autograder, grader/ (from
                       tools/autograder/) and course/ (the student files plus solutions/ and
-                      the unseen-input checks, test_fresh.py). See README "For instructors".
+                      the unseen-input checks, tools/autograder/fresh_checks.py as
+                      test_fresh.py). See README "For instructors".
 
 README.md marks what only instructors see: a line ending in `<!-- instructor -->`, or
 the lines between `<!-- instructor -->` and `<!-- /instructor -->`. Lines between
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,10 +32,19 @@ BUNDLE_ROOT_FILES = ("setup.sh", "run_autograder", "requirements.txt")
 
 
 def lab_files():
-    """The lab's files as git sees them (committed or new, not ignored), relative to ROOT."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return sorted(path for path in listed.splitlines() if (ROOT / path).is_file())
+    """The lab's files as git sees them (committed or new, not ignored), relative to ROOT.
+    Outside a git checkout (CI's copy), every file that .gitignore does not match."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                                cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        return sorted(path for path in listed.splitlines() if (ROOT / path).is_file())
+    except (OSError, subprocess.CalledProcessError):
+        lines = (ROOT / ".gitignore").read_text().splitlines()
+        ignored = [line.rstrip("/") for line in lines if line and not line.startswith("#")]
+        ignored.append(".git")
+        return sorted(str(path.relative_to(ROOT)) for path in ROOT.rglob("*") if path.is_file()
+                      and not any(fnmatch(part, pattern) for part in path.relative_to(ROOT).parts
+                                  for pattern in ignored))
 
 
 def student_readme(text):
@@ -78,7 +89,7 @@ def write_bundle(student, zip_path):
                 bundle.write(path, f"course/{path.relative_to(student)}")
         for path in sorted((ROOT / "solutions").glob("*.py")):
             bundle.write(path, f"course/solutions/{path.name}")
-        bundle.write(here / "test_fresh.py", "course/test_fresh.py")
+        bundle.write(here / "fresh_checks.py", "course/test_fresh.py")  # pytest collects test_*
 
 
 def main(argv=None):
