@@ -80,7 +80,8 @@ def _fingerprint(function, args, kwargs):
         return repr(v)
     bound = _inspect.signature(function).bind(*args, **kwargs)
     bound.apply_defaults()
-    return _hashlib.sha1(repr((function.__name__, norm(dict(bound.arguments)))).encode()).hexdigest()[:20]
+    key = repr((function.__name__, norm(dict(bound.arguments))))
+    return _hashlib.sha1(key.encode()).hexdigest()[:20]
 def _functions(namespace):
     return [n for n, f in list(namespace.items()) if _inspect.isfunction(f)
             and not n.startswith("_") and f.__module__ == namespace["__name__"]]
@@ -149,8 +150,10 @@ def submissions(student, tmp):
     cases = {"stubs": (stubs, zero),
              "reference": (reference, ("100", lambda score: score == 100)),
              f"mutant ({mutant.mistake})": (mutated, ("in (0, 100)", lambda s: 0 < s < 100)),
-             "writer cheat": (dict(stubs, **{"memory.py": stubs["memory.py"] + WRITER_CHEAT}), zero),
-             "atexit cheat": (dict(stubs, **{"memory.py": stubs["memory.py"] + ATEXIT_CHEAT}), zero),
+             "writer cheat": (dict(stubs, **{"memory.py": stubs["memory.py"] + WRITER_CHEAT}),
+                              zero),
+             "atexit cheat": (dict(stubs, **{"memory.py": stubs["memory.py"] + ATEXIT_CHEAT}),
+                              zero),
              "hard-coded cheat": (hardcoded, zero)}
     out = {}
     for i, (label, (files, expect)) in enumerate(cases.items()):

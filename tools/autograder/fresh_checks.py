@@ -28,7 +28,8 @@ def reference(name):
 
 
 def same(got, expected, call):
-    assert got == expected, f"on inputs the public tests don't use: {call} gave {got!r}, expected {expected!r}"
+    assert got == expected, (
+        f"on inputs the public tests don't use: {call} gave {got!r}, expected {expected!r}")
 
 
 def close(got, expected, call, rel=1e-9, abs=1e-12):
