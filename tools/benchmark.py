@@ -26,15 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"run.py": 3.0, "test suite": 2.0}
 
 
-def seconds(command, runs):
-    """Median wall-clock seconds of `runs` runs of `command` (in ROOT, reference code)."""
-    env = dict(os.environ, RL_SOLUTIONS="1")
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(command, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def seconds(command):
+    """Wall-clock seconds of one run of `command` (in ROOT, with the reference code)."""
+    start = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, env=dict(os.environ, RL_SOLUTIONS="1"), check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
 
 
 def main(argv=None):
@@ -46,8 +43,13 @@ def main(argv=None):
         commands = {"bare imports": [python, "-c", "import numpy, matplotlib.pyplot"],
                     "run.py": [python, "run.py", "--out", str(Path(tmp, "bench.png"))],
                     "test suite": [python, "-m", "pytest", "-q"]}
-        seconds(commands["run.py"], 1)  # warm the file cache and matplotlib's font cache
-        median = {name: seconds(command, runs) for name, command in commands.items()}
+        seconds(commands["run.py"])  # warm the file cache and matplotlib's font cache
+        # Round robin, so a machine that gets busier slows all three alike.
+        times = {name: [] for name in commands}
+        for _ in range(runs):
+            for name, command in commands.items():
+                times[name].append(seconds(command))
+        median = {name: statistics.median(t) for name, t in times.items()}
     bare = median["bare imports"]
     print(f"{python}, median of {runs} runs, reference solutions")
     print(f"  bare imports  {bare:6.2f} s")
