@@ -20,6 +20,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 import lab
 from scheduler_core import SchedulerError
 
@@ -95,19 +97,23 @@ def _ask(message, blobs=()):
     try:
         return CHILD.ask(message, blobs)
     except (EOFError, BrokenPipeError):
-        raise RuntimeError("your code ended the process it ran in (os._exit, a crash or "
-                           "running out of memory)") from None
+        problem = ("your code ended the process it ran in (os._exit, a crash or running out "
+                   "of memory)")
     except (wire.WireError, ValueError) as error:
-        raise RuntimeError(f"the grader could not read your code's answer: {error}") from None
+        problem = f"the grader could not read your code's answer: {error}"
+    raised = RuntimeError(problem)
+    raised.from_student = True
+    raise raised
 
 
 def _raise(error):
     kind, message, where = error
     if kind == "SyntaxError":
         raise lab.TaskFileError(message)
-    if kind in ERRORS:
-        raise ERRORS[kind](message + where)
-    raise RuntimeError(f"{kind}: {message}{where}")
+    raised = (ERRORS[kind](message + where) if kind in ERRORS
+              else RuntimeError(f"{kind}: {message}{where}"))
+    raised.from_student = True  # shown in one line (see pytest_runtest_makereport)
+    raise raised
 
 
 def remote_function(module, name):
@@ -125,7 +131,9 @@ def remote_function(module, name):
             decode.update(reply["state"])
             return decode(reply["value"])
         except (wire.WireError, KeyError, TypeError, ValueError, IndexError) as error:
-            raise RuntimeError(f"the grader could not read your code's answer: {error}") from None
+            raised = RuntimeError(f"the grader could not read your code's answer: {error}")
+            raised.from_student = True
+            raise raised from None
     call.__name__ = call.__qualname__ = name
     return call
 
@@ -152,6 +160,17 @@ class RemoteModule(types.ModuleType):
 
 for _name in lab.STUDENT_MODULES:  # lab.load("memory") imports these, not the files
     sys.modules[_name] = RemoteModule(_name)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """An error the student's code raised (or its process's end) in one line, not the
+    stand-in's traceback: what and where in the student's file."""
+    report = (yield).get_result()
+    if report.failed and call.excinfo and getattr(call.excinfo.value, "from_student", False):
+        error = call.excinfo.value
+        name = "" if isinstance(error, NotImplementedError) else f"{type(error).__name__}: "
+        report.longrepr = f"{name}{error.args[0] if error.args else error}"
 
 
 def pytest_unconfigure(config):
