@@ -2,6 +2,7 @@
 
     python run.py                  # your code; tasks not done yet become placeholders
     RL_SOLUTIONS=1 python run.py   # the reference solutions
+    python run.py --solutions      # the same, in any shell
     python run.py --help           # the "things to try", as flags
 
 Same flags, same numbers: every run is deterministic. This is a script: the
@@ -202,6 +203,8 @@ def parse_args(argv=None):
                         "(default: --gpus x --train-time)")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
+    p.add_argument("--solutions", action="store_true",
+                   help="run the reference solutions (the same as RL_SOLUTIONS=1)")
     p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
                    help="where to save the figure; the numbers go next to it as .json")
     args = p.parse_args(argv)
@@ -240,6 +243,8 @@ def attempt(key, experiment, show, unavailable):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.solutions:
+        lab.choose_reference()
     try:
         code = lab.code_under_test()
     except ValueError as error:

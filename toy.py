@@ -87,6 +87,34 @@ for _table in (THETA, SEQUENCES, REWARDS, LOGP_TRAIN, GRAD_LOGP, TRUE_GRAD):
     _table.setflags(write=False)  # code that changes its inputs in place fails at once
 
 
+BLOCK = 16  # responses per call of pg_estimate in one_response_estimates
+
+
+def one_response_estimates(pg_estimate, rows, weights):
+    """The one-response estimates g(y) of the responses `rows`, a (len(rows), D) array:
+    what pg_estimate gives on a batch of that response alone, for BLOCK responses per
+    call instead of one.
+
+    A call gets b responses whose gradients sit in separate blocks of a b * D parameter
+    vector: response j's in block j, zeros elsewhere. The batch average then holds
+    g(y_j) / b in block j, so one call gives b one-response estimates. Example, b = 2,
+    D = 1: grad_logp rows [[g0, 0]] and [[0, g1]] -> mean [g0 / 2, g1 / 2].
+    """
+    g = []
+    for start in range(0, len(rows), BLOCK):
+        block = rows[start:start + BLOCK]
+        b = len(block)
+        grad = np.zeros((b, T, b, D))
+        grad[np.arange(b), :, np.arange(b)] = GRAD_LOGP[block]  # response j -> block j
+        out = np.asarray(pg_estimate(REWARDS[block], grad.reshape(b, T, b * D), weights[block]))
+        if out.shape != (b * D,):
+            raise ValueError(f"pg_estimate on {b} responses with D = {b * D} parameters returned "
+                             f"shape {out.shape}; it must return one number per parameter, "
+                             f"shape ({b * D},)")
+        g.append(out.reshape(b, D) * b)
+    return np.concatenate(g)
+
+
 def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_size=64,
                 noise="student_t"):
     """Exact bias, variance and RMSE of the batch gradient estimate.
@@ -119,7 +147,7 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     # g(y) for every response: the estimate a batch of that one response gives.
     # A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
     rewarded = np.flatnonzero(REWARDS)
-    g = np.array([estimate([i]) for i in rewarded])
+    g = one_response_estimates(pg_estimate, rewarded, weights)
     q = q[rewarded]
     # The formulas assume pg_estimate averages over its batch: on a few copies
     # of one response it must give that response's estimate back. (A few, not

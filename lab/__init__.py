@@ -5,6 +5,7 @@ variable switches the whole lab:
 
     python -m pytest -q                   # your memory.py, scheduler.py, tis.py
     RL_SOLUTIONS=1 python -m pytest -q    # solutions/memory.py, ...
+    python -m pytest -q --solutions       # the same, in any shell (run.py has it too)
 
 The facts below (tasks and points, student modules, schemes, the parts of
 run.py) are written here once; everything else imports them.
@@ -12,6 +13,7 @@ run.py) are written here once; everything else imports them.
 import importlib
 import os
 import re
+from pathlib import Path
 from typing import NamedTuple
 
 
@@ -76,6 +78,10 @@ def file_of(task):
     return TASKS[task].module + ".py"
 
 
+# The reference; a student copy of the lab (tools/release.py) has none.
+SOLUTIONS_DIR = Path(__file__).resolve().parent.parent / "solutions"
+
+
 def use_reference():
     """True if RL_SOLUTIONS=1, False if it is unset, empty or 0; ValueError otherwise."""
     value = os.environ.get("RL_SOLUTIONS", "0")
@@ -83,7 +89,16 @@ def use_reference():
         raise ValueError(
             f"RL_SOLUTIONS must be 1 (reference solutions) or 0/unset (your files), got {value!r}"
         )
+    if value == "1" and not SOLUTIONS_DIR.is_dir():
+        raise ValueError("--solutions (RL_SOLUTIONS=1): the reference solutions are not part "
+                         "of this copy of the lab")
     return value == "1"
+
+
+def choose_reference():
+    """The --solutions switch of run.py and pytest: RL_SOLUTIONS=1 without shell syntax,
+    so it works in PowerShell and cmd too. Child processes inherit it."""
+    os.environ["RL_SOLUTIONS"] = "1"
 
 
 def test_seed():

@@ -1,0 +1,82 @@
+"""The child process of the autograder: runs the student's task files, and nothing else.
+
+    python _grader/serve.py        (started by remote.py, in a folder holding the lab's
+                                    given files and the student's three task files)
+
+It answers requests on stdin/stdout in the wire format (wire.py): "get" an attribute of a
+task module, or "call" a function of it with arguments. Everything else the grader does,
+the tests and the scoring, happens in the parent, which treats these answers as data:
+whatever this process prints, patches or writes to files changes nothing there.
+"""
+import importlib
+import os
+import sys
+import traceback
+
+# Started with -I (no environment, no current folder on the path): put back this
+# folder (wire.py) and the working folder (the task files and the given modules).
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.getcwd()]
+import wire  # noqa: E402
+
+TASK_MODULES = ("memory", "scheduler", "tis")
+
+
+def load(name):
+    if name not in TASK_MODULES:
+        raise wire.WireError(f"not a task module: {name!r}")
+    try:
+        return importlib.import_module(name)
+    except SyntaxError as error:
+        raise SyntaxError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
+                          f"\n    {(error.text or '').strip()}") from None
+
+
+def answer(message, blobs):
+    """Return (reply, reply blobs) for one request."""
+    module_name, attribute = message["target"]
+    value = getattr(load(module_name), attribute)
+    if "get" in message:
+        if callable(value):
+            return {"callable": True}, []
+        encode = wire.Encoder()
+        return {"value": encode(value)}, encode.blobs
+    decode = wire.Decoder(blobs)
+    args = decode(message["args"])
+    kwargs = decode(message["kwargs"])
+    received = {id(obj): (n, obj) for n, obj in decode.objects.items()}
+    result = value(*args, **kwargs)
+    encode = wire.Encoder(dict(received))
+    tree = encode(result)
+    state = encode.contents(sorted(n for n, _ in received.values()))
+    return {"value": tree, "state": state}, encode.blobs
+
+
+def main():
+    # The wire is this process's original stdin/stdout; the student's prints go nowhere.
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    while True:
+        try:
+            message, blobs = wire.receive(requests.read)
+        except EOFError:
+            return
+        try:
+            reply, reply_blobs = answer(message, blobs)
+        except BaseException as error:  # noqa: BLE001 (the student's error is the answer)
+            where = traceback.extract_tb(error.__traceback__)
+            mine = [f for f in where if os.path.basename(f.filename) in
+                    {m + ".py" for m in TASK_MODULES}]
+            at = f" ({os.path.basename(mine[-1].filename)}, line {mine[-1].lineno}, in " \
+                 f"{mine[-1].name})" if mine else ""
+            reply, reply_blobs = {"error": [type(error).__name__, str(error)[:4000], at]}, []
+            if isinstance(error, (SystemExit, KeyboardInterrupt)):
+                wire.send(replies, reply)
+                return
+        wire.send(replies, reply, reply_blobs)
+
+
+if __name__ == "__main__":
+    main()

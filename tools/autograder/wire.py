@@ -1,0 +1,164 @@
+"""The autograder's wire format: values between the grader and the child process that runs
+student code.
+
+Only data crosses: None, bools, ints, floats, strings, lists, tuples, dicts, and numpy
+arrays and numbers of numeric dtypes. Nothing is unpickled, so no message can run code in
+the grader. A message is an 8-byte length and JSON, then each array's bytes (8-byte length
+and the raw buffer).
+
+Lists and dicts keep their identity: each one sent gets a number, and after a call the
+child sends back what those containers hold, so a function that changes its arguments in
+place (take_batch removes from `finished` and sets each response's "lag") does so in the
+grader too. Example: the grader sends take_batch([a, b], ...) with a, b dicts numbered 1, 2
+in list 0; the child answers "result: (list [ref 1], list []); state: 0 = [ref 2],
+1 = {..., lag: 0}, 2 = {...}".
+"""
+import json
+import struct
+
+import numpy as np
+
+MAX_BYTES = 400_000_000  # a message larger than this is refused (an answer, not a dump)
+KINDS = "biuf"           # numpy dtype kinds allowed: bool, int, unsigned, float
+
+
+class WireError(Exception):
+    """A message that is not in the wire format (or a value that cannot be sent)."""
+
+
+class Encoder:
+    """Turns values into JSON-able trees; containers are numbered by identity in `table`."""
+
+    def __init__(self, table=None):
+        self.table = table if table is not None else {}  # id(container) -> (number, container)
+        self.blobs = []
+
+    def __call__(self, value, depth=0):
+        if depth > 50:
+            raise WireError("a value nested more than 50 levels deep")
+        if isinstance(value, (np.ndarray, np.generic)):
+            array = np.asarray(value)
+            if array.dtype.kind not in KINDS:
+                raise WireError(f"a numpy array of dtype {array.dtype}")
+            self.blobs.append(np.ascontiguousarray(array).tobytes())
+            return {"nd": [array.dtype.str, list(array.shape), len(self.blobs) - 1,
+                           isinstance(value, np.generic), not array.flags.writeable]}
+        if value is None or type(value) in (bool, int, float, str):
+            return value
+        if type(value) is tuple:
+            return {"tuple": [self(v, depth + 1) for v in value]}
+        if type(value) in (list, dict):
+            if id(value) in self.table:
+                return {"ref": self.table[id(value)][0]}
+            number = len(self.table)
+            self.table[id(value)] = (number, value)
+            if type(value) is list:
+                return {"list": number, "items": [self(v, depth + 1) for v in value]}
+            return {"dict": number,
+                    "items": [[self(k, depth + 1), self(v, depth + 1)] for k, v in value.items()]}
+        raise WireError(f"a value of type {type(value).__name__}")
+
+    def contents(self, numbers):
+        """[number, items] for the numbered containers: what they hold now."""
+        by_number = {n: obj for n, obj in self.table.values()}
+        state = []
+        for n in numbers:
+            obj = by_number[n]
+            items = ([self(v, 1) for v in obj] if type(obj) is list
+                     else [[self(k, 1), self(v, 1)] for k, v in obj.items()])
+            state.append([n, items])
+        return state
+
+
+class Decoder:
+    """Turns trees back into values; `objects` maps container numbers to existing objects,
+    which are reused (and, by `update`, changed in place) instead of copied."""
+
+    def __init__(self, blobs, objects=None):
+        self.blobs = blobs
+        self.objects = objects if objects is not None else {}
+
+    def __call__(self, tree, depth=0):
+        if depth > 50:
+            raise WireError("a value nested more than 50 levels deep")
+        if tree is None or type(tree) in (bool, int, float, str):
+            return tree
+        if type(tree) is list or type(tree) is not dict or len(tree) not in (1, 2):
+            raise WireError("an unknown value")
+        if "nd" in tree:
+            dtype, shape, index, scalar, read_only = tree["nd"]
+            dtype = np.dtype(dtype)
+            if dtype.kind not in KINDS:
+                raise WireError(f"a numpy array of dtype {dtype}")
+            array = np.frombuffer(self.blobs[index], dtype=dtype).reshape(shape).copy()
+            if scalar:
+                return array[()]
+            array.setflags(write=not read_only)
+            return array
+        if "tuple" in tree:
+            return tuple(self(v, depth + 1) for v in tree["tuple"])
+        if "ref" in tree:
+            return self.objects[tree["ref"]]
+        if "list" in tree:
+            obj = self.objects.setdefault(tree["list"], [])
+            obj[:] = [self(v, depth + 1) for v in tree["items"]]
+            return obj
+        if "dict" in tree:
+            obj = self.objects.setdefault(tree["dict"], {})
+            items = [(self(k, depth + 1), self(v, depth + 1)) for k, v in tree["items"]]
+            obj.clear()
+            obj.update(items)
+            return obj
+        raise WireError("an unknown value")
+
+    def update(self, state):
+        """Put the contents the other side reported into the numbered containers, in place."""
+        for number, items in state:
+            obj = self.objects[number]
+            if type(obj) is list:
+                obj[:] = [self(v, 1) for v in items]
+            else:
+                pairs = [(self(k, 1), self(v, 1)) for k, v in items]
+                obj.clear()
+                obj.update(pairs)
+
+
+def send(stream, message, blobs=()):
+    """Write one message (a JSON-able dict) and its array buffers to a binary stream."""
+    data = json.dumps(message).encode()
+    stream.write(struct.pack(">Q", len(data)) + data)
+    stream.write(struct.pack(">Q", len(blobs)))
+    for blob in blobs:
+        stream.write(struct.pack(">Q", len(blob)) + blob)
+    stream.flush()
+
+
+def _read_exactly(read, n, budget):
+    if n > budget[0]:
+        raise WireError(f"a message of more than {MAX_BYTES} bytes")
+    budget[0] -= n
+    chunks = []
+    while n:
+        chunk = read(n)
+        if not chunk:
+            raise EOFError("the other side closed the connection")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(read):
+    """Read one message with `read(n)` (returns up to n bytes); returns (message, blobs)."""
+    budget = [MAX_BYTES]
+    (size,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
+    message = json.loads(_read_exactly(read, size, budget))
+    (count,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
+    if count > 100_000:
+        raise WireError("too many arrays in one message")
+    blobs = []
+    for _ in range(count):
+        (size,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
+        blobs.append(_read_exactly(read, size, budget))
+    if type(message) is not dict:
+        raise WireError("a message that is not a dict")
+    return message, blobs
