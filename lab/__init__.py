@@ -12,6 +12,7 @@ run.py) are written here once; everything else imports them.
 import importlib
 import os
 import re
+import traceback
 from typing import NamedTuple
 
 
@@ -103,3 +104,13 @@ def load(name):
     except SyntaxError as error:  # IndentationError too
         raise TaskFileError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
                             f"\n    {(error.text or '').strip()}") from None
+    except Exception as error:  # noqa: BLE001 (any error at import: one line, not a traceback)
+        raise TaskFileError(f"{name}.py cannot be imported: {import_problem(error, name)}") from None
+
+
+def import_problem(error, name):
+    """"No module named 'torch' (line 3)": why importing task file `name` failed, and where."""
+    text = str(error) if isinstance(error, ImportError) else f"{type(error).__name__}: {error}"
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+             if os.path.basename(frame.filename) == f"{name}.py"]
+    return text + (f" (line {lines[-1]})" if lines else "")
