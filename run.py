@@ -125,7 +125,7 @@ def png_path(text):
     return path
 
 
-PART_LIMIT = 60  # seconds per part; the reference needs about 2 (Part 3) with the defaults
+PART_LIMIT = 12 * harness.TIME_LIMIT  # 60 s per part; the reference needs about 2 (Part 3)
 session = {}     # main() fills it: the watchdog, the results so far and their file; Ctrl-C
                  # sets "stopped", after which the parts left are not run
 
@@ -163,7 +163,7 @@ def attempt(key, experiment, show, unavailable):
 def failed(part, task, error, unavailable):
     """Report a part that failed: in a task file (or its checks), or in given code."""
     if isinstance(error, harness.TimeLimitExceeded):
-        print(f"{part}: stopped: it {error}{where(error)}\n"
+        print(f"{part}: stopped after {PART_LIMIT:g} s, its time limit: {error}{where(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} ran too long: see its tests"
     elif harness.raised_in_given_code(error) and not isinstance(error, (SchedulerError,
@@ -188,7 +188,7 @@ def where(error):
 
 def stuck(label, seconds):
     """The backstop (from the watchdog thread): a part ignored its limit. Save the rest."""
-    print(f"\n{label} ignored its {PART_LIMIT} s time limit and was still running after "
+    print(f"\n{label} ignored its {PART_LIMIT:g} s time limit and was still running after "
           f"{seconds:.0f} s (does it catch every exception, or turn off signals?); stopping.")
     part = label.split(" (")[0]
     session["results"]["unavailable"][part] = f"{part} ran too long"

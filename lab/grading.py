@@ -16,6 +16,7 @@ conftest.py loads it; tools/check_release.py uses its time limit.
   a test that did not run scores 0. The file is rewritten after every test, so even
   a session that dies midway leaves a file that says so.
 """
+import contextlib
 import json
 import threading
 
@@ -45,8 +46,8 @@ def load(name):
         try:
             return lab.load(name)
         except TimeLimitExceeded as error:
-            _import_errors[name] = (f"{name}.py cannot be imported: importing it {error}"
-                                    f"{where(error)}")
+            _import_errors[name] = (f"{name}.py cannot be imported: importing it ran for "
+                                    f"more than {TIME_LIMIT:g} s: {error}{where(error)}")
         except lab.TaskFileError as error:
             _import_errors[name] = str(error)
     raise lab.TaskFileError(_import_errors[name])
@@ -112,21 +113,29 @@ def label(item):
     return f"{item.name} (Task {task}, {lab.file_of(task)})" if task else item.name
 
 
+def limited(item):
+    """The time limit for one phase of a test: all but the tools' own tests, which run
+    whole pytest sessions (tools/test_harness.py)."""
+    if item.path.parent.name == "tools":
+        return contextlib.nullcontext()
+    return time_limit(label(item), item.config.lab_watchdog)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
-    with time_limit(label(item), item.config.lab_watchdog):
+    with limited(item):
         yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    with time_limit(label(item), item.config.lab_watchdog):
+    with limited(item):
         yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item):
-    with time_limit(label(item), item.config.lab_watchdog):
+    with limited(item):
         yield
 
 
@@ -136,7 +145,8 @@ def message(error):
     pytest's traceback (always, except for an error with no frame in a task file)."""
     text = str(error)
     if isinstance(error, TimeLimitExceeded):
-        return f"TimeLimitExceeded: this test {text}{where(error)}", True
+        return (f"TimeLimitExceeded: this test ran for more than {TIME_LIMIT:g} s: {text}"
+                f"{where(error)}", True)
     if isinstance(error, lab.TaskFileError):
         return text, True
     if isinstance(error, NotImplementedError) and text:
