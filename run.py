@@ -171,7 +171,7 @@ def failed(part, task, error, unavailable):
         frame = harness.lab_frames(error)[-1]
         print(f"{part}: failed in given code, not in your file: {type(error).__name__}: {error}"
               f"\n  at {Path(frame.filename).relative_to(harness.ROOT)}, line {frame.lineno}. "
-              "This is a bug in the lab: please report it.")
+              f"If the tests of Task {task} pass, this is a bug in the lab: please report it.")
         unavailable[part] = f"{part} failed in given code"
     else:
         print(f"{part}: failed with {harness.describe(error)}\n"

@@ -99,8 +99,9 @@ def load(name):
     """Import task module `name` ("memory", "scheduler" or "tis") from the right place."""
     if name not in STUDENT_MODULES:
         raise ValueError(f"name must be one of {sorted(STUDENT_MODULES)}, got {name!r}")
+    module = f"solutions.{name}" if use_reference() else name
     try:
-        return importlib.import_module(f"solutions.{name}" if use_reference() else name)
+        return importlib.import_module(module)
     except SyntaxError as error:  # IndentationError too
         raise TaskFileError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
                             f"\n    {(error.text or '').strip()}") from None

@@ -27,7 +27,6 @@ from lab import harness
 from lab.harness import TIME_LIMIT, TimeLimitExceeded, time_limit  # noqa: F401 (check_release)
 from scheduler_core import SchedulerError
 
-CHECKS = (AssertionError, SchedulerError)  # what the lab's checks raise, with their own text
 OUTPUT_LINES = 10        # lines of a failing test's printed output that are shown
 DID_NOT_RUN = "did not run"
 _import_errors = {}      # task module -> why it cannot be imported (tried once per session)
@@ -151,9 +150,10 @@ def message(error):
         return text, True
     if isinstance(error, NotImplementedError) and text:
         return text, True  # a TODO: one line naming the task
-    if isinstance(error, CHECKS) and text and harness.student_frame(error) is None:
-        return (text if isinstance(error, AssertionError) else f"{type(error).__name__}: {text}",
-                True)
+    if isinstance(error, SchedulerError):
+        return f"SchedulerError: {text}", True  # the simulator's check names the rule broken
+    if isinstance(error, AssertionError) and text and harness.student_frame(error) is None:
+        return text, True  # a check of the tests (lab/feedback.py)
     return harness.describe(error), harness.student_frame(error) is not None
 
 

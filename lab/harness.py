@@ -29,6 +29,8 @@ import time
 import traceback
 from pathlib import Path
 
+import lab
+
 TIME_LIMIT = float(os.environ.get("LAB_TIME_LIMIT", "5"))  # seconds; the harness tests set 1
 REFIRE = 0.5          # seconds between repeated attempts to stop overrunning code
 BACKSTOP = TIME_LIMIT  # seconds past the limit after which the whole process ends
@@ -157,7 +159,6 @@ class time_limit:
 
 def is_task_file(filename):
     """True for memory.py, scheduler.py, tis.py (or their solutions/ versions)."""
-    import lab
     name = Path(filename).name
     return name in {module + ".py" for module in lab.STUDENT_MODULES} or any(
         filename == f"<{module}.py under test>" for module in lab.STUDENT_MODULES)
@@ -176,9 +177,10 @@ def student_frame(error):
 
 
 def raised_in_given_code(error):
-    """True if the innermost lab frame of `error` is given code, not a task file."""
+    """True if `error` was raised in given code while no task file was running: with a
+    task-file frame on the way (a check called from it, say), the error is the task's."""
     frames = lab_frames(error)
-    return bool(frames) and not is_task_file(frames[-1].filename)
+    return bool(frames) and not any(is_task_file(frame.filename) for frame in frames)
 
 
 def location(frame):
