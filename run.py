@@ -108,7 +108,7 @@ def parse_args(argv=None):
     p.add_argument("--c-sweep", action="store_true",
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
-    p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
+    p.add_argument("--out", type=png_path, default="rl_systems.png",
                    help="where to save the figure; the numbers go next to it as .json")
     return p.parse_args(argv)
 

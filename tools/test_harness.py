@@ -74,7 +74,9 @@ def run(dest, *args, env=None, python=(), timeout=90, interrupt_after=None):
     env = dict(os.environ, RL_SOLUTIONS="0", **(env or FAST))
     start = time.monotonic()
     process = subprocess.Popen([sys.executable, *python, *args], cwd=dest, env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # (Ctrl-C reaches the child even where this runs in a background job, which ignores it)
     if interrupt_after:
         time.sleep(interrupt_after)
         process.send_signal(signal.SIGINT)
