@@ -106,7 +106,8 @@ def load(name):
         raise TaskFileError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
                             f"\n    {(error.text or '').strip()}") from None
     except Exception as error:  # noqa: BLE001 (any error at import: one line, not a traceback)
-        raise TaskFileError(f"{name}.py cannot be imported: {import_problem(error, name)}") from None
+        problem = import_problem(error, name)
+        raise TaskFileError(f"{name}.py cannot be imported: {problem}") from None
 
 
 def import_problem(error, name):

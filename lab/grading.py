@@ -215,7 +215,8 @@ def pytest_terminal_summary(terminalreporter, config):
         write(f"  {task:<5} {lab.TASKS[task].what:<42} {lab.file_of(task):<13} {done}/{total}{mark}")
     not_run = [name for name in config.lab_selected if name not in config.lab_results]
     if not_run:
-        write(f"  {len(not_run)} graded tests did not run (the session stopped early); they score 0")
+        write(f"  {len(not_run)} graded tests did not run (the session stopped early): "
+              "they score 0")
     if config.getoption("gradescope"):
         write(f"Gradescope results written to {config.getoption('gradescope')}")
 

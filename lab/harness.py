@@ -1,4 +1,4 @@
-"""Running untrusted student code (given): a time limit nothing slips past, and where an error came from.
+"""Running untrusted student code (given): a time limit nothing slips past, where errors come from.
 
 lab/grading.py (pytest) and run.py run every piece of student code inside
 
@@ -11,12 +11,16 @@ which works in three layers, each catching what gets past the one before:
    TimeLimitExceeded, a BaseException: `except Exception` cannot swallow it, and
    the alarm re-fires every REFIRE seconds in case a bare `except:` did.
 2. The watchdog thread raises the same exception in the main thread REFIRE
-   seconds later: this is the limit where there is no alarm signal (Windows)
-   or where the student's code switched it off.
+   seconds later (at the limit itself where there is no alarm signal, as on
+   Windows): this catches code that switched the alarm off.
 3. BACKSTOP seconds after the limit the watchdog gives up on the student's
    code: it reports which piece of code was stuck, saves what can be saved,
    and ends the process. faulthandler does the same a little later in case
    even the watchdog cannot run.
+
+Inside, os._exit raises StudentExit, so a stray exit fails one test instead of
+ending grading silently. The rest of this file: where an error came from (a
+task file or given code), and writing files whole or not at all.
 """
 import ctypes
 import faulthandler
@@ -186,14 +190,16 @@ def raised_in_given_code(error):
 def location(frame):
     """'scheduler.py, line 37, in take_batch: return queue[B]' for a traceback frame."""
     source = f": {frame.line.strip()}" if frame.line else ""
-    return f"{Path(frame.filename).name.strip('<>').split()[0]}, line {frame.lineno}, in {frame.name}{source}"
+    name = Path(frame.filename).name.strip("<>").split()[0]  # check_release: "<tis.py under test>"
+    return f"{name}, line {frame.lineno}, in {frame.name}{source}"
 
 
 def describe(error):
     """One or two lines that are never blank: the exception's type and text and,
     when it came from a task file, the file, line and source line there."""
     text = str(error)
-    line = f"{type(error).__name__}: {text}" if text else f"{type(error).__name__} (with no message)"
+    kind = type(error).__name__
+    line = f"{kind}: {text}" if text else f"{kind} (with no message)"
     frame = student_frame(error)
     return f"{line}\n  at {location(frame)}" if frame else line
 
@@ -218,7 +224,8 @@ def write_atomically(path, text=None, write=None):
     """Write `text` (or call write(temporary path)) to a temporary file next to `path`, then
     rename it to `path`: the file on disk is always the old one or the whole new one."""
     path = Path(path)
-    temporary = path.with_name(f".{path.stem}.partial{path.suffix}")  # same suffix: savefig's format
+    # the same suffix, from which savefig takes the format
+    temporary = path.with_name(f".{path.stem}.partial{path.suffix}")
     try:
         if write is None:
             temporary.write_text(text)

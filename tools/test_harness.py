@@ -50,7 +50,8 @@ def may_start(n_started, n_dropped, version, k, B):
 IMPORT_LOOP = "\nwhile True:\n    pass\n"
 BARE_ASSERT = "\ndef kv_cache_bytes(*args, **kwargs):\n    assert False\n"
 BARE_RAISE = "\ndef kv_cache_bytes(*args, **kwargs):\n    raise NotImplementedError\n"
-HUGE_PRINT = "\ndef kv_cache_bytes(*args, **kwargs):\n    for i in range(200000):\n        print(i)\n"
+HUGE_PRINT = ("\ndef kv_cache_bytes(*args, **kwargs):\n"
+              "    for i in range(200000):\n        print(i)\n")
 INTERRUPT = "\ndef rl_memory_gb(*args, **kwargs):\n    raise KeyboardInterrupt\n"
 PYTEST_EXIT = "\ndef rl_memory_gb(*args, **kwargs):\n    import pytest\n    pytest.exit('bye', 0)\n"
 OS_EXIT = "\ndef rl_memory_gb(*args, **kwargs):\n    import os\n    os._exit(0)\n"
@@ -85,7 +86,8 @@ def run(dest, *args, env=None, python=(), timeout=90, interrupt_after=None):
 
 
 def grade(dest, *flags, **kwargs):
-    """pytest with --gradescope in dest: (exit code, output, seconds, {test: (score, max, output)}, json)."""
+    """pytest with --gradescope in dest:
+    (exit code, output, seconds, {test: (score, max, output)}, the whole JSON)."""
     code, out, seconds = run(dest, "-m", "pytest", "-q", *flags, "--gradescope",
                              "results.json", **kwargs)
     path = dest / "results.json"
@@ -177,6 +179,14 @@ def test_os_exit_is_a_failure(tmp_path):
     assert code == 1 and seconds < 30, (code, seconds)
     assert "your code called os._exit(0)" in out and "memory.py, line" in out
     assert results["score"] == 85 and task_points(tests, "test_task1c") == 0
+
+
+def test_exit_past_the_lab_leaves_a_json_that_says_so(tmp_path):
+    low_level_exit = OS_EXIT.replace("import os\n    os._exit", "import posix\n    posix._exit")
+    dest = lab_copy(tmp_path, memory=low_level_exit)
+    code, out, seconds, tests, results = grade(dest)
+    assert "did not finish" in results["output"] and results["score"] == 20, results
+    assert tests["test_task3_best_C_is_inside_the_sweep"][2] == "did not run"
 
 
 def test_thread_left_running_does_not_keep_pytest_alive(tmp_path):
