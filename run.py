@@ -16,12 +16,12 @@ from pathlib import Path
 
 import lab
 import toy
-from lab import SCHEMES
+from lab import SCHEMES, harness
 from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, timeline)
 from lab.model_shapes import GPU_GB
-from scheduler_core import MAX_RESPONSES, MAX_SIGMA
+from scheduler_core import MAX_RESPONSES, MAX_SIGMA, SchedulerError
 
 # ---------------------------------------------------------------- printing
 
@@ -205,7 +205,7 @@ def parse_args(argv=None):
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--solutions", action="store_true",
                    help="run the reference solutions (the same as RL_SOLUTIONS=1)")
-    p.add_argument("--out", type=png_path, default=Path("rl_systems.png"),
+    p.add_argument("--out", type=png_path, default="rl_systems.png",
                    help="where to save the figure; the numbers go next to it as .json")
     args = p.parse_args(argv)
     if args.batch * args.steps > MAX_RESPONSES:  # every trained response is kept in memory
@@ -215,30 +215,111 @@ def parse_args(argv=None):
 
 
 def png_path(text):
-    """An argparse type: a .png file in a folder that exists."""
+    """An argparse type: a .png file that can be written, in a folder that exists, with
+    room for its .json beside it (checked now, before any computation)."""
     path = Path(text)
-    if path.suffix != ".png" or not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"must be a .png file in an existing folder, got {text!r}")
+    if path.suffix != ".png":
+        raise argparse.ArgumentTypeError(f"must be a .png file, got {text!r}")
+    problem = harness.cannot_write(path) or harness.cannot_write(path.with_suffix(".json"))
+    if problem:
+        raise argparse.ArgumentTypeError(f"cannot save {text!r}: {problem}")
     return path
 
 
+PART_LIMIT = 12 * harness.TIME_LIMIT  # 60 s per part; the reference needs about 2 (Part 3)
+session = {}     # main() fills it: the watchdog, the results so far and their file; Ctrl-C
+                 # sets "stopped", after which the parts left are not run
+
+
 def attempt(key, experiment, show, unavailable):
-    """Run the part `key` of lab.PARTS. If its task is not done yet, or fails, say so,
-    note it in `unavailable` (the figure draws a placeholder) and return None."""
+    """Run the part `key` of lab.PARTS under a time limit. If its task is not done yet,
+    or fails, say so, note it in `unavailable` (the figure draws a placeholder) and
+    return None. Ctrl-C stops this part and skips the rest; main() still saves."""
     part, task = lab.PARTS[key]
+    if session.get("stopped"):
+        unavailable[part] = "not run: the run was interrupted"
+        return None
+    file = lab.file_of(next(t for t in lab.TASKS if t.startswith(task)))
     try:
-        result = experiment()
+        with harness.time_limit(f"{part} (Task {task}, {file})", session.get("watchdog"),
+                                PART_LIMIT):
+            result = experiment()
     except NotImplementedError as todo:
+        if not str(todo):
+            return failed(part, task, todo, unavailable)
         print(f"{part}: skipped, {todo}.")
         unavailable[part] = f"Task {task} not implemented yet"
         return None
-    except Exception as error:  # noqa: BLE001 (a bug in a task: report it, draw the rest)
-        print(f"{part}: failed with {type(error).__name__}: {error}\n"
-              f"  run `python -m pytest -q -k task{task}` to find out why.")
-        unavailable[part] = f"Task {task} failed: see its tests"
+    except KeyboardInterrupt:
+        print(f"{part}: interrupted (Ctrl-C); saving the parts done so far.")
+        session["stopped"] = part
+        unavailable[part] = "not run: the run was interrupted"
         return None
+    except BaseException as error:  # noqa: BLE001 (a bug in a task, a time limit, an exit)
+        return failed(part, task, error, unavailable)
     show(result)
     return result
+
+
+def failed(part, task, error, unavailable):
+    """Report a part that failed: in a task file (or its checks), or in given code."""
+    if isinstance(error, harness.TimeLimitExceeded):
+        print(f"{part}: stopped after {PART_LIMIT:g} s, its time limit: {error}{where(error)}\n"
+              f"  run `python -m pytest -q -k task{task}` to find out why.")
+        unavailable[part] = f"Task {task} ran too long: see its tests"
+    elif harness.raised_in_given_code(error) and not isinstance(error, (SchedulerError,
+                                                                          lab.TaskFileError)):
+        frame = harness.lab_frames(error)[-1]
+        print(f"{part}: failed in given code, not in your file: {type(error).__name__}: {error}"
+              f"\n  at {Path(frame.filename).relative_to(harness.ROOT)}, line {frame.lineno}. "
+              f"If the tests of Task {task} pass, this is a bug in the lab: please report it.")
+        unavailable[part] = f"{part} failed in given code"
+    else:
+        print(f"{part}: failed with {harness.describe(error)}\n"
+              f"  run `python -m pytest -q -k task{task}` to find out why.")
+        unavailable[part] = f"Task {task} failed: see its tests"
+    return None
+
+
+def where(error):
+    """' (stopped in scheduler.py, line 37, in may_start: ...)', or '' outside task files."""
+    frame = harness.student_frame(error)
+    return f" (stopped in {harness.location(frame)})" if frame else ""
+
+
+def stuck(label, seconds):
+    """The backstop (from the watchdog thread): a part ignored its limit. Save the rest."""
+    print(f"\n{label} ignored its {PART_LIMIT:g} s time limit and was still running after "
+          f"{seconds:.0f} s (does it catch every exception, or turn off signals?); stopping.")
+    part = label.split(" (")[0]
+    session["results"]["unavailable"][part] = f"{part} ran too long"
+    save(session["results"], session["out"])
+
+
+def save(results, out):
+    """Save the figure, then the JSON naming it, each through a temporary file; the parts
+    that did not run are drawn as placeholders."""
+    for key, (part, _) in lab.PARTS.items():
+        if key not in results and part in results["unavailable"]:
+            results[key] = None
+    for key in ("memory", "scheduling", "mismatch"):  # the figure's panels need these
+        if key not in results:
+            results[key] = None
+            results["unavailable"].setdefault(lab.PARTS[key][0], "not run")
+    from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
+    drawings = {out: figure.draw}
+    # the optional figures go beside the main one: rl_systems_timeline.png, ...
+    for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
+                            ("timeline", figure.draw_timeline)):
+        if key in results:
+            drawings[out.with_name(f"{out.stem}_{key}.png")] = draw_extra
+    for path, draw in drawings.items():
+        harness.write_atomically(path, write=lambda tmp, draw=draw: draw(results, tmp))
+    results["images"] = [path.name for path in drawings]
+    # numpy numbers (a student's np.int64, say) are written as plain numbers
+    text = json.dumps(results, indent=1, default=lambda number: number.item())
+    harness.write_atomically(out.with_suffix(".json"), text)
+    print(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
 
 
 def main(argv=None):
@@ -253,6 +334,7 @@ def main(argv=None):
     sched = dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
                  train_time=args.train_time, sigma=args.sigma)
     results = dict(code=code, unavailable={})
+    session.update(results=results, out=args.out, watchdog=harness.Watchdog(abort=stuck))
     skipped = results["unavailable"]
     results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory"),
                                                                args.max_tokens),
@@ -295,19 +377,9 @@ def main(argv=None):
                                                  args.batch_size, args.C, args.noise),
             print_length_sweep, skipped)
 
-    from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
-    figure.draw(results, args.out)
-    # the optional figures go beside the main one: rl_systems_timeline.png, ...
-    for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
-                            ("timeline", figure.draw_timeline)):
-        if key in results:
-            path = args.out.with_name(f"{args.out.stem}_{key}.png")
-            draw_extra(results, path)
-            print(f"Saved {path}")
-    # numpy numbers (a student's np.int64, say) are written as plain numbers
-    text = json.dumps(results, indent=1, default=lambda number: number.item())
-    args.out.with_suffix(".json").write_text(text)
-    print(f"\nSaved {args.out} and {args.out.with_suffix('.json')}")
+    save(results, args.out)
+    if session.get("stopped"):
+        sys.exit(130)  # interrupted: the files hold the parts done, the exit status says so
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ run.py) are written here once; everything else imports them.
 import importlib
 import os
 import re
+import traceback
 from pathlib import Path
 from typing import NamedTuple
 
@@ -121,8 +122,20 @@ def load(name):
     """Import task module `name` ("memory", "scheduler" or "tis") from the right place."""
     if name not in STUDENT_MODULES:
         raise ValueError(f"name must be one of {sorted(STUDENT_MODULES)}, got {name!r}")
+    module = f"solutions.{name}" if use_reference() else name
     try:
-        return importlib.import_module(f"solutions.{name}" if use_reference() else name)
+        return importlib.import_module(module)
     except SyntaxError as error:  # IndentationError too
         raise TaskFileError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
                             f"\n    {(error.text or '').strip()}") from None
+    except Exception as error:  # noqa: BLE001 (any error at import: one line, not a traceback)
+        problem = import_problem(error, name)
+        raise TaskFileError(f"{name}.py cannot be imported: {problem}") from None
+
+
+def import_problem(error, name):
+    """"No module named 'torch' (line 3)": why importing task file `name` failed, and where."""
+    text = str(error) if isinstance(error, ImportError) else f"{type(error).__name__}: {error}"
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+             if os.path.basename(frame.filename) == f"{name}.py"]
+    return text + (f" (line {lines[-1]})" if lines else "")

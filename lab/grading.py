@@ -1,56 +1,73 @@
-"""The lab's pytest plugin (given): readable failures, a time limit, a progress table.
+"""The lab's pytest plugin (given): readable failures, a time limit, a progress table, Gradescope.
 
 conftest.py loads it; tools/check_release.py uses its time limit.
 
-
 * A test that reaches an unimplemented TODO fails with one line naming the task.
 * A failed check prints its own message (quantity, inputs, expected vs got, likely cause).
-* A test that runs longer than TIME_LIMIT seconds fails (an endless loop never hangs grading).
+  Any other error shows its type, text, and the line of your file it came from; never
+  a blank message. Output your code printed is cut to its first lines.
+* Importing a task file, setting up a test and running it each have a time limit of
+  TIME_LIMIT seconds (lab/harness.py); a session stuck past it is ended by a backstop.
 * Every run ends with a table of passed tests per task.
 * The fixtures `memory`, `scheduler` and `tis` are the one place where tests
   reach the task modules (through lab.load).
-* `--gradescope results.json` also writes the results in Gradescope's format,
-  with the points per task from lab.TASKS.
+* `--gradescope results.json` also writes the results in Gradescope's format. It lists
+  every graded test collected, with its share of its task's points from lab.TASKS:
+  a test that did not run scores 0. The file is rewritten after every test, so even
+  a session that dies midway leaves a file that says so.
 """
 import contextlib
 import json
-import signal
-from pathlib import Path
+import threading
 
 import pytest
 
 import lab
+from lab import harness
+from lab.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from scheduler_core import SchedulerError
 
-TIME_LIMIT = 5  # seconds per test; every test here takes well under one
-SHORT = (NotImplementedError, AssertionError, SchedulerError, TimeoutError, lab.TaskFileError)
-TASK_FILES = {module + ".py" for module in lab.STUDENT_MODULES}
+OUTPUT_LINES = 10        # lines of a failing test's printed output that are shown
+DID_NOT_RUN = "did not run"
+_import_errors = {}      # task module -> why it cannot be imported (tried once per session)
 
 
-def where(excinfo):
+def where(error):
     """' (stopped in scheduler.py, line 37, in may_start)' for the innermost task-file frame."""
-    for entry in reversed(excinfo.traceback):
-        if Path(entry.path).name in TASK_FILES:
-            return f" (stopped in {Path(entry.path).name}, line {entry.lineno + 1}, in {entry.name})"
-    return ""
+    frame = harness.student_frame(error)
+    return f" (stopped in {harness.location(frame).split(': ')[0]})" if frame else ""
+
+
+def load(name):
+    """lab.load, whose import runs under the test's set-up time limit. A task file that
+    cannot be imported is tried once per session, so a loop in it costs one limit."""
+    if name not in _import_errors:
+        try:
+            return lab.load(name)
+        except TimeLimitExceeded as error:
+            _import_errors[name] = (f"{name}.py cannot be imported: importing it ran for "
+                                    f"more than {TIME_LIMIT:g} s: {error}{where(error)}")
+        except lab.TaskFileError as error:
+            _import_errors[name] = str(error)
+    raise lab.TaskFileError(_import_errors[name])
 
 
 @pytest.fixture
 def memory():
     """The Task 1 module under test: yours, or the reference with RL_SOLUTIONS=1."""
-    return lab.load("memory")
+    return load("memory")
 
 
 @pytest.fixture
 def scheduler():
     """The Task 2 module under test."""
-    return lab.load("scheduler")
+    return load("scheduler")
 
 
 @pytest.fixture
 def tis():
     """The Task 3 module under test."""
-    return lab.load("tis")
+    return load("tis")
 
 
 def pytest_addoption(parser):
@@ -67,69 +84,132 @@ def pytest_configure(config):
         lab.use_reference()
     except ValueError as error:
         raise pytest.UsageError(str(error))
-    config.lab_results = {}  # test name -> (task, passed, message)
+    path = config.getoption("gradescope")
+    if path and harness.cannot_write(path):
+        raise pytest.UsageError(f"--gradescope {path}: {harness.cannot_write(path)}")
+    config.lab_tests = {}     # graded test name -> task, every one collected
+    config.lab_selected = []  # the graded tests meant to run (after -k)
+    config.lab_results = {}   # test name -> (task, passed, message)
+    config.lab_shown = {}     # import error -> the test that showed it first
+    config.lab_watchdog = harness.Watchdog(lambda label, seconds: abort(config, label, seconds))
 
 
 def pytest_report_header(config):
     return f"Lab 20: testing {lab.code_under_test()}"
 
 
-def _on_time_limit(signum, frame):
-    raise TimeoutError(f"this test ran for more than {TIME_LIMIT} s; "
-                       "is there a loop in your code that never ends?")
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Count each task's tests before -k deselects any, so points never move between tests."""
+    config.lab_tests.update((item.name, lab.task_of(item.name)) for item in items
+                            if lab.task_of(item.name))
 
 
-@contextlib.contextmanager
-def time_limit():
-    """Raise TimeoutError in the code inside after TIME_LIMIT seconds (Unix only:
-    Windows has no alarm signal, so there the code runs without a limit)."""
-    if not hasattr(signal, "SIGALRM"):
+def pytest_collection_finish(session):
+    session.config.lab_selected = [item.name for item in session.items
+                                   if lab.task_of(item.name)]
+    write_gradescope(session.config, finished=False)
+
+
+def label(item):
+    task = lab.task_of(item.name)
+    return f"{item.name} (Task {task}, {lab.file_of(task)})" if task else item.name
+
+
+def limited(item):
+    """The time limit for one phase of a test: all but the tools' own tests, which run
+    whole pytest sessions (tools/test_harness.py)."""
+    if item.path.parent.name == "tools":
+        return contextlib.nullcontext()
+    return time_limit(label(item), item.config.lab_watchdog)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    with limited(item):
         yield
-        return
-    previous = signal.signal(signal.SIGALRM, _on_time_limit)
-    signal.alarm(TIME_LIMIT)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    with time_limit():
+    with limited(item):
         yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    with limited(item):
+        yield
+
+
+def message(error):
+    """(text, short) for a failure: the lab's own text for its checks and TODOs, else the
+    type, text and the student's line (harness.describe). `short`: the text can replace
+    pytest's traceback (always, except for an error with no frame in a task file)."""
+    text = str(error)
+    if isinstance(error, TimeLimitExceeded):
+        return (f"TimeLimitExceeded: this test ran for more than {TIME_LIMIT:g} s: {text}"
+                f"{where(error)}", True)
+    if isinstance(error, lab.TaskFileError):
+        return text, True
+    if isinstance(error, NotImplementedError) and text:
+        return text, True  # a TODO: one line naming the task
+    if isinstance(error, SchedulerError):
+        return f"SchedulerError: {text}", True  # the simulator's check names the rule broken
+    if isinstance(error, AssertionError) and text and harness.student_frame(error) is None:
+        return text, True  # a check of the tests (lab/feedback.py)
+    return harness.describe(error), harness.student_frame(error) is not None
+
+
+def cut(text, lines=OUTPUT_LINES, chars=2000):
+    """The first `lines` lines of printed output (at most `chars` characters), noting the cut."""
+    kept = text[:chars].splitlines()[:lines]
+    rest = text[len("\n".join(kept)):].strip("\n")
+    if not rest:
+        return text
+    return "\n".join(kept) + (f"\n... ({len(rest.splitlines())} more lines, {len(rest)} "
+                              "characters, cut)\n")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     report = (yield).get_result()
-    if call.when == "setup" and report.passed:
+    report.sections = [(title, cut(content)) for title, content in report.sections]
+    if call.when != "call" and not report.failed:
         return
-    if call.when == "call" or report.failed:
-        message = ""
-        if report.failed and call.excinfo.errisinstance(SHORT):
-            error = call.excinfo.value
-            message = str(error)
-            if isinstance(error, TimeoutError):
-                message += where(call.excinfo)
-            if not isinstance(error, (AssertionError, NotImplementedError, lab.TaskFileError)):
-                message = f"{type(error).__name__}: {message}"
-            report.longrepr = message
-        elif report.failed:
-            message = call.excinfo.exconly()
-        item.config.lab_results[item.name] = (lab.task_of(item.name), report.passed, message)
+    text = ""
+    if report.failed:
+        error = call.excinfo.value
+        text, short = message(error)
+        shown = item.config.lab_shown
+        if isinstance(error, lab.TaskFileError) and shown.setdefault(text, item.name) != item.name:
+            report.longrepr = f"{text.split(':')[0]} (the reason is shown above, at {shown[text]})"
+        elif short:
+            report.longrepr = text
+        text += "".join(f"\n{title}:\n{content}" for title, content in report.sections
+                        if "stdout" in title or "stderr" in title)
+    if lab.task_of(item.name):
+        item.config.lab_results[item.name] = (lab.task_of(item.name), report.passed, text)
+        write_gradescope(item.config, finished=False)
+
+
+def progress_rows(config):
+    """{task: (passed, collected)} for the tasks with a test that was meant to run."""
+    rows = {}
+    for name in config.lab_selected:
+        task = config.lab_tests[name]
+        rows[task] = (0, sum(t == task for t in config.lab_tests.values()))
+    for name, (task, passed, _) in config.lab_results.items():
+        if task in rows:
+            rows[task] = (rows[task][0] + passed, rows[task][1])
+    return rows
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    rows = {}
-    for task, passed, _ in config.lab_results.values():
-        if task:
-            done, total = rows.get(task, (0, 0))
-            rows[task] = (done + passed, total + 1)
+    rows = progress_rows(config)
+    write = terminalreporter.write_line
     if not rows:
         return
-    write = terminalreporter.write_line
     write("")
     write(f"Lab 20 progress, testing {lab.code_under_test()}:")
     write(f"  {'task':<5} {'what':<42} {'file':<13} passed")
@@ -137,31 +217,78 @@ def pytest_terminal_summary(terminalreporter, config):
         done, total = rows[task]
         mark = "  done" if done == total else ""
         write(f"  {task:<5} {lab.TASKS[task].what:<42} {lab.file_of(task):<13} {done}/{total}{mark}")
+    not_run = [name for name in config.lab_selected if name not in config.lab_results]
+    if not_run:
+        write(f"  {len(not_run)} graded tests did not run (the session stopped early): "
+              "they score 0")
     if config.getoption("gradescope"):
         write(f"Gradescope results written to {config.getoption('gradescope')}")
 
 
 def pytest_sessionfinish(session):
-    path = session.config.getoption("gradescope")
-    if path:
-        with open(path, "w") as out:
-            json.dump(gradescope_results(session.config.lab_results), out, indent=1)
+    config = session.config
+    if any(name not in config.lab_results for name in config.lab_selected) \
+            and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED  # stopped early is never a pass
+    config.lab_exitstatus = int(session.exitstatus)
+    write_gradescope(config, finished=True)
 
 
-def gradescope_results(results):
-    """Gradescope's results.json: a test's max_score is its task's points / its tests.
-    An extra-credit test has max_score 0 and scores its share when it passes."""
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """A thread the student's code left running would keep Python from exiting: exit anyway."""
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
+           if t is not threading.main_thread()):
+        print("Lab 20: your code left a thread running; stopping it.", flush=True)
+        harness._exit(getattr(config, "lab_exitstatus", 1))
+
+
+def abort(config, label, seconds):
+    """The backstop (from the watchdog thread): say which test is stuck, save the JSON."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture:
+        capture.suspend_global_capture()
+    name = label.split()[0]
+    text = (f"{label} ignored its {TIME_LIMIT:g} s time limit and was still running after "
+            f"{seconds:.0f} s (does it catch every exception, or turn off signals?), so grading "
+            "stopped here. Tests that did not run score 0.")
+    if lab.task_of(name):
+        config.lab_results[name] = (lab.task_of(name), False, text)
+    write_gradescope(config, finished=False, why=text)
+    print(f"\nLab 20: {text}", flush=True)
+
+
+def write_gradescope(config, finished, why=None):
+    """Write (or rewrite) the Gradescope file, if one was asked for, through a temporary file."""
+    path = config.getoption("gradescope")
+    if not path:
+        return
+    results = gradescope_results(config.lab_tests, config.lab_results)
+    not_run = [name for name in config.lab_selected if name not in config.lab_results]
+    if why or not finished:
+        results["output"] = why or ("Grading did not finish (the session was ended from inside "
+                                    "the tested code?). Tests that did not run score 0.")
+    elif not_run:
+        results["output"] = (f"Grading stopped early: {len(not_run)} graded tests did not run "
+                             "and score 0.")
+    harness.write_atomically(path, json.dumps(results, indent=1))
+
+
+def gradescope_results(tests, results):
+    """Gradescope's results.json for {test: task} collected and {test: (task, passed, message)}
+    that ran. A test's max_score is its task's points / the task's tests collected; a test
+    that did not run scores 0. An extra-credit test has max_score 0 and scores its share
+    when it passes."""
     counts = {}
-    for task, _, _ in results.values():
+    for task in tests.values():
         counts[task] = counts.get(task, 0) + 1
-    tests = []
-    for name, (task, passed, message) in results.items():
-        if task is None:
-            continue
+    out = []
+    for name, task in tests.items():
+        _, passed, message = results.get(name, (task, False, DID_NOT_RUN))
         _, what, points, extra = lab.TASKS[task]
         share = points / counts[task]
         prefix = "Extra credit: " if extra else ""
-        tests.append(dict(name=f"{prefix}Task {task} {what} ({lab.file_of(task)}): {name}",
-                          score=share if passed else 0.0, max_score=0.0 if extra else share,
-                          output=message))
-    return dict(score=round(sum(t["score"] for t in tests), 6), tests=tests)
+        out.append(dict(name=f"{prefix}Task {task} {what} ({lab.file_of(task)}): {name}",
+                        score=share if passed else 0.0, max_score=0.0 if extra else share,
+                        output=message))
+    return dict(score=round(sum(t["score"] for t in out), 6), tests=out)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402  (these need ROOT on the path first)
 import lab.feedback  # noqa: E402
 import test_rl_systems  # noqa: E402
-from lab.grading import time_limit  # noqa: E402
+from lab.harness import TimeLimitExceeded, time_limit  # noqa: E402
 from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
 
@@ -127,9 +127,9 @@ def failures(name, source):
             continue
         fixtures = {arg: lab.load(arg) for arg in inspect.signature(test).parameters}
         try:
-            with np.errstate(all="ignore"), time_limit():
+            with np.errstate(all="ignore"), time_limit(test_name):
                 test(**fixtures)
-        except Exception as error:  # noqa: BLE001 (any exception fails a test)
+        except (Exception, TimeLimitExceeded) as error:  # noqa: BLE001 (any of these fails a test)
             failed[test_name] = str(error) if isinstance(error, AssertionError) else repr(error)
     return failed
 

@@ -12,14 +12,18 @@ and the student file gets everything else unchanged (signatures, docstrings,
 input checks, given code), with each region replaced by its HINT lines, as
 TODO comments, and a NotImplementedError that names task, function and file.
 
-    python tools/make_stubs.py --write  # (re)write the student files: this erases
-                                        # anything written in them, so never on a student's copy
+    python tools/make_stubs.py --write  # (re)write the student files that are unchanged
+                                        # stubs (as committed in git); others are refused
+    python tools/make_stubs.py --write --force  # overwrite anyway, keeping a backup of each
     python tools/make_stubs.py --check  # exit 1 if they differ from what would be written
 """
 import argparse
 import ast
 import re
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,13 +118,35 @@ def out_of_date(stubs):
             if not (ROOT / name).exists() or (ROOT / name).read_text() != text]
 
 
+def committed_unchanged(name):
+    """True if student file `name` is exactly as committed in git, so overwriting it loses
+    nothing git cannot bring back (False outside a git checkout)."""
+    try:
+        done = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", name], cwd=ROOT,
+                              capture_output=True)
+        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", name], cwd=ROOT,
+                                 capture_output=True)
+    except OSError:  # no git
+        return False
+    return done.returncode == 0 and tracked.returncode == 0
+
+
+def backup(name):
+    """Copy student file `name` to name.<time>.bak beside it; return the backup's name."""
+    copy = f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.bak"
+    shutil.copy2(ROOT / name, ROOT / copy)
+    return copy
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if a student file is out of date")
     action.add_argument("--write", action="store_true",
-                        help="overwrite the student files (and any work in them)")
+                        help="write the student files that are missing or unchanged stubs")
+    parser.add_argument("--force", action="store_true",
+                        help="with --write: overwrite edited files too, after a backup of each")
     args = parser.parse_args()
     try:
         stubs = all_stubs()
@@ -129,14 +155,21 @@ def main():
     stale = out_of_date(stubs)
     if args.check:
         if stale:
-            sys.exit(f"make_stubs: {', '.join(stale)} differ from solutions/; "
-                     "run `python tools/make_stubs.py --write` and commit the result")
+            sys.exit(f"make_stubs (an instructor tool): {', '.join(stale)} differ from the stubs "
+                     "generated from solutions/. A student's edited file always differs: "
+                     "that is expected, and nothing needs doing.")
         print("make_stubs: the student files match solutions/")
         return
+    edited = [name for name in stale if (ROOT / name).exists() and not committed_unchanged(name)]
+    if edited and not args.force:
+        sys.exit(f"make_stubs: refusing to overwrite {', '.join(edited)}: they differ from the "
+                 "stubs and from git's last commit, so they may hold someone's work. Nothing "
+                 "was written. (Instructors: --force overwrites them after a backup.)")
     for name in stale:
+        if name in edited:
+            print(f"make_stubs: kept a backup of {name} in {backup(name)}")
         (ROOT / name).write_text(stubs[name])
     print(f"make_stubs: wrote {', '.join(stale) or 'nothing (all up to date)'}")
-
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,236 @@
+"""Running untrusted student code (given): a time limit nothing slips past, where errors come from.
+
+lab/grading.py (pytest) and run.py run every piece of student code inside
+
+    with harness.time_limit("test_task2b_fifo (Task 2b, scheduler.py)", watchdog):
+        ...
+
+which works in three layers, each catching what gets past the one before:
+
+1. After `limit` seconds (TIME_LIMIT, 5 s in tests) an alarm signal raises
+   TimeLimitExceeded, a BaseException: `except Exception` cannot swallow it, and
+   the alarm re-fires every REFIRE seconds in case a bare `except:` did.
+2. The watchdog thread raises the same exception in the main thread REFIRE
+   seconds later (at the limit itself where there is no alarm signal, as on
+   Windows): this catches code that switched the alarm off.
+3. BACKSTOP seconds after the limit the watchdog gives up on the student's
+   code: it reports which piece of code was stuck, saves what can be saved,
+   and ends the process. faulthandler does the same a little later in case
+   even the watchdog cannot run.
+
+Inside, os._exit raises StudentExit, so a stray exit fails one test instead of
+ending grading silently. The rest of this file: where an error came from (a
+task file or given code), and writing files whole or not at all.
+"""
+import ctypes
+import faulthandler
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import lab
+
+TIME_LIMIT = float(os.environ.get("LAB_TIME_LIMIT", "5"))  # seconds; the harness tests set 1
+REFIRE = 0.5          # seconds between repeated attempts to stop overrunning code
+BACKSTOP = TIME_LIMIT  # seconds past the limit after which the whole process ends
+EXIT_STUCK = 3         # the exit status of a process ended by the backstop
+
+ROOT = Path(__file__).resolve().parent.parent
+_exit = os._exit  # kept before any student code can replace it
+
+
+class TimeLimitExceeded(BaseException):
+    """Student code ran past its time limit. A BaseException, like KeyboardInterrupt,
+    so that a student's `except Exception: continue` does not swallow it."""
+
+    def __str__(self):
+        return "is there a loop in your code that never ends?"
+
+
+class StudentExit(BaseException):
+    """Student code called os._exit, which would end grading without a word."""
+
+    def __str__(self):
+        return f"your code called os._exit({self.args[0] if self.args else ''}), which ends Python"
+
+
+def _refuse_exit(status=0):
+    raise StudentExit(status)
+
+
+def _raise_in_main(exception):
+    """Make the main thread raise `exception` at its next Python instruction (None cancels)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(threading.main_thread().ident),
+        None if exception is None else ctypes.py_object(exception))
+
+
+class Watchdog(threading.Thread):
+    """A thread that stops overrunning student code (layers 2 and 3 above).
+
+    `abort(label, seconds)` is called from this thread when the backstop ends the
+    process: it should say what was stuck and save the results so far."""
+
+    def __init__(self, abort):
+        super().__init__(name="lab time limit", daemon=True)
+        self.abort = abort
+        self.lock = threading.Lock()
+        self.phase = None  # (label, start, limit, alarm armed?) while student code runs
+        self.start()
+
+    def run(self):
+        while True:
+            time.sleep(0.05)
+            with self.lock:
+                if self.phase is None:
+                    continue
+                label, start, limit, alarm = self.phase
+                late = time.monotonic() - start - limit
+                if late > BACKSTOP:
+                    break
+                if late > (REFIRE if alarm else 0):  # the alarm gets the first chance
+                    _raise_in_main(TimeLimitExceeded)
+        self.abort(label, time.monotonic() - start)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _exit(EXIT_STUCK)
+
+    def enter(self, label, limit, alarm):
+        with self.lock:
+            self.phase = (label, time.monotonic(), limit, alarm)
+
+    def leave(self):
+        """End the phase and cancel a TimeLimitExceeded still on its way to the main thread."""
+        while True:
+            try:
+                with self.lock:
+                    self.phase = None
+                    _raise_in_main(None)
+                return
+            except TimeLimitExceeded:  # arrived just now, after the code it was meant for
+                continue
+
+
+def _has_alarm():
+    """True where an alarm signal can interrupt this thread (Unix, main thread)."""
+    return (hasattr(signal, "SIGALRM") and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread())
+
+
+def _on_alarm(signum, frame):
+    raise TimeLimitExceeded
+
+
+class time_limit:
+    """Run the code inside for at most `limit` seconds (see the module docstring).
+
+    `label` names the code for the backstop's message. Without a watchdog only the
+    alarm signal is used (and nothing at all where there is none)."""
+
+    def __init__(self, label="", watchdog=None, limit=None):
+        self.label, self.watchdog = label, watchdog
+        self.limit = TIME_LIMIT if limit is None else limit
+
+    def __enter__(self):
+        self.alarm = _has_alarm()
+        if self.alarm:
+            self.previous = signal.signal(signal.SIGALRM, _on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.limit, REFIRE)
+        if self.watchdog:
+            self.watchdog.enter(self.label, self.limit, self.alarm)
+            faulthandler.dump_traceback_later(self.limit + BACKSTOP + 5, exit=True,
+                                              file=sys.__stderr__)
+        os._exit = _refuse_exit
+        return self
+
+    def __exit__(self, *exc):
+        os._exit = _exit
+        if self.alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+        if self.watchdog:
+            faulthandler.cancel_dump_traceback_later()
+            self.watchdog.leave()
+        return False
+
+
+# ---------------------------------------------------------------- where an error came from
+
+def is_task_file(filename):
+    """True for memory.py, scheduler.py, tis.py (or their solutions/ versions)."""
+    name = Path(filename).name
+    return name in {module + ".py" for module in lab.STUDENT_MODULES} or any(
+        filename == f"<{module}.py under test>" for module in lab.STUDENT_MODULES)
+
+
+def lab_frames(error):
+    """The traceback frames of `error` in the lab's own files (not Python's or numpy's)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return [f for f in frames if f.filename.startswith(str(ROOT)) or is_task_file(f.filename)]
+
+
+def student_frame(error):
+    """The innermost traceback frame of `error` in a task file, or None."""
+    frames = [f for f in lab_frames(error) if is_task_file(f.filename)]
+    return frames[-1] if frames else None
+
+
+def raised_in_given_code(error):
+    """True if `error` was raised in given code while no task file was running: with a
+    task-file frame on the way (a check called from it, say), the error is the task's."""
+    frames = lab_frames(error)
+    return bool(frames) and not any(is_task_file(frame.filename) for frame in frames)
+
+
+def location(frame):
+    """'scheduler.py, line 37, in take_batch: return queue[B]' for a traceback frame."""
+    source = f": {frame.line.strip()}" if frame.line else ""
+    name = Path(frame.filename).name.strip("<>").split()[0]  # check_release: "<tis.py under test>"
+    return f"{name}, line {frame.lineno}, in {frame.name}{source}"
+
+
+def describe(error):
+    """One or two lines that are never blank: the exception's type and text and,
+    when it came from a task file, the file, line and source line there."""
+    text = str(error)
+    kind = type(error).__name__
+    line = f"{kind}: {text}" if text else f"{kind} (with no message)"
+    frame = student_frame(error)
+    return f"{line}\n  at {location(frame)}" if frame else line
+
+
+# ---------------------------------------------------------------- files never half-written
+
+def cannot_write(path):
+    """'' if a file can be written at `path`, else what is in the way, in a few words."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{path} is a folder"
+    if not path.parent.is_dir():
+        return f"the folder {path.parent} does not exist"
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent):
+            return ""
+    except OSError as error:
+        return f"cannot write in the folder {path.parent} ({error.strerror})"
+
+
+def write_atomically(path, text=None, write=None):
+    """Write `text` (or call write(temporary path)) to a temporary file next to `path`, then
+    rename it to `path`: the file on disk is always the old one or the whole new one."""
+    path = Path(path)
+    # the same suffix, from which savefig takes the format
+    temporary = path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        if write is None:
+            temporary.write_text(text)
+        else:
+            write(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
