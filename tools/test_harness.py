@@ -18,9 +18,12 @@ from pathlib import Path
 import pytest
 
 import lab
+import test_rl_systems
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(LAB_TIME_LIMIT="1")  # limit 1 s, backstop 1 s later; run.py parts 12 s
+EXTRA = sum(t.points for t in lab.TASKS.values() if t.extra)  # scored on top of the 100
+TESTS_2A = sum(lab.task_of(name) == "2a" for name in vars(test_rl_systems))
 
 # Broken student code, appended to a reference file: a later `def` replaces the reference's.
 SWALLOW = """
@@ -106,7 +109,8 @@ def assert_every_test_listed(tests):
     for name, (_, max_score, _) in tests.items():
         task = lab.task_of(name)
         maxima[task] = maxima.get(task, 0) + max_score
-    assert maxima == pytest.approx({task: t.points for task, t in lab.TASKS.items()}), maxima
+    expected = {task: 0 if t.extra else t.points for task, t in lab.TASKS.items()}
+    assert maxima == pytest.approx(expected), maxima  # extra credit: max_score 0
 
 
 # ---------------------------------------------------------------- pytest: time limits
@@ -116,7 +120,7 @@ def test_import_time_loop_costs_one_limit(tmp_path):
     code, out, seconds, tests, _ = grade(dest)
     assert code == 1 and seconds < 30, (code, seconds)
     assert_every_test_listed(tests)
-    assert task_points(tests, "test_task1") == 35 and task_points(tests, "test_task3") == 30
+    assert task_points(tests, "test_task1") == 35 and task_points(tests, "test_task3") == 30 + EXTRA
     assert task_points(tests, "test_task2") == 0
     assert "scheduler.py cannot be imported: importing it ran for more than 1 s" in out
     assert "(stopped in scheduler.py, line" in out
@@ -144,7 +148,7 @@ def test_limit_without_alarm_signal(tmp_path, how):
     code, out, seconds = run(dest, *("-m", "pytest") if not python else (), "-q", "-k", "task2a",
                              python=python)
     assert code == 1 and seconds < 30, (code, seconds, out)
-    assert out.count("TimeLimitExceeded: this test ran for more than 1 s") == 3, out
+    assert out.count("TimeLimitExceeded: this test ran for more than 1 s") == TESTS_2A, out
     assert "in may_start)" in out
 
 
@@ -178,7 +182,7 @@ def test_os_exit_is_a_failure(tmp_path):
     code, out, seconds, tests, results = grade(dest)
     assert code == 1 and seconds < 30, (code, seconds)
     assert "your code called os._exit(0)" in out and "memory.py, line" in out
-    assert results["score"] == 85 and task_points(tests, "test_task1c") == 0
+    assert results["score"] == 100 - 15 + EXTRA and task_points(tests, "test_task1c") == 0
 
 
 def test_exit_past_the_lab_leaves_a_json_that_says_so(tmp_path):
@@ -294,7 +298,8 @@ def test_run_blank_todo_and_given_code_failure(tmp_path):
         '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n',
         '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n'
         "    tis.importance_weights\n", 1).replace(
-        "def memory_table(memory):", "def memory_table(memory):\n    {}['x']", 1))
+        "def memory_table(memory, max_tokens=MAX_TOKENS):",
+        "def memory_table(memory, max_tokens=MAX_TOKENS):\n    {}['x']", 1))
     code, out, seconds = run(dest, "run.py")
     assert "Part 3: failed with NotImplementedError (with no message)" in out, out
     assert "at tis.py, line" in out
