@@ -1,7 +1,11 @@
 """Shapes of real open models (given), and the GPU they are measured against, for Part 1.
 
 Numbers from each model's config.json on Hugging Face. `params` is the exact
-total, embeddings included; `context` is max_position_embeddings.
+total, embeddings included. `context` is the context length the model was
+released for: max_position_embeddings for the Llama and Mistral models; for
+Qwen2.5 the length its model card states (the 1.5B's card says 32,768 while its
+config allows more). Only Part 1's "context shorter than --max-tokens" mark uses
+it, and at the default 16,384 tokens only Llama-2-7B (4,096) gets that mark.
 """
 from dataclasses import dataclass
 
