@@ -88,33 +88,45 @@ CLAIMS = {"naive bias doubles with the mismatch": naive_bias_doubles,
           "best C of token TIS strictly inside 1..10": best_C_inside}
 
 
-def main():
+def draws():
+    """Per seed: (seed, ||true gradient||, that / the lab's, set aside?,
+    {claim: (holds, detail)})."""
     use_draw(LAB_SEED)
     lab_norm = np.linalg.norm(toy.TRUE_GRAD)
-    held = {claim: [] for claim in CLAIMS}
-    lab_failed = []
+    found = []
     for seed in SEEDS:
         use_draw(seed)
         norm = np.linalg.norm(toy.TRUE_GRAD)
-        aside = norm < DEGENERATE * lab_norm
+        found.append((seed, norm, norm / lab_norm, norm < DEGENERATE * lab_norm,
+                      {claim: check() for claim, check in CLAIMS.items()}))
+    use_draw(LAB_SEED)  # leave the toy as toy.py made it
+    return found
+
+
+def per_claim(found):
+    """{claim: [(seed, holds), ...]} over the draws of `found` that are not set aside."""
+    return {claim: [(seed, results[claim][0]) for seed, _, _, aside, results in found
+                    if not aside]
+            for claim in CLAIMS}
+
+
+def main():
+    found = draws()
+    for seed, norm, ratio, aside, results in found:
         label = "set aside" if aside else ("the lab's draw" if seed == LAB_SEED else "")
-        print(f"seed {seed}: ||true gradient|| = {norm:.4f} ({norm / lab_norm:.2f} x the lab's)"
+        print(f"seed {seed}: ||true gradient|| = {norm:.4f} ({ratio:.2f} x the lab's)"
               + (f", {label}" if label else ""))
-        for claim, check in CLAIMS.items():
-            holds, detail = check()
+        for claim, (holds, detail) in results.items():
             print(f"  {'holds ' if holds else 'FAILS '} {claim} ({detail})")
-            if not aside:
-                held[claim].append((seed, holds))
-            if seed == LAB_SEED and not holds:
-                lab_failed.append(claim)
     print("\nPer claim, over the draws not set aside:")
-    for claim, results in held.items():
+    for claim, results in per_claim(found).items():
         failing = [seed for seed, holds in results if not holds]
         print(f"  {sum(h for _, h in results)}/{len(results)} {claim}"
               + (f" (fails for seeds {', '.join(map(str, failing))})" if failing else ""))
+    lab_failed = [claim for seed, _, _, _, results in found if seed == LAB_SEED
+                  for claim, (holds, _) in results.items() if not holds]
     if lab_failed:
         sys.exit(f"check_draws: on the lab's draw these claims fail: {', '.join(lab_failed)}")
-
 
 if __name__ == "__main__":
     main()

@@ -9,13 +9,16 @@
    |fresh - snapshot| <= ATOL + RTOL * |snapshot|. The absolute part is for numbers near
    0 (a bias of 1e-16 changes by a large factor when the arithmetic is reordered).
 2. Every number README.md quotes from a run is listed in QUOTES, with the words around
-   it; the snapshot's value, formatted as quoted, must appear there in README.md. A
-   README number not in QUOTES is not checked, so add it when you write it.
-3. --student-readme: a release's README must be the one tools/release.py makes from
+   it (a table row, all its numbers at once, in TABLE_ROWS); the snapshot's value,
+   formatted as quoted, must appear there in README.md. A README number in neither is
+   not checked, so add it when you write it.
+3. The README's table of Task 3's claims on other draws of the toy must hold the counts
+   tools/check_draws.py computes now (DRAW_CLAIMS names its rows).
+4. --student-readme: a release's README must be the one tools/release.py makes from
    README.md, and holds the same checked numbers (those outside instructor parts).
 
 To add an experiment flag: add a line to RUNS, run --update, and add its README quotes
-to QUOTES.
+to QUOTES. The runs are independent, so they run in parallel, one per core.
 """
 import argparse
 import json
@@ -25,6 +28,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,10 +43,37 @@ RUNS = {
     "sigma_0.5": ["--sigma", "0.5"],
     "train_time_3": ["--train-time", "3.0"],
     "noise_gaussian": ["--noise", "gaussian"],
+    "lanes_64": ["--lanes", "64"],
+    "timeline": ["--timeline"],
+    "length_sweep": ["--length-sweep"],
+    "length_sweep_no_mismatch": ["--length-sweep", "--length-mismatch", "0"],
+    "equal_hardware": ["--equal-hardware"],
+    **{f"equal_hardware_work_{w}": ["--equal-hardware", "--train-work", str(w)]
+       for w in (1, 4, 8, 32, 64, 128)},
+    "equal_hardware_sigma_0.5": ["--equal-hardware", "--sigma", "0.5"],
+    "equal_hardware_sigma_0": ["--equal-hardware", "--sigma", "0"],
+    "equal_hardware_gpus_8": ["--equal-hardware", "--gpus", "8"],
+    "equal_hardware_gpus_24": ["--equal-hardware", "--gpus", "24"],
 }
 
-# (the README's words, with {} where the number goes; snapshot; path in the JSON; format)
+# (the README's words, with {} where the number goes; snapshot; path in the JSON; format).
+# A format is a format string, or a function of the value at the path for what a format
+# string can't say (KiB from bytes, a split "10 / 6" from the equal_hardware dict).
 QUOTES = [
+    # Introduction and Task 1
+    ("on a 7B model needs {} GB of model state, a small cluster", "default", "memory.ppo_7b_gb",
+     "{:.0f}"),
+    ("head dim 128) caches {} bytes", "default", "memory.models.2.kv_bytes_per_token", "{:,}"),
+    ("57,344 bytes = {} KiB per token", "default", "memory.models.2.kv_bytes_per_token",
+     lambda b: f"{b / 1024:g}"),
+    ("Targets: {} GB for PPO on 7B", "default", "memory.ppo_7b_gb", "{:.0f}"),
+    ("7B, {} GB for GRPO, 112 GB", "default", "memory.grpo_7b_gb", "{:.0f}"),
+    # What you should see: the defaults
+    ("(the defaults are {} lanes, B = 32", "default", "scheduling.n_lanes", "{}"),
+    ("16 lanes, B = {}, lognormal", "default", "scheduling.B", "{}"),
+    ("mean 1 and σ = {}, train_time", "default", "scheduling.sigma", "{}"),
+    ("train_time {}, batches of 64", "default", "scheduling.train_time", "{}"),
+    ("train_time 1.0, batches of {}):", "default", "mismatch.batch_size", "{}"),
     # What you should see: Part 1
     ("needs {} GB of model state", "default", "memory.ppo_7b_gb", "{:.0f}"),
     ("{} H100s (80 GB) just to hold", "default", "memory.h100s_for_ppo_7b", "{}"),
@@ -52,6 +83,39 @@ QUOTES = [
     ("(Qwen2.5-72B with PPO: {} GB", "default", "memory.models.4.ppo_gb", "{:,.0f}"),
     ("Qwen2.5-72B with PPO: 2,618 GB, {} GPUs)", "default", "memory.models.4.gpus_for_ppo",
      "{}"),
+    # Lanes per GPU
+    ("How many responses of {} tokens one 80 GB", "default", "memory.max_tokens", "{:,}"),
+    ("The lab's 7B gets {}: (80", "default", "memory.lanes_per_gpu", "{}"),
+    ("gets 70: (80 − {}) GB", "default", "memory.models.0.params",
+     lambda n: f"{2 * n / 1e9:.0f}"),  # its bf16 weights
+    ("(80 − 14) GB / {} GB", "default", "memory.kv_bytes_per_token",
+     lambda b: f"{b * 16384 / 1e9:.2f}"),  # one response of --max-tokens 16384
+    ("Qwen2.5-1.5B gets {}, Qwen2.5-32B", "default", "memory.models.1.lanes_per_gpu", "{}"),
+    ("Qwen2.5-32B only {}, Llama-3.1-8B", "default", "memory.models.3.lanes_per_gpu", "{}"),
+    ("Llama-3.1-8B {} (128 KiB", "default", "memory.models.5.lanes_per_gpu", "{}"),
+    ("({} KiB of KV cache per token", "default", "memory.models.5.kv_bytes_per_token",
+     lambda b: f"{b / 1024:g}"),
+    ("against the 7B's {}), and the 70B", "default", "memory.kv_bytes_per_token",
+     lambda b: f"{b / 1024:g}"),
+    ("its context is {} tokens", "default", "memory.models.8.context", "{:,}"),
+    # Part 2: the lag tail (the throughput and mean lag are further down)
+    ("the lanes are busy {} of the time, so generation", "default", "scheduling.utilization.2",
+     "{:.0%}"),
+    ("at k = 1 the 95th percentile of the lag is {}", "default", "scheduling.lag_p95.1", "{}"),
+    ("and the oldest has lag {}; from k = 2 on", "default", "scheduling.max_lag.1", "{}"),
+    ("from k = 2 on, p95 {} and max", "default", "scheduling.lag_p95.2", "{}"),
+    ("p95 2 and max {}.", "default", "scheduling.max_lag.2", "{}"),
+    ("(max lag {} at k = 1), and", "drop_stale", "drop_stale.max_lag", "{}"),
+    ("pays with wasted generation ({} of it", "drop_stale", "drop_stale.wasted_frac", "{:.0%}"),
+    # Timeline
+    ("end of the k = 0 run's {}th update", "timeline", "timeline.n_updates", "{}"),
+    ("4th update ({} time units)", "timeline", "timeline.window", "{:.1f}"),
+    # response 21 at k = 0: the first batch's straggler, whose end starts the first update
+    ("lane {}'s response, which ends", "timeline", "timeline.runs.0.responses.21.lane", "{}"),
+    ("which ends at {}) keep the trainer", "timeline", "timeline.runs.0.responses.21.end",
+     "{:.1f}"),
+    ("the lanes are busy {} of this window", "timeline", "timeline.runs.0.busy", "{:.0%}"),
+    ("the rows are full ({} busy)", "timeline", "timeline.runs.1.busy", "{:.0%}"),
     # Part 2
     ("keeps the lanes busy {} of the time", "default", "scheduling.utilization.0", "{:.0%}"),
     ("(k = 1) gives {}× the throughput", "default", "scheduling.throughput_gain.1", "{:.2f}"),
@@ -105,6 +169,150 @@ QUOTES = [
     ("is 1.96 instead of {}", "default", "mismatch.schemes.seq.rmse.10", "{:.2f}"),
     ("stays low under both ({}", "noise_gaussian", "mismatch.schemes.seq_tis.rmse.10", "{:.2f}"),
     ("under both (0.14 and {})", "default", "mismatch.schemes.seq_tis.rmse.10", "{:.2f}"),
+    ("drops from {}× to 3.17×", "default", "scheduling.throughput_gain.1", "{:.2f}"),
+    ("max lag of a trained response is {} (= k)", "drop_stale", "drop_stale.max_lag", "{}"),
+    ("(= k), against {} keeping them", "drop_stale", "drop_stale.max_lag_keeping_stale", "{}"),
+    ("gain goes {}× at k = 1", "lanes_64", "scheduling.throughput_gain.1", "{:.2f}"),
+    ("{}× at k = 2 (then the trainer", "lanes_64", "scheduling.throughput_gain.2", "{:.2f}"),
+    ("(mean {}, max 34 at k = 8)", "lanes_64", "scheduling.mean_lag.-1", "{:.2f}"),
+    ("max {} at k = 8)", "lanes_64", "scheduling.max_lag.-1", "{}"),
+    ("for C from {} to 10", "c_sweep", "c_sweep.C.0", "{:g}"),
+    ("for C from 1 to {} at", "c_sweep", "c_sweep.C.-1", "{:g}"),
+    ("to 10 at mismatch {}.", "c_sweep", "c_sweep.mismatch", "{}"),
+    ("nothing is truncated (C ≥ {})", "c_sweep", "c_sweep.C.8", "{:g}"),
+    ("to 0.069 from C = {} on", "c_sweep", "c_sweep.C.7", "{:g}"),
+    # At real lengths
+    ("its mismatch (per token, {} by default)", "length_sweep", "length_sweep.per_token_mismatch",
+     "{}"),
+    ("and batches of {}, and grows T", "length_sweep", "length_sweep.batch_size", "{}"),
+    ("grows T to {}.", "length_sweep", "length_sweep.T.-1", "{}"),
+    ("scheme then has a relative RMSE of about {} at every T", "length_sweep_no_mismatch",
+     "length_sweep.schemes.none.rmse", lambda rmse: f"{sum(rmse) / len(rmse):.2f}"),  # mean
+    ("at T = 64 it is below 1e-6 for {} of the responses", "length_sweep",
+     "length_sweep.schemes.seq_tis.zero_weight_share.2", "{:.0%}"),
+    ("at T = 256 for {},", "length_sweep", "length_sweep.schemes.seq_tis.zero_weight_share.3",
+     "{:.1%}"),
+    ("its relative RMSE exactly {}", "length_sweep", "length_sweep.schemes.seq_tis.rmse.-1",
+     "{:.3f}"),
+    ("nowhere (cosine {})", "length_sweep", "length_sweep.schemes.seq_tis.cosine.-1", "{:.2f}"),
+    ("in practice ({} ± 3.7 at T = 64", "length_sweep", "length_sweep.schemes.seq.rmse.2",
+     "{:.1f}"),
+    ("(10.1 ± {} at T = 64", "length_sweep", "length_sweep.schemes.seq.rmse_stderr.2", "{:.1f}"),
+    ("keep a cosine of {}–0.87", "length_sweep", "length_sweep.schemes.token_tis.cosine.-1",
+     "{:.2f}"),
+    ("keep a cosine of 0.80–{}", "length_sweep", "length_sweep.schemes.token_tis.cosine.2",
+     "{:.2f}"),
+    ("at mismatch 0.6 ({}, against 0.116", "default", "masking.schemes.seq_mask.rmse.6", "{:.3f}"),
+    ("against {} for sequence TIS and", "default", "mismatch.schemes.seq_tis.rmse.6", "{:.3f}"),
+    ("and {} for sequence IS), even", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
+    ("masking whole responses whose ratio leaves [{}, 2]", "default", "masking.low", "{:g}"),
+    ("whose ratio leaves [0.5, {}]", "default", "masking.high", "{:g}"),
+    ("even though it rejects {} of the responses", "length_sweep",
+     "length_sweep.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
+    ("rejects everything ({} at T = 64)", "length_sweep",
+     "length_sweep.schemes.seq_mask.zero_weight_share.2", "{:.0%}"),
+    ("rejects a steady {} of tokens", "length_sweep",
+     "length_sweep.schemes.token_mask.zero_weight_share.2", "{:.0%}"),
+    ("its bias shows (cosine {} against", "length_sweep",
+     "length_sweep.schemes.token_mask.cosine.-1", "{:.2f}"),
+    ("against {} for token IS)", "length_sweep", "length_sweep.schemes.token.cosine.-1", "{:.2f}"),
+    ("for every response ({} rejected)", "length_sweep",
+     "length_sweep.schemes.geo_mask.zero_weight_share.0", "{:.0%}"),
+    # The speedup at equal hardware
+    ("The {} of Part 2 compares", "default", "scheduling.throughput_gain.1", "{:.2f}×"),
+    ("(`--gpus`, default {})", "equal_hardware", "equal_hardware.gpus", "{}"),
+    ("`--lanes-per-gpu` lanes (default {})", "equal_hardware", "equal_hardware.lanes_per_gpu",
+     "{}"),
+    ("G × `--train-time` = {}):", "equal_hardware", "equal_hardware.train_work", "{:g}"),
+    ("exactly Part 2's k = 0 run: {}.", "equal_hardware", "equal_hardware.sync_throughput",
+     "{:.2f}"),
+    ("this is exactly Part 2's k = 0 run: {}.", "default", "scheduling.throughput.0", "{:.2f}"),
+    ("GRPO on the lab's 7B, {} GB from your", "default", "memory.grpo_7b_gb", "{:.0f}"),
+    ("`rl_memory_gb`: {} GPUs)", "equal_hardware", "equal_hardware.trainer_gpus_needed", "{}"),
+    ("so g = {} is excluded", "equal_hardware", "equal_hardware.splits.-1.gen_gpus", "{}"),
+    ("the best split is {} training", "equal_hardware", "equal_hardware",
+     lambda e: f"{e['best_gen_gpus']} GPUs generating and {e['gpus'] - e['best_gen_gpus']}"),
+    ("training: {} responses per time unit", "equal_hardware", "equal_hardware.best_throughput",
+     "{:.2f}"),
+    ("per time unit, **{}×** the synchronous", "equal_hardware", "equal_hardware.speedup",
+     "{:.2f}"),
+    ("With `--sigma 0.5` it falls to {}×", "equal_hardware_sigma_0.5", "equal_hardware.speedup",
+     "{:.2f}"),
+    ("the split loses: {}×", "equal_hardware_sigma_0", "equal_hardware.speedup", "{:.2f}"),
+    ("On 8 GPUs (`--gpus 8`) it is {}×", "equal_hardware_gpus_8", "equal_hardware.speedup",
+     "{:.2f}"),
+    ("on 24, {}×.", "equal_hardware_gpus_24", "equal_hardware.speedup", "{:.2f}"),
+    # Where the lab sits among real systems
+    ("(k = 1 vs k = 0) | {}× |", "default", "scheduling.throughput_gain.1", "{:.2f}"),
+    ("`--equal-hardware` | {}× (1.38×", "equal_hardware", "equal_hardware.speedup", "{:.2f}"),
+    ("({}× to 3.19× over `--train-work` 128", "equal_hardware_work_128", "equal_hardware.speedup",
+     "{:.2f}"),
+    ("(1.38× to {}× over `--train-work` 128", "equal_hardware_work_1", "equal_hardware.speedup",
+     "{:.2f}"),
+    ("equal, {} GPUs | this lab", "equal_hardware", "equal_hardware.gpus", "{}"),
+    # Why k stops mattering
+    ("16 lanes finish about {} responses per time unit", "default", "scheduling.throughput.2",
+     "{:.0f}"),
+    ("**Why k stops mattering past k = 2.** {} lanes", "default", "scheduling.n_lanes", "{}"),
+    ("and the trainer could take {} (B = 32", "default", "scheduling",
+     lambda run: f"{run['B'] / run['train_time']:g}"),
+
+]
+
+# Table rows: (the row, with {} for each number; one (snapshot, path, format) per {})
+LENGTH_COLUMNS = ["none", "token", "token_tis", "seq", "seq_tis", "token_mask", "seq_mask",
+                  "geo_mask"]
+WORKS = [1, 4, 8, 16, 32, 64, 128]  # the --train-work columns of the equal-hardware table
+
+
+def length_cell(scheme, i, fmt="{:.3f}", stderr=True):
+    """One 'rmse±stderr' cell of the At real lengths table: (words, [(snapshot, path, format)])."""
+    path = f"length_sweep.schemes.{scheme}"
+    cells = [("length_sweep", f"{path}.rmse.{i}", fmt)]
+    if stderr:
+        cells.append(("length_sweep", f"{path}.rmse_stderr.{i}", fmt))
+    return "±".join(["{}"] * len(cells)), cells
+
+
+def length_row(label, i, bold=(), two_digits=(), no_stderr=()):
+    """Row i of the At real lengths table; `label` has a {} for its T."""
+    words, cells = f"| {label} |", [("length_sweep", f"length_sweep.T.{i}", "{}")]
+    for scheme in LENGTH_COLUMNS:
+        cell, found = length_cell(scheme, i, "{:.2f}" if scheme in two_digits else "{:.3f}",
+                                  stderr=i > 0 and scheme not in no_stderr)
+        words += f" **{cell}** |" if scheme in bold else f" {cell} |"
+        cells += found
+    return words, cells
+
+
+def zero_share(share):
+    return "0" if share == 0 else f"{share:.0%}"
+
+
+def equal_hardware_snapshot(work):
+    return "equal_hardware" if work == 16 else f"equal_hardware_work_{work}"
+
+
+TABLE_ROWS = [
+    length_row("{} (exact)", 0, bold={"seq_tis"}),
+    length_row("{}", 1, bold={"seq_tis"}),
+    length_row("{}", 2, two_digits={"seq"}),
+    length_row("{}", 3, no_stderr={"seq", "seq_tis", "seq_mask"}),
+    length_row("{}", 4, no_stderr={"seq", "seq_tis", "seq_mask"}),
+    ("| cosine at {} |" + " {} |" * len(LENGTH_COLUMNS),
+     [("length_sweep", "length_sweep.T.4", "{}")]
+     + [("length_sweep", f"length_sweep.schemes.{s}.cosine.4", "{:.2f}") for s in LENGTH_COLUMNS]),
+    ("| zero weights at {} / {} |" + " {} / {} |" * len(LENGTH_COLUMNS),
+     [("length_sweep", f"length_sweep.T.{i}", "{}") for i in (2, 4)]
+     + [("length_sweep", f"length_sweep.schemes.{s}.zero_weight_share.{i}", zero_share)
+        for s in LENGTH_COLUMNS for i in (2, 4)]),
+    ("| `--train-work` |" + " {} |" * len(WORKS),
+     [(equal_hardware_snapshot(w), "equal_hardware.train_work", "{:g}") for w in WORKS]),
+    ("| best split (generate / train) |" + " {} |" * len(WORKS),
+     [(equal_hardware_snapshot(w), "equal_hardware",
+       lambda e: f"{e['best_gen_gpus']} / {e['gpus'] - e['best_gen_gpus']}") for w in WORKS]),
+    ("| speedup at equal hardware |" + " {}× |" * len(WORKS),
+     [(equal_hardware_snapshot(w), "equal_hardware.speedup", "{:.2f}") for w in WORKS]),
 ]
 
 
@@ -115,8 +323,9 @@ def value_at(results, path):
     return results
 
 
-def fresh_run(flags, tmp):
-    out = Path(tmp, "rl_systems.png")
+def fresh_run(name, tmp):
+    out = Path(tmp, f"{name}.png")
+    flags = RUNS[name]
     subprocess.run([sys.executable, "run.py", *flags, "--out", str(out)], cwd=ROOT, check=True,
                    env=dict(os.environ, RL_SOLUTIONS="1"), stdout=subprocess.DEVNULL)
     return json.loads(out.with_suffix(".json").read_text())
@@ -146,14 +355,59 @@ def flat(text):
     return " ".join(text.split())
 
 
+def checks():
+    """QUOTES and TABLE_ROWS alike, as (words, [(snapshot, path, format), ...])."""
+    return [(words, [(name, path, fmt)]) for words, name, path, fmt in QUOTES] + TABLE_ROWS
+
+
+def quoted(words, cells, snapshots):
+    """`words` with the snapshots' numbers, formatted, in place of the {}s."""
+    values = [value_at(snapshots[name], path) for name, path, _ in cells]
+    return flat(words.format(*[fmt(value) if callable(fmt) else fmt.format(value)
+                               for value, (_, _, fmt) in zip(values, cells)]))
+
+
 def quote_problems(readme, snapshots, only=None):
-    """The QUOTES that README text `readme` does not hold with the snapshot's number."""
-    text, problems = flat(readme), []
-    for words, name, path, fmt in QUOTES:
-        expected = flat(words.format(fmt.format(value_at(snapshots[name], path))))
-        if (only is None or expected in only) and expected not in text:
-            problems.append(f"README should say {expected!r} (snapshot {name}, {path})")
-    return problems
+    """The checks that README text `readme` does not hold with the snapshots' numbers, and
+    how many numbers were checked."""
+    text, problems, n_numbers = flat(readme), [], 0
+    for words, cells in checks():
+        expected = quoted(words, cells, snapshots)
+        if only is None or expected in only:
+            n_numbers += len(cells)
+            if expected not in text:
+                where = ", ".join(f"{name} {path}" for name, path, _ in cells)
+                problems.append(f"README should say {expected!r} (snapshot {where})")
+    return problems, n_numbers
+
+
+# The README's table of tools/check_draws.py: its row for each claim there
+DRAW_CLAIMS = {
+    "naive bias doubles with the mismatch":
+        "naive bias about doubles when the mismatch doubles (ratio 1.8–2.3)",
+    "sequence IS variance explodes, naive does not":
+        "sequence IS variance explodes, the naive one does not",
+    "truncation has the lowest RMSE at mismatch 0.6":
+        "truncation has the lowest RMSE at mismatch 0.6",
+    "sequence TIS beats token TIS at mismatch 0.6": "sequence TIS beats token TIS at mismatch 0.6",
+    "best C of token TIS strictly inside 1..10": "best C of token TIS strictly inside 1..10",
+}
+
+
+def draws_problems(readme):
+    """The counts of tools/check_draws.py that README text `readme` does not hold."""
+    sys.path.insert(0, str(ROOT))
+    from tools import check_draws  # computed afresh: about 2 s, no snapshot
+    found = check_draws.draws()
+    aside = [(seed, ratio) for seed, _, ratio, set_aside, _ in found if set_aside]
+    expected = [f"set aside ({', '.join(f'seed {s}: {r:.2f}×' for s, r in aside)})",
+                f"Of the other {len(found) - len(aside)} draws"]
+    for claim, results in check_draws.per_claim(found).items():
+        failing = ", ".join(str(seed) for seed, holds in results if not holds) or "none"
+        expected.append(f"| {DRAW_CLAIMS[claim]} | {sum(h for _, h in results)}/{len(results)} "
+                        f"| {failing} |")
+    return [f"README should say {line!r} (tools/check_draws.py)" for line in expected
+            if line not in flat(readme)]
 
 
 def main(argv=None):
@@ -164,8 +418,11 @@ def main(argv=None):
     problems = []
     snapshots = {}
     with tempfile.TemporaryDirectory() as tmp:
+        # the runs are independent processes: run as many at once as there are cores
+        with ThreadPoolExecutor(os.cpu_count()) as pool:
+            runs = dict(zip(RUNS, pool.map(lambda name: fresh_run(name, tmp), RUNS)))
         for name, flags in RUNS.items():
-            fresh, path = fresh_run(flags, tmp), SNAPSHOTS / f"{name}.json"
+            fresh, path = runs[name], SNAPSHOTS / f"{name}.json"
             if args.update or not path.exists():
                 SNAPSHOTS.mkdir(exist_ok=True)
                 path.write_text(json.dumps(fresh, indent=1) + "\n")
@@ -175,8 +432,13 @@ def main(argv=None):
                   f"{'matches' if not found else 'DIFFERS from'} tools/snapshots/{name}.json")
             problems += [f"{name}: {problem}" for problem in found]
     readme = (ROOT / "README.md").read_text()
-    found = quote_problems(readme, snapshots)
-    print(f"README.md: {len(QUOTES) - len(found)} of {len(QUOTES)} quoted numbers match")
+    found, n_numbers = quote_problems(readme, snapshots)
+    print(f"README.md: {len(found)} of {len(checks())} quotes differ "
+          f"({n_numbers} numbers checked)")
+    problems += found
+    found = draws_problems(readme)
+    print(f"README.md: {len(found)} of {len(DRAW_CLAIMS) + 2} counts of tools/check_draws.py "
+          "differ")
     problems += found
     if args.student_readme:
         sys.path.insert(0, str(ROOT))
@@ -184,11 +446,12 @@ def main(argv=None):
         made = student_readme(readme)
         if args.student_readme.read_text() != made:
             problems.append(f"{args.student_readme} is not what tools/release.py makes now")
-        quotes = [flat(w.format(f.format(value_at(snapshots[n], p)))) for w, n, p, f in QUOTES]
+        quotes = [quoted(words, cells, snapshots) for words, cells in checks()]
         kept = [quote for quote in quotes if quote in flat(made)]  # not in instructor parts
-        found = quote_problems(args.student_readme.read_text(), snapshots, only=set(kept))
-        print(f"{args.student_readme}: {len(kept) - len(found)} of {len(kept)} quoted numbers "
-              "match")
+        found, n_numbers = quote_problems(args.student_readme.read_text(), snapshots,
+                                          only=set(kept))
+        print(f"{args.student_readme}: {len(found)} of {len(kept)} quotes differ "
+              f"({n_numbers} numbers checked)")
         problems += found
     for problem in problems:
         print("PROBLEM:", problem)

@@ -1,6 +1,8 @@
 """Tests of issue 12's machinery: the students' README, the autograder's wire, the snapshot
 tolerance, the --solutions switch and toy's blocked estimates (python -m pytest -q tools)."""
+import copy
 import io
+import json
 
 import numpy as np
 import pytest
@@ -9,7 +11,7 @@ import lab
 import toy
 from tools.autograder import wire
 from tools.release import student_readme
-from tools.snapshots import differences
+from tools.snapshots import RUNS, ROOT, SNAPSHOTS, checks, differences, quote_problems
 
 
 def test_student_readme_drops_instructor_parts():
@@ -70,6 +72,19 @@ def test_wire_sends_only_data(value):
 def test_snapshot_tolerance_has_a_relative_and_an_absolute_part():
     assert differences({"x": [1.0 + 1e-7, 1e-16]}, {"x": [1.0, 3e-16]}) == []
     assert differences({"x": [1.001]}, {"x": [1.0]}) == ["x.0: 1.001 now, 1.0 in the snapshot"]
+
+
+def test_readme_quotes_hold_the_snapshots_and_catch_a_changed_number():
+    """Every README check holds against the stored snapshots (no runs), and fails once
+    one of its numbers changes: the Part 2 k = 1 gain, quoted in prose and in a table."""
+    snapshots = {name: json.loads((SNAPSHOTS / f"{name}.json").read_text()) for name in RUNS}
+    readme = (ROOT / "README.md").read_text()
+    problems, n_numbers = quote_problems(readme, snapshots)
+    assert problems == [] and n_numbers >= len(checks())
+    changed = copy.deepcopy(snapshots)
+    changed["default"]["scheduling"]["throughput_gain"][1] = 4.18
+    problems, _ = quote_problems(readme, changed)
+    assert len(problems) >= 3 and all("4.18" in problem for problem in problems)
 
 
 def test_solutions_refused_in_a_copy_without_them(monkeypatch, tmp_path):
