@@ -20,6 +20,7 @@ from lab import SCHEMES, harness
 from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, timeline)
+from lab.input_checks import ContractError
 from lab.model_shapes import GPU_GB
 from scheduler_core import MAX_RESPONSES, MAX_SIGMA, SchedulerError
 
@@ -267,8 +268,8 @@ def failed(part, task, error, unavailable):
         print(f"{part}: stopped after {PART_LIMIT:g} s, its time limit: {error}{where(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} ran too long: see its tests"
-    elif harness.raised_in_given_code(error) and not isinstance(error, (SchedulerError,
-                                                                          lab.TaskFileError)):
+    elif harness.raised_in_given_code(error) and not isinstance(
+            error, (SchedulerError, ContractError, lab.TaskFileError)):
         frame = harness.lab_frames(error)[-1]
         print(f"{part}: failed in given code, not in your file: {type(error).__name__}: {error}"
               f"\n  at {Path(frame.filename).relative_to(harness.ROOT)}, line {frame.lineno}. "

@@ -151,13 +151,13 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
     answer = take_batch(finished, version, k, B, drop_stale)
     state = (f"(version={version}, k={k}, B={B}, drop_stale={drop_stale}, "
              f"n_started={n_started}, n_dropped={n_dropped}, "
-             f"{len(before)} responses were in `finished` before the call)")
+             f"responses in `finished` before the call: {len(before)})")
 
     def broken(rule):
         return SchedulerError(f"take_batch broke a rule: {rule} {state}")
 
     if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise broken(f"it must return a pair (batch, dropped), got {answer!r}.")
+        raise broken(f"it must return a tuple (batch, dropped), got {answer!r}.")
     batch, dropped = answer
     if batch is None and dropped == [] and finished == before:
         return None, []  # nothing taken: the common case, checked cheaply

@@ -67,7 +67,7 @@ def test_task1a_bytes_per_parameter(memory):
 
 def test_task1a_full_7b_is_112_gb(memory):
     got = memory.model_state_bytes(7e9)
-    check(got, 112e9, "model_state_bytes(7e9), a 7B model trained in full (bytes)")
+    check(got, 112_000_000_000, "model_state_bytes(7e9), a 7B model trained in full (bytes)")
     assert isinstance(got, numbers.Integral), (
         f"model_state_bytes must return an int (whole bytes), got {type(got).__name__} {got!r}")
 
@@ -296,6 +296,8 @@ MISTAKES_2A = {
         lambda n, d, v, k, B: n - d < (v + 1) * B,
     "ignored the version: the bound moves up by B with every update":
         lambda n, d, v, k, B: n - d < (k + 1) * B,
+    "added k responses, not k batches: the bound is (version + k + 1) * B":
+        lambda n, d, v, k, B: n - d < (v + 1) * B + k,
 }
 
 
@@ -327,7 +329,8 @@ def test_task2a_synchronous_when_k_is_0(scheduler):
 
 
 def test_task2a_k_batches_ahead(scheduler):
-    states = [(n, 0, v, k, 4) for v, k in ((0, 1), (1, 2), (3, 1)) for n in (7, 8, 15, 16, 19, 20)]
+    states = [(n, 0, v, k, 4) for v, k in ((0, 1), (1, 2), (3, 1))
+              for n in (7, 8, 10, 12, 15, 16, 19, 20)]
     check_admission(scheduler.may_start, states, "k >= 1, B = 4: k batches ahead")
 
 
@@ -376,7 +379,9 @@ def test_task2b_first_in_first_out(scheduler):
         ([4, 3, 2], "took the newest first (LIFO, e.g. pop()); the trainer takes the oldest"),
         ([2, 3, 4], "took the last B; the oldest B come first in `finished`")])
     check(ids(finished), [3, 4], "ids left in `finished` (change the list in place)",
-          [([0, 1, 2, 3, 4], "did not remove the batch from `finished`")])
+          [([0, 1, 2, 3, 4], "did not remove the batch from the caller's list `finished`: "
+                             "change it in place (del finished[:B]); finished = finished[B:] "
+                             "only rebinds the name")])
     assert dropped == [], f"nothing may be dropped when drop_stale is False, got {ids(dropped)}"
 
 
@@ -698,7 +703,8 @@ def test_task3a_token_tis_caps_from_above(tis):
         (np.clip(W, 0.5, 2.0), "clipped from below as well; TIS only caps large weights"),
         (W, "did not truncate"),
         (np.minimum(1 / W, 2.0), "ratio upside down, then truncated"),
-        (np.minimum(W, np.exp(2.0)), "capped log w at C; in log space the cap is log C")])
+        (np.minimum(W, np.exp(2.0)), "capped log w at C; in log space the cap is log C"),
+        (np.maximum(W, 2.0), "max where min is due: TIS keeps min(w, C), raising no weight")])
     check(weights(tis, "token_tis", C=1.5), np.minimum(W, 1.5), "the same with C = 1.5",
           [(np.minimum(W, 2.0), "ignored C (used 2)")])
 

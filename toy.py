@@ -21,7 +21,7 @@ import itertools
 
 import numpy as np
 
-from lab.input_checks import at_least, at_most, one_of, whole_at_least
+from lab.input_checks import ContractError, at_least, at_most, one_of, whole_at_least
 
 V, T = 4, 6
 D = (V + 1) * V
@@ -108,9 +108,9 @@ def one_response_estimates(pg_estimate, rows, weights):
         grad[np.arange(b), :, np.arange(b)] = GRAD_LOGP[block]  # response j -> block j
         out = np.asarray(pg_estimate(REWARDS[block], grad.reshape(b, T, b * D), weights[block]))
         if out.shape != (b * D,):
-            raise ValueError(f"pg_estimate on {b} responses with D = {b * D} parameters returned "
-                             f"shape {out.shape}; it must return one number per parameter, "
-                             f"shape ({b * D},)")
+            raise ContractError(f"pg_estimate (Task 3b) on {b} responses with D = {b * D} "
+                                f"parameters returned shape {out.shape}; it must return one "
+                                f"number per parameter, shape ({b * D},)")
         g.append(out.reshape(b, D) * b)
     return np.concatenate(g)
 
@@ -144,19 +144,20 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     def estimate(batch):  # pg_estimate on the responses with these indices
         return np.asarray(pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch]))
 
+    # The formulas assume pg_estimate averages over its batch: on a few copies of
+    # one response it must give that response's estimate back. (A few, not
+    # batch_size: the check must not cost memory or time for a large batch.)
+    rewarded = np.flatnonzero(REWARDS)
+    one, copies = estimate(rewarded[:1]), estimate([rewarded[0]] * N_COPIES)
+    if not np.allclose(copies, one):
+        raise ContractError(
+            f"pg_estimate (Task 3b) on {N_COPIES} copies of one response gave "
+            f"{np.linalg.norm(copies) / np.linalg.norm(one):.4g} times that response's own "
+            "estimate; it must average over the batch (divide by N), not sum")
     # g(y) for every response: the estimate a batch of that one response gives.
     # A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
-    rewarded = np.flatnonzero(REWARDS)
     g = one_response_estimates(pg_estimate, rewarded, weights)
     q = q[rewarded]
-    # The formulas assume pg_estimate averages over its batch: on a few copies
-    # of one response it must give that response's estimate back. (A few, not
-    # batch_size: the check must not cost memory or time for a large batch.)
-    copies = estimate([rewarded[0]] * N_COPIES)
-    if not np.allclose(copies, g[0]):
-        raise ValueError(f"pg_estimate on {N_COPIES} copies of one response gave "
-                         f"{np.linalg.norm(copies) / np.linalg.norm(g[0]):.4g} times the estimate "
-                         "of that response alone; it must average over the batch, not sum")
     mean = q @ g
     bias = float(np.linalg.norm(mean - TRUE_GRAD))
     variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size

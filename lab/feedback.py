@@ -76,6 +76,8 @@ def check_cases(cases, got, expected, what, rule, mistakes=()):
     if not wrong:
         return
     hint = likely_everywhere(got, mistakes() if callable(mistakes) else mistakes)
+    if not hint and all(g is None for g in got):
+        hint = "\n  (did you forget a return statement?)"
     first = wrong[0]
     raise AssertionError(
         f"{what}: {len(wrong)} of {len(cases)} cases wrong. The rule: {rule}\n"

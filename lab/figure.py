@@ -40,8 +40,7 @@ def draw(results, path):
              ("scheduling", top[1:], scheduling_panels),
              ("mismatch", bottom, mismatch_panels)]
     if sweep:
-        parts.append(("length_sweep", axes[2][:3], length_panels))
-        axes[2][3].axis("off")
+        parts.append(("length_sweep", axes[2], length_panels))
     for key, panels, draw_part in parts:
         part, task = PARTS[key]
         if results[key] is None:
@@ -135,11 +134,15 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
                     loc="upper right")
 
 
-def length_panels(s, ax_rmse, ax_cos, ax_zero):
+def length_panels(s, ax_rmse, ax_cos, ax_zero, ax_legend):
+    """The length sweep's three panels; its legend gets a panel of its own (ax_legend),
+    as inside any of them it would hide the curves."""
     setup = f"per-token mismatch {s['per_token_mismatch']}, batch of {s['batch_size']}"
     for scheme, stats in s["schemes"].items():
+        # sequence IS is drawn wide, so sequence TIS on top of it leaves it visible
         style = dict(color=COLORS[scheme], label=LABELS[scheme], marker=".",
-                     linestyle="--" if scheme.endswith("_mask") else "-")
+                     linestyle="--" if scheme.endswith("_mask") else "-",
+                     linewidth=4 if scheme == "seq" else 1.5)
         ax_rmse.errorbar(s["T"], stats["rmse"], yerr=stats["rmse_stderr"], **style)
         ax_cos.plot(s["T"], stats["cosine"], **style)
         ax_zero.plot(s["T"], stats["zero_weight_share"], **style)
@@ -152,7 +155,9 @@ def length_panels(s, ax_rmse, ax_cos, ax_zero):
         ax.set_xticks(s["T"], [str(T) for T in s["T"]])
         ax.set_xlabel("response length T (tokens); T = 6 exact, longer Monte Carlo")
         ax.set_ylabel(ylabel)
-    ax_rmse.legend(title=setup, fontsize=7, title_fontsize=8, loc="upper left")
+    ax_legend.axis("off")
+    ax_legend.legend(*ax_rmse.get_legend_handles_labels(), title=setup, fontsize=9,
+                     title_fontsize=9, loc="center left")
 
 
 # ---------------------------------------------------------------- the optional figures

@@ -9,6 +9,11 @@ import numbers
 import numpy as np
 
 
+class ContractError(ValueError):
+    """Given code found that a task function's answer broke a rule it relies on (a sum
+    where a mean is due, a wrong shape): the task's code is at fault, not the lab's."""
+
+
 def at_least(name, value, low):
     """Require a real number `value` >= `low`."""
     is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)

@@ -116,6 +116,8 @@ MUTANTS = [
            "return n_started + n_dropped < (version + k + 1) * B", hint="added n_dropped"),
     Mutant("2a", "<= with (version + k) * B", RULE,
            "return n_started - n_dropped <= (version + k) * B", hint="used <= with (version + k)"),
+    Mutant("2a", "k responses ahead instead of k batches", RULE,
+           "return n_started - n_dropped < (version + 1) * B + k", hint="added k responses"),
     Mutant("2b", "took the lowest ids (start order), not the first in `finished`",
            "batch = finished[:B]\n    del finished[:B]",
            'batch = sorted(finished, key=lambda r: r["start"])[:B]\n'
@@ -184,6 +186,9 @@ MUTANTS = [
     Mutant("3a", "ratio upside down (inferred over trained)",
            "log_w = logp_train - logp_infer\n", "log_w = logp_infer - logp_train\n",
            hint="ratio upside down"),
+    Mutant("3a", "max instead of min (raised every weight to C)",
+           "log_w = np.minimum(log_w, np.log(C))", "log_w = np.maximum(log_w, np.log(C))",
+           hint="max where min is due"),
     Mutant("3a", "clipped from below as well as above",
            "log_w = np.minimum(log_w, np.log(C))",
            "log_w = np.clip(log_w, -np.log(C), np.log(C))", hint="clipped from below"),

@@ -1,4 +1,5 @@
 """Tests of the instructor tools and switches (run by CI: python -m pytest -q tools/test_tools.py)."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,21 @@ def test_run_rejects_bad_flags(flags):
     done = subprocess.run([sys.executable, "run.py", *flags], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2 and f"argument {flags[0]}" in done.stderr, done.stderr
+
+
+def test_readme_first_run_matches_the_stubs():
+    """README's "Your first run" shows `pytest -q -k task1` on the stubs: its progress rows,
+    its counts and the number of given-code tests must be what that command prints."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Your first run"):readme.index("### Reading a failure")]
+    sample = section.split("```")[3]  # the block after the commands' block
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "task1"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, RL_SOLUTIONS="0"))
+    rows = [line for line in sample.splitlines() if "memory.py     0/" in line]
+    assert rows and all(row in done.stdout for row in rows), (rows, done.stdout[-600:])
+    counts = sample.strip().splitlines()[-1].split(" in ")[0]  # "11 failed, 62 deselected"
+    assert counts in done.stdout, (counts, done.stdout[-300:])
+    given = subprocess.run([sys.executable, "-m", "pytest", "-q", "lab/test_given.py"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    n_given = int(given.stdout.strip().splitlines()[-1].split()[0])
+    assert f"The {n_given} tests without a task in their name" in section, given.stdout[-200:]
