@@ -174,7 +174,7 @@ def test_length_sweep_true_gradient_matches_enumeration():
 
 
 def test_length_sweep_monte_carlo_agrees_with_exact():
-    def estimate(rewards, grad_logp, weights):  # Task 3b's formula, written out
+    def estimate(rewards, grad_logp, weights):  # a stand-in for pg_estimate
         return np.einsum("n,nt,ntd->d", rewards, weights, grad_logp) / len(rewards)
 
     ratio = {"token": lambda train, infer: np.exp(train - infer)}
@@ -186,22 +186,25 @@ def test_length_sweep_monte_carlo_agrees_with_exact():
     sampled = toy.sampled_stats(ratio, estimate, g, batches)["schemes"]["token"]
     assert abs(sampled["rmse"] - exact["rmse"]) < 4 * sampled["rmse_stderr"], (sampled, exact)
     assert abs(sampled["cosine"] - exact["cosine"]) < 0.02, (sampled, exact)
-# ---------------------------------------------------------------- Part 2's lag tail, equal
-# hardware and timeline (issues 10 and 13): correct stand-ins for Tasks 1 and 2, written here.
 
-def admit(n_started, n_dropped, version, k, B):
+# ---------------------------------------------------------------- Part 2's lag tail, equal
+# hardware and timeline: stand-ins for Tasks 1 and 2, written here. They follow the
+# simulator's rules, but newest_first is deliberately not Task 2b's answer: it trains the
+# newest B responses, not the oldest, which the given code must handle just as well.
+
+def admit(n_started, n_dropped, version, k, B):  # the rule in may_start's docstring
     return n_started - n_dropped < (version + k + 1) * B
 
 
-def fifo(finished, version, k, B, drop_stale):
+def newest_first(finished, version, k, B, drop_stale):
     dropped = [r for r in finished if drop_stale and version - r["tag"] > k]
     for r in dropped:
         finished.remove(r)
         r["dropped"] = True
     if len(finished) < B:
         return None, dropped
-    batch = finished[:B]
-    del finished[:B]
+    batch = finished[-B:]
+    del finished[-B:]
     for r in batch:
         r["lag"] = version - r["tag"]
     return batch, dropped
@@ -214,7 +217,7 @@ class StandInScheduler:
     def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
                  seed=0):
         lengths = iter(np.random.default_rng(seed).lognormal(-sigma**2 / 2, sigma, 100_000))
-        return run_simulation(n_lanes, B, k, n_steps, train_time, lengths, admit, fifo,
+        return run_simulation(n_lanes, B, k, n_steps, train_time, lengths, admit, newest_first,
                               drop_stale)
 
 

@@ -6,8 +6,8 @@ RELEASE is a folder tools/release.py wrote. Each submission is graded by the bun
 Gradescope would, unzipped into a temporary folder (run_autograder with AUTOGRADER_ROOT):
 
   stubs       the task files as shipped                              must score 0
-  reference   solutions/                                             must score 100
-  mutant      the reference with one plausible mistake (Task 1c)     must score in (0, 100)
+  reference   solutions/                              must score 100 + the extra credit (110)
+  mutant      the reference with one plausible mistake (Task 1c)     must score in (0, 110)
   writer      stubs + memory.py patches the results writer and pytest's reports
   atexit      stubs + memory.py rewrites results files when the process exits
   hardcoded   right on exactly the inputs the public tests use, NotImplementedError
@@ -34,12 +34,13 @@ from tools.mutants import MUTANTS  # noqa: E402
 
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]
 MUTANT_TASK = "1c"  # the first mutant of this task is the "partial" submission
+FULL = 100 + sum(t.points for t in lab.TASKS.values() if t.extra)  # with the extra credit
 
 WRITER_CHEAT = '''
 # cheat: every report says "passed", and the Gradescope writer says 100
 import _pytest.reports
 import lab.grading
-lab.grading.gradescope_results = lambda results: {"score": 100.0, "tests": []}
+lab.grading.gradescope_results = lambda *args: {"score": 100.0, "tests": []}
 _init = _pytest.reports.TestReport.__init__
 def _passed(self, *args, **kwargs):
     _init(self, *args, **kwargs)
@@ -148,8 +149,9 @@ def submissions(student, tmp):
                  for name, text in reference.items()}
     zero = ("0", lambda score: score == 0)
     cases = {"stubs": (stubs, zero),
-             "reference": (reference, ("100", lambda score: score == 100)),
-             f"mutant ({mutant.mistake})": (mutated, ("in (0, 100)", lambda s: 0 < s < 100)),
+             "reference": (reference, (f"{FULL:g}", lambda score: score == FULL)),
+             f"mutant ({mutant.mistake})": (mutated, (f"in (0, {FULL:g})",
+                                                      lambda s: 0 < s < FULL)),
              "writer cheat": (dict(stubs, **{"memory.py": stubs["memory.py"] + WRITER_CHEAT}),
                               zero),
              "atexit cheat": (dict(stubs, **{"memory.py": stubs["memory.py"] + ATEXIT_CHEAT}),

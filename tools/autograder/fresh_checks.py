@@ -141,3 +141,16 @@ def test_task3_unseen_inputs(tis, rng):
               f"{scheme!r}, {mismatch:.3f}, {C:.3f}, {batch_size}: bias, variance", rel=1e-6)
 
 
+
+
+def test_task3c_unseen_inputs(tis, rng):
+    ref = reference("tis")
+    for _ in range(N_CASES):
+        shape = (int(rng.integers(1, 7)), int(rng.integers(1, 9)))
+        logp_train, logp_infer = np.log(rng.uniform(0.05, 1, size=(2, *shape)))
+        level = str(rng.choice(lab.MASK_LEVELS))
+        low, high = float(rng.uniform(0, 1)), float(rng.uniform(1, 4))
+        close(tis.masked_weights(logp_train, logp_infer, level, low, high),
+              ref.masked_weights(logp_train, logp_infer, level, low, high),
+              f"masked_weights(random {shape} log-probabilities, {level!r}, low={low:.3f}, "
+              f"high={high:.3f})")
