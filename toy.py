@@ -90,23 +90,38 @@ for _table in (THETA, SEQUENCES, REWARDS, LOGP_TRAIN, GRAD_LOGP, TRUE_GRAD):
 BLOCK = 16  # responses per call of pg_estimate in one_response_estimates
 
 
-def one_response_estimates(pg_estimate, rows, weights):
-    """The one-response estimates g(y) of the responses `rows`, a (len(rows), D) array:
-    what pg_estimate gives on a batch of that response alone, for BLOCK responses per
-    call instead of one.
+def block_diagonal(grad_logp):
+    """(b, T, b * D) gradients for b responses: response j's D numbers in block j of a
+    b * D parameter vector, zeros elsewhere. Example, b = 2, D = 1, T = 1:
+    [[g0]], [[g1]] -> [[[g0, 0]], [[0, g1]]]."""
+    b = len(grad_logp)
+    grad = np.zeros((b, T, b, D))
+    grad[np.arange(b), :, np.arange(b)] = grad_logp  # response j -> block j
+    grad.setflags(write=False)
+    return grad.reshape(b, T, b * D)
+
+
+# The rewarded responses (a response with reward 0 has the estimate 0), in blocks of
+# BLOCK, with their block-diagonal gradients: the same for every scheme and mismatch.
+REWARDED = np.flatnonzero(REWARDS)
+BLOCKS = [(rows, block_diagonal(GRAD_LOGP[rows]))
+          for rows in np.split(REWARDED, range(BLOCK, len(REWARDED), BLOCK))]
+
+
+def one_response_estimates(pg_estimate, weights):
+    """The one-response estimates g(y) of the rewarded responses, a (len(REWARDED), D)
+    array: what pg_estimate gives on a batch of that response alone, for BLOCK
+    responses per call instead of one.
 
     A call gets b responses whose gradients sit in separate blocks of a b * D parameter
-    vector: response j's in block j, zeros elsewhere. The batch average then holds
-    g(y_j) / b in block j, so one call gives b one-response estimates. Example, b = 2,
-    D = 1: grad_logp rows [[g0, 0]] and [[0, g1]] -> mean [g0 / 2, g1 / 2].
+    vector (block_diagonal). The batch average then holds g(y_j) / b in block j, so one
+    call gives b one-response estimates. Example, b = 2, D = 1: grad_logp rows
+    [[g0, 0]] and [[0, g1]] -> mean [g0 / 2, g1 / 2].
     """
     g = []
-    for start in range(0, len(rows), BLOCK):
-        block = rows[start:start + BLOCK]
-        b = len(block)
-        grad = np.zeros((b, T, b, D))
-        grad[np.arange(b), :, np.arange(b)] = GRAD_LOGP[block]  # response j -> block j
-        out = np.asarray(pg_estimate(REWARDS[block], grad.reshape(b, T, b * D), weights[block]))
+    for rows, grad in BLOCKS:
+        b = len(rows)
+        out = np.asarray(pg_estimate(REWARDS[rows], grad, weights[rows]))
         if out.shape != (b * D,):
             raise ContractError(f"pg_estimate (Task 3b) on {b} responses with D = {b * D} "
                                 f"parameters returned shape {out.shape}; it must return one "
@@ -147,8 +162,7 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     # The formulas assume pg_estimate averages over its batch: on a few copies of
     # one response it must give that response's estimate back. (A few, not
     # batch_size: the check must not cost memory or time for a large batch.)
-    rewarded = np.flatnonzero(REWARDS)
-    one, copies = estimate(rewarded[:1]), estimate([rewarded[0]] * N_COPIES)
+    one, copies = estimate(REWARDED[:1]), estimate([REWARDED[0]] * N_COPIES)
     if not np.allclose(copies, one):
         raise ContractError(
             f"pg_estimate (Task 3b) on {N_COPIES} copies of one response gave "
@@ -156,8 +170,8 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
             "estimate; it must average over the batch (divide by N), not sum")
     # g(y) for every response: the estimate a batch of that one response gives.
     # A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
-    g = one_response_estimates(pg_estimate, rewarded, weights)
-    q = q[rewarded]
+    g = one_response_estimates(pg_estimate, weights)
+    q = q[REWARDED]
     mean = q @ g
     bias = float(np.linalg.norm(mean - TRUE_GRAD))
     variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size

@@ -97,11 +97,11 @@ def test_solutions_refused_in_a_copy_without_them(monkeypatch, tmp_path):
 def test_blocked_estimates_equal_one_call_per_response():
     rng = np.random.default_rng(0)
     weights = rng.uniform(0, 2, size=(len(toy.SEQUENCES), toy.T))
-    rows = np.flatnonzero(toy.REWARDS)[:37]  # two full blocks and a short one
+    rows = toy.REWARDED  # full blocks, then a short one (782 = 48 x 16 + 14)
 
     def pg_estimate(rewards, grad_logp, w):
         return (rewards[:, None, None] * w[:, :, None] * grad_logp).sum(axis=1).mean(axis=0)
 
     one_by_one = [pg_estimate(toy.REWARDS[[i]], toy.GRAD_LOGP[[i]], weights[[i]]) for i in rows]
-    blocked = toy.one_response_estimates(pg_estimate, rows, weights)
+    blocked = toy.one_response_estimates(pg_estimate, weights)
     assert np.allclose(blocked, one_by_one, rtol=1e-14, atol=1e-15)
