@@ -101,11 +101,15 @@ def block_diagonal(grad_logp):
     return grad.reshape(b, T, b * D)
 
 
-# The rewarded responses (a response with reward 0 has the estimate 0), in blocks of
-# BLOCK, with their block-diagonal gradients: the same for every scheme and mismatch.
+def blocks(grad_logp):
+    """The rewarded responses (a response with reward 0 has the estimate 0) in blocks of
+    BLOCK, each with its block-diagonal gradients: [(rows, (b, T, b * D) array), ...]."""
+    return [(rows, block_diagonal(grad_logp[rows]))
+            for rows in np.split(REWARDED, range(BLOCK, len(REWARDED), BLOCK))]
+
+
 REWARDED = np.flatnonzero(REWARDS)
-BLOCKS = [(rows, block_diagonal(GRAD_LOGP[rows]))
-          for rows in np.split(REWARDED, range(BLOCK, len(REWARDED), BLOCK))]
+BLOCKS = blocks(GRAD_LOGP)  # the same for every scheme and mismatch: built once
 
 
 def one_response_estimates(pg_estimate, weights):

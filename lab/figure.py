@@ -119,7 +119,8 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
         ax.set_xlabel("mismatch (scale of the logit perturbation)")
         ax.set_ylabel(ylabel)
     # one legend for the three panels (same curves), where the curves leave room for it
-    ax_rmse.legend(title=setup, fontsize=8, title_fontsize=8, loc="upper left")
+    ax_rmse.legend(title=f"{setup}\n(the same lines in the three panels)", fontsize=8,
+                   title_fontsize=8, loc="upper left")
     ax_std.set_yscale("log")
     ax_rmse.set_yscale("log")
 

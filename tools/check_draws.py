@@ -40,6 +40,7 @@ def use_draw(seed):
                          "gaussian": rng.normal(0.0, 1.0, size=(toy.V + 1, toy.V))}
     toy.LOGP_TRAIN = toy.token_logprobs(toy.THETA)
     toy.GRAD_LOGP = toy.grad_logprobs(toy.THETA)
+    toy.BLOCKS = toy.blocks(toy.GRAD_LOGP)
     toy.TRUE_GRAD = np.einsum("n,ntd->d", toy.sequence_probs(toy.THETA) * toy.REWARDS,
                               toy.GRAD_LOGP)
 
