@@ -1,6 +1,6 @@
 """The lab's pytest plugin (given): readable failures, a time limit, a progress table, Gradescope.
 
-conftest.py loads it; tools/check_release.py uses its time limit.
+conftest.py loads it; its time limits live in lab/harness.py.
 
 * A test that reaches an unimplemented TODO fails with one line naming the task.
 * A failed check prints its own message (quantity, inputs, expected vs got, likely cause).
