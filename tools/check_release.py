@@ -179,7 +179,7 @@ def check_mutants():
     mistake, got their own hint, got a wrong one]}, [near misses, caught, hinted],
     the number of tasks in which the reference gets a hint)."""
     os.environ["RL_SOLUTIONS"] = "0"
-    problems, lines, counts, near, reference_hints = model_problems(), [], {}, [0, 0, 0], 0
+    problems, lines, counts, near, reference_hints = [], [], {}, [0, 0, 0], 0
     for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
         module, failed = failures(name, (ROOT / "solutions" / name).read_text())
         problems += [f"the reference as {name} fails {test}: {msg}" for test, msg in failed.items()]
@@ -190,6 +190,7 @@ def check_mutants():
                 problems.append(f"the reference gets a hint in Task {task}: {hint.strip()}")
     if problems:
         return problems, lines, counts, near, reference_hints
+    problems += model_problems()
     caught_by = {test: 0 for test in vars(test_rl_systems) if lab.task_of(test)}
     for mutant in MUTANTS:
         module, failed = failures(*mutated_source(mutant))
@@ -221,8 +222,8 @@ def check_mutants():
                  "to tools/mutants.py, or drop the test" for test, n in caught_by.items() if n == 0]
     for miss in NEAR_MISSES:
         module, failed = failures(*mutated_source(miss))
-        hints = hints_in(failed) + [KNOWN[miss.task].hint(task_function(module, miss.task)).strip()]
-        hints = [hint for hint in hints if hint]
+        hints = hints_in(failed) + HINT.findall(KNOWN[miss.task].hint(task_function(module,
+                                                                                   miss.task)))
         near[0] += 1
         near[1] += bool(failed)
         near[2] += bool(hints)
