@@ -51,7 +51,7 @@ class KnownMistakes:
     def __init__(self, right, mistakes, probes, observe=call):
         self.right, self.mistakes, self.probes, self.observe = right, mistakes, probes, observe
         self._tables = {}  # seed -> (probes, right answers, each mistake's answers)
-        self._hints = {}   # function -> its hint ("" for none), found once
+        self._hints = {}   # id(function) -> (function, its hint or "")
 
     def tables(self):
         """(probes, right answers, {mistake: its answers}): the same for every student,
@@ -66,43 +66,36 @@ class KnownMistakes:
             self._tables[seed] = probes, right, answers
         return self._tables[seed]
 
-    def answers(self, function):
-        """The function's answer on every probe, or None if any probe errs or the whole
-        set runs past HINT_LIMIT seconds."""
-        probes, _, _ = self.tables()
+    def matches(self, function):
+        """The mistakes the function behaves like on every probe (a list of Mistakes).
+
+        One probe at a time, each answer compared and dropped at once (an answer may be
+        large), stopping as soon as no mistake is left. [] if a probe errs or the probes
+        run past HINT_LIMIT seconds."""
+        probes, right, answers = self.tables()
+        left = list(self.mistakes)
         start = time.monotonic()
-        got = []
         try:
             with shorter_limit(HINT_LIMIT), np.errstate(all="ignore"):
-                for args in probes:
-                    got.append(self.observe(function, args))
-                    if time.monotonic() - start > HINT_LIMIT:  # where there is no alarm
-                        return None
+                for i, args in enumerate(probes):
+                    got = self.observe(function, args)
+                    left = [m for m in left if same(got, answers[m][i])
+                            and (same(answers[m][i], right[i]) or not same(got, right[i]))]
+                    if not left or time.monotonic() - start > HINT_LIMIT:  # (no alarm: Windows)
+                        return []
         except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (no hint, that's all)
-            return None
-        return got
-
-    def matches(self, function):
-        """The mistakes the function behaves like on every probe (a list of Mistakes)."""
-        got = self.answers(function)
-        if got is None:
             return []
-        _, right, answers = self.tables()
-        found = []
-        for mistake, wrong in answers.items():
-            if (all(same(g, w) for g, w in zip(got, wrong))
-                    and not any(same(g, r) for g, w, r in zip(got, wrong, right)
-                                if not same(w, r))):
-                found.append(mistake)
-        return found
+        return left
 
     def hint(self, function):
         """'\\n  Likely mistake: ...' if the function behaves like exactly one known
-        mistake (several models may share one `why`), else ''."""
-        if function not in self._hints:
+        mistake (several models may share one `why`), else ''. Found once per function."""
+        cached = self._hints.get(id(function))
+        if cached is None or cached[0] is not function:
             whys = list(dict.fromkeys(mistake.why for mistake in self.matches(function)))
-            self._hints[function] = f"\n  Likely mistake: {whys[0]}" if len(whys) == 1 else ""
-        return self._hints[function]
+            hint = f"\n  Likely mistake: {whys[0]}" if len(whys) == 1 else ""
+            cached = self._hints[id(function)] = (function, hint)  # (kept alive: ids stay unique)
+        return cached[1]
 
     def about(self, function):
         """The hint for `function`, to be found only if a check fails: pass this to check()."""
