@@ -23,6 +23,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+import lab
 from lab.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
 
 
@@ -56,8 +57,7 @@ class KnownMistakes:
     def tables(self):
         """(probes, right answers, {mistake: its answers}): the same for every student,
         so worked out once per seed."""
-        from lab import test_seed  # (lab imports nothing from here; this keeps it that way)
-        seed = test_seed()
+        seed = lab.test_seed()
         if seed not in self._tables:
             probes = self.probes()
             with np.errstate(all="ignore"):  # a mistake may overflow: that is its answer
