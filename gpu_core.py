@@ -150,7 +150,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
     engines = [Engine(prompt) for _ in range(n_engines)]
     events = []     # heap of (time, response id, engine, engine stamp); stale stamps skipped
     responses = []  # [group id, engine, joined step, length, version-token sum, tokens marked]
-    groups, finished, updates, log = [], [], [], []
+    groups, finished, updates, log, ends = [], [], [], [], []
     time, version, n_dropped, trainer_done_at, batch_tokens = 0.0, 0, 0, None, 0
     free, out_of_lengths = n_engines * S, False
 
@@ -219,7 +219,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
                     reschedule(e)
             version += 1
             if version == n_steps:
-                return summarize_gpu(groups, updates, engines, log, time, B, group_size,
+                return summarize_gpu(groups, updates, log, ends, time, B, group_size,
                                      batch_tokens, n_steps)
             continue
         time, rid, e, _ = heapq.heappop(events)
@@ -229,6 +229,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
         response = responses[rid]
         engine.joined_sum -= response[2]
         free += 1
+        ends.append(time)
         reschedule(e)
         group = groups[response[0]]
         group["version_tokens"] += response[4] + (response[3] - response[5]) * version
@@ -258,23 +259,26 @@ def mark_versions(engines, responses, step, time, version):
             response[5] = made
 
 
-def summarize_gpu(groups, updates, engines, log, time, B, group_size, batch_tokens, n_steps):
+def summarize_gpu(groups, updates, log, ends, time, B, group_size, batch_tokens, n_steps):
     """The numbers of a finished run (seconds; groups and tokens).
 
-    throughput   = trained groups per second = n_steps * B / time
-    mean_lag     = mean of version - tag over trained groups (the head lag of Part 2)
-    token_lag    = mean over trained tokens of (trained version - version that made it):
-                   with weights swapped mid-response it is below mean_lag
-    train_tokens = prompt + response tokens trained, all batches
-    log          = (time, engine, active responses, seconds of its next step) at every
-                   change, for drawing tokens per second = active / step seconds
+    throughput      = trained groups per second = n_steps * B / time
+    mean_lag        = mean of version - tag over trained groups (the head lag of Part 2)
+    head_token_lag  = the same lag, weighted by each group's tokens
+    token_lag       = mean over trained tokens of (trained version - version that made
+                      the token): weights swapped mid-response make it <= head_token_lag
+    train_tokens    = prompt + response tokens trained, all batches
+    log             = (time, engine, active responses, seconds of its next step) at every
+                      change, for drawing tokens per second = active / step seconds
+    ends            = the time each response finished, in order
     """
     trained = [g for g in groups if g["lag"] is not None]
     lags = sorted(g["lag"] for g in trained)
     tokens = sum(g["tokens"] for g in trained)
     trained_version = sum((g["tag"] + g["lag"]) * g["tokens"] for g in trained)
     return dict(time=time, throughput=n_steps * B / time, mean_lag=float(np.mean(lags)),
-                max_lag=lags[-1], token_lag=(trained_version - sum(
-                    g["version_tokens"] for g in trained)) / tokens,
-                train_tokens=batch_tokens, updates=updates, groups=groups, log=log,
+                max_lag=lags[-1],
+                head_token_lag=sum(g["lag"] * g["tokens"] for g in trained) / tokens,
+                token_lag=(trained_version - sum(g["version_tokens"] for g in trained)) / tokens,
+                train_tokens=batch_tokens, updates=updates, groups=groups, log=log, ends=ends,
                 group_size=group_size)

@@ -1,8 +1,8 @@
-"""Tests of the GPU-level simulator (gpu_core.py, given): they pass from the start.
+"""Tests of the GPU-level simulator (gpu_core.py) and its presets (given): they pass from the start.
 
-Hand-worked cases whose every finish time is computed in the docstring, and
-the degenerate case in which the GPU model must be Part 2's lane model exactly.
-The stand-ins for Task 2's functions come from lab/test_given.py.
+Hand-worked cases whose every finish time is computed in the docstring, the
+degenerate case in which the GPU model must be Part 2's lane model exactly, and
+the presets' arithmetic. Stand-ins replace Tasks 1 and 2, so no task is needed.
 """
 import itertools
 
@@ -10,6 +10,9 @@ import numpy as np
 import pytest
 
 from gpu_core import Linear, run_gpu_simulation, steps_before, steps_time
+from lab.gpu_model import costs, gpu_comparison, lengths
+from lab.gpu_presets import (MFU, PRESETS, PROMPT_TOKENS, SIGMA, STEP_OVERHEAD, capped_mean,
+                             median_for_mean)
 from lab.test_given import admit, newest_first
 from scheduler_core import run_simulation
 
@@ -130,3 +133,69 @@ def test_gpu_groups_finish_with_their_last_response_and_filtering_frees_their_pl
         with pytest.raises(ValueError, match="filter_p must be"):
             run_gpu_simulation(2, 2, 1, 0, 3, 4, Linear(1.0, 0.0), Linear(0.0, 0.0),
                                itertools.cycle([1]), admit, fifo, filter_p=p)
+
+
+# ---------------------------------------------------------------- presets and their costs
+
+class StandInMemory:
+    """Task 1's bytes, as a stand-in: bf16 weights and the KV cache of n tokens."""
+
+    @staticmethod
+    def model_state_bytes(n_trained, n_frozen=0):
+        return 16 * n_trained + 2 * n_frozen
+
+    @staticmethod
+    def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
+        return 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
+
+
+class StandInScheduler:
+    may_start = staticmethod(admit)
+    take_batch = staticmethod(fifo)
+
+
+def test_gpu_costs_follow_the_roofline():
+    """verl-7b: an engine of 4 H20s reads 2 * 7.616e9 bytes of weights at 4 * 4.0e12 B/s,
+    so a step costs the overhead + 0.952 ms, plus 57,344 / 16e12 s per token in flight;
+    an update of 1 token costs (6 + 2 * 1) * n_params / (64 * 148e12 * MFU) seconds."""
+    preset = PRESETS["verl-7b"]
+    step, train, slots = costs(StandInMemory, preset, 64, 64, 1)
+    assert step.fixed == pytest.approx(STEP_OVERHEAD + 2 * 7.616e9 / 16e12)
+    assert step.per_token == pytest.approx(57_344 / 16e12)
+    assert train.per_token == pytest.approx(8 * 7.616e9 / (64 * 148e12 * MFU))
+    # paged KV: a slot holds prompt + E[L^2] / (2 E[L]) tokens on average, between half
+    # the mean length and the cap (Part 1's reservation at the maximum length)
+    free = 0.8 * 4 * 96e9 - 2 * 7.616e9
+    mean = capped_mean(preset.median_len, SIGMA, preset.max_len)
+    assert free / (57_344 * (PROMPT_TOKENS + preset.max_len)) <= slots
+    assert slots <= free / (57_344 * (PROMPT_TOKENS + mean / 2))
+
+
+def test_gpu_length_distribution_matches_its_published_statistics():
+    """AReaL's lengths: 5% reach the cap and the 90% quantile is half the cap (Seer's tail:
+    the last 10% take about half of a step's decode steps); capped_mean is E[min(X, cap)]."""
+    preset = PRESETS["areal-1.5b"]
+    draws = np.array(list(itertools.islice(lengths(preset), 200_000)))
+    assert np.mean(draws == preset.max_len) == pytest.approx(0.05, abs=0.003)
+    assert np.quantile(draws, 0.9) == pytest.approx(preset.max_len / 2, rel=0.03)
+    assert draws.mean() == pytest.approx(capped_mean(preset.median_len, SIGMA, preset.max_len),
+                                         rel=0.01)
+    assert capped_mean(median_for_mean(2000, SIGMA, 28_672), SIGMA, 28_672) == \
+        pytest.approx(2000)
+
+
+def test_gpu_comparison_on_a_small_preset(monkeypatch):
+    """A cluster of 16 one-GPU engines, run end to end with stand-ins: the hours are the
+    seconds per step times the steps, the ratios divide by the published numbers."""
+    small = PRESETS["areal-1.5b"]._replace(
+        name="small", gpus=128, gen_gpus=96, prompts=64, group_size=2, max_len=64,
+        median_len=10.0, n_steps=100, sync_hours=1.0, async_hours=0.5)
+    monkeypatch.setitem(PRESETS, "small", small)
+    g = gpu_comparison(StandInScheduler, StandInMemory, "small")
+    assert g["sync"]["hours"] == pytest.approx(g["sync"]["seconds"] * 100 / 3600)
+    assert g["ratio"]["speedup"] == pytest.approx(g["speedup"] / 2)
+    assert g["asynchronous"] in g["splits"] and g["best"]["hours"] <= g["asynchronous"]["hours"]
+    assert [r["k"] for r in g["by_k"]] == [1, 2, 4]
+    assert 0 < g["sync"]["tail_share"] < 1 and g["sync"]["tokens_per_second"]
+    a = g["asynchronous"]
+    assert a["token_lag"] <= a["head_token_lag"] + 1e-12
