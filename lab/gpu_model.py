@@ -17,6 +17,7 @@ GPU the same tokens. Only the longest response of a step is drawn from fewer
 responses, which the length cap makes nearly irrelevant (on areal-1.5b the full
 cluster gives the same seconds per step within about 5%).
 """
+import inspect
 import itertools
 import math
 
@@ -67,9 +68,10 @@ def run(scheduler, memory, preset, gen_gpus, train_gpus, k, forwards, warmup):
     step, train, slots = costs(memory, preset, gen_gpus, train_gpus / SHARD, forwards)
     engines = gen_gpus // preset.tp // SHARD
     B = preset.prompts // SHARD
+    # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
     r = run_gpu_simulation(engines, slots, B, k, warmup + WINDOW, preset.group_size, step,
-                           train, lengths(preset), scheduler.may_start, scheduler.take_batch,
-                           prompt=PROMPT_TOKENS)
+                           train, lengths(preset), inspect.unwrap(scheduler.may_start),
+                           inspect.unwrap(scheduler.take_batch), prompt=PROMPT_TOKENS)
     u = r["updates"]
     seconds = (u[-1][1] - u[warmup - 1][1]) / WINDOW
     return dict(seconds=seconds, mean_lag=r["mean_lag"], max_lag=r["max_lag"],
