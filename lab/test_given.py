@@ -13,7 +13,7 @@ import toy
 from lab import staleness
 from lab.experiments import equal_hardware, lanes_per_gpu, staleness_sweep, timeline
 from lab.model_shapes import MODELS, ROUND_7B
-from scheduler_core import SchedulerError, assign_lanes, run_simulation
+from scheduler_core import SchedulerError, assign_lanes, checked_lengths, run_simulation
 
 LOGP = np.log(np.full((4, 3), 0.5))  # any (N, T) log-probabilities will do
 
@@ -40,7 +40,7 @@ def test_input_checks_scheduler(scheduler):
     with pytest.raises(ValueError, match="lengths must be a list"):
         scheduler.simulate(2, 2, 0, lengths=5)
     with pytest.raises(ValueError, match=r"lengths\[1\] \(counting from 0\) is 0"):
-        list(scheduler._checked_lengths(x for x in [1, 0]))  # checked as drawn, not ahead
+        list(checked_lengths(x for x in [1, 0]))  # checked as drawn, not ahead
     with pytest.raises(ValueError, match="sigma must be at most"):
         scheduler.simulate(2, 2, 0, sigma=50)
     with pytest.raises(ValueError, match="B \\* n_steps must be at most"):
