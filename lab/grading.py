@@ -95,8 +95,9 @@ def pytest_configure(config):
     except ValueError as error:
         raise pytest.UsageError(str(error))
     path = config.getoption("gradescope")
-    if path and harness.cannot_write(path):
-        raise pytest.UsageError(f"--gradescope {path}: {harness.cannot_write(path)}")
+    problem = path and harness.cannot_write(path)
+    if problem:
+        raise pytest.UsageError(f"--gradescope {path}: {problem}")
     config.lab_tests = {}     # graded test name -> task, every one collected
     config.lab_selected = []  # the graded tests meant to run (after -k)
     config.lab_results = {}   # test name -> (task, passed, message)

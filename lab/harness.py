@@ -240,7 +240,7 @@ def describe(error):
 # ---------------------------------------------------------------- files never half-written
 
 def cannot_write(path):
-    """'' if a file can be written at `path`, else what is in the way, in a few words."""
+    """What is in the way of writing a file at `path`, in a few words; None if nothing is."""
     path = Path(path)
     if path.is_dir():
         return f"{path} is a folder"
@@ -248,7 +248,7 @@ def cannot_write(path):
         return f"the folder {path.parent} does not exist"
     try:
         with tempfile.NamedTemporaryFile(dir=path.parent):
-            return ""
+            return None
     except OSError as error:
         return f"cannot write in the folder {path.parent} ({error.strerror})"
 
