@@ -19,7 +19,9 @@ import toy
 from lab import SCHEMES, harness
 from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
-                             memory_table, mismatch_sweep, scheduling_sweep, timeline)
+                             memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
+                             timeline)
+from lab.staleness import TARGET_KL
 from lab.input_checks import ContractError
 from lab.model_shapes import GPU_GB
 from scheduler_core import MAX_RESPONSES, MAX_SIGMA, SchedulerError
@@ -136,6 +138,36 @@ def print_length_sweep(s):
             print(f"  {T:>6}{s['method'][i]:>12}" + "".join(f"{c:>{width}}" for c in cells))
 
 
+def print_staleness(s):
+    print(f"Staleness: what each k's lag costs the gradient ({s['n_lanes']} lanes, B = {s['B']}, "
+          f"sigma = {s['sigma']}, {s['n_steps']} steps; engine mismatch {s['mismatch']}, "
+          f"C = {s['C']})")
+    print(f"  the policy moves: one update = step {s['step']:.4g} along the exact gradient, "
+          f"{s['kl']:g} nats per token (KL(pi_v-1 || pi_v) / T);\n  a response at lag l was "
+          f"sampled by version v - l, KL(pi_v-l || pi_v) / T = "
+          + ", ".join(f"{kl:.3f}" for kl in s["lag_kl"][1:5]) + " ... at l = 1 .. 4")
+    names = {"none": "none", "token_tis": "token TIS", "seq_tis": "seq TIS"}
+    print(f"  {'k':>9}{'throughput':>11}{'mean lag':>9}{'p95':>5}{'max':>5}"
+          + "".join(f"{names[n] + ' RMSE':>15}{'cos':>7}" for n in s["schemes"]))
+    for row in s["rows"]:
+        print(f"  {row_name(row):>9}{row['throughput']:>11.2f}{row['mean_lag']:>9.2f}"
+              f"{row['lag_p95']:>5}{row['max_lag']:>5}"
+              + "".join(f"{v['rmse']:>15.4f}{v['cosine']:>7.3f}" for v in row["schemes"].values()))
+    print("  expected gain of the toy's reward J per time unit (second order, exact): gain per "
+          "update x throughput / B")
+    print(f"  {'k':>9}" + "".join(f"{names[n]:>12}" for n in s["schemes"]))
+    for row in s["rows"]:
+        print(f"  {row_name(row):>9}"
+              + "".join(f"{v['gain_per_time']:>12.5f}" for v in row["schemes"].values()))
+    print("  best: " + ", ".join(f"{names[n]} at k = {row_name(s['rows'][i])}"
+                                 for n, i in s["best"].items()))
+
+
+def row_name(row):
+    """A staleness row's k as printed: "1" or "1 drop" (k = 1 dropping stale responses)."""
+    return f"{row['k']}" + (" drop" if row["drop_stale"] else "")
+
+
 def print_c_sweep(c):
     print(f"C sweep: token_tis at mismatch {c['mismatch']}, batch of {c['batch_size']}")
     print(f"  {'C':>6}{'bias':>9}{'RMSE':>9}")
@@ -190,6 +222,13 @@ def parse_args(argv=None):
     p.add_argument("--length-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH),
                    default=LARGE_MISMATCH,
                    help="per-token mismatch of the length sweep")
+    p.add_argument("--staleness", action="store_true",
+                   help="also price Part 2's lag with Part 3's tools: the error of the gradient "
+                        "and the gain per time unit at each k (a PNG of its own)")
+    p.add_argument("--staleness-kl", type=bounded(float, 1e-6, 1.0), default=TARGET_KL,
+                   help="nats per token that one update moves the policy, for --staleness")
+    p.add_argument("--staleness-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH), default=0.0,
+                   help="Part 3's engine mismatch on top of the lag, for --staleness")
     p.add_argument("--max-tokens", type=bounded(int, 1, 1_048_576), default=MAX_TOKENS,
                    help="tokens per response when Part 1 counts the lanes of one GPU")
     p.add_argument("--equal-hardware", action="store_true",
@@ -311,7 +350,8 @@ def save(results, out):
     drawings = {out: figure.draw}
     # the optional figures go beside the main one: rl_systems_timeline.png, ...
     for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
-                            ("timeline", figure.draw_timeline)):
+                            ("timeline", figure.draw_timeline),
+                            ("staleness", figure.draw_staleness)):
         if key in results:
             drawings[out.with_name(f"{out.stem}_{key}.png")] = draw_extra
     for path, draw in drawings.items():
@@ -377,6 +417,20 @@ def main(argv=None):
             "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_mismatch,
                                                  args.batch_size, args.C, args.noise),
             print_length_sweep, skipped)
+
+    if args.staleness:
+        print()
+        if results["scheduling"] is None:
+            print("Staleness: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
+            skipped[lab.PARTS["staleness"][0]] = "needs Part 2 (Task 2) first"
+        else:
+            results["staleness"] = attempt(
+                "staleness", lambda: staleness_sweep(
+                    lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
+                    n_steps=args.steps, train_time=args.train_time, sigma=args.sigma,
+                    kl=args.staleness_kl, mismatch=args.staleness_mismatch, C=args.C,
+                    noise=args.noise),
+                print_staleness, skipped)
 
     save(results, args.out)
     if session.get("stopped"):

@@ -59,6 +59,7 @@ PARTS = {
     "c_sweep": ("C sweep", "3"),
     "masking": ("Masking", "3c"),
     "length_sweep": ("Length sweep", "3"),
+    "staleness": ("Staleness", "3"),  # needs Part 2 (Task 2) too: run.py checks it first
 }
 
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")
