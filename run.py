@@ -11,6 +11,7 @@ experiments it runs live in lab/experiments.py, the figure in lab/figure.py.
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
                              timeline)
+from lab.gpu_model import gpu_comparison
+from lab.gpu_presets import PRESETS
 from lab.staleness import TARGET_KL
 from lab.input_checks import ContractError
 from lab.model_shapes import GPU_GB
@@ -103,6 +106,35 @@ def print_timeline(t):
     busy = ", ".join(f"{r['busy']:.0%} at k = {r['k']}" for r in t["runs"])
     print(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
           f"{t['n_updates']} updates), lanes busy {busy}")
+
+
+def print_gpu_model(g):
+    p = g["published"]
+    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
+          f"prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean length "
+          f"{g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
+    rows = ((f"synchronous ({g['baseline']}), hours", g["sync"]["hours"], p["sync_hours"],
+             g["ratio"]["sync"]),
+            (f"asynchronous ({g['gen_gpus']} generate, k = {g['k']}), hours",
+             g["asynchronous"]["hours"], p["async_hours"], g["ratio"]["asynchronous"]))
+    print(f"  {'':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
+    for label, predicted, published, ratio in rows:
+        print(f"  {label:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
+    print(f"  {'speedup':<42}{g['speedup']:>9.2f}x{p['speedup']:>10.2f}x{g['ratio']['speedup']:>8.2f}")
+    print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
+          f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
+          f"{g['sync']['tail_share']:.0%} of the generation")
+    print("  asynchronous at the published split: " + ", ".join(
+        f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
+    print("  splits (GPUs generating: hours): " + ", ".join(
+        f"{s['gen_gpus']}: {s['hours']:.1f}" for s in g["splits"]) +
+          f"; best {g['best']['gen_gpus']}, {g['best_speedup']:.2f}x the synchronous run")
+    a = g["asynchronous"]
+    print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
+          f"per token; token-weighted {a['token_lag']:.2f} (weights swapped mid-response)")
+    print("  where each value comes from (lab/gpu_presets.py names the sources):")
+    for what, source in g["notes"]:
+        print(f"    {what}: {source}")
 
 
 def print_mismatch(m):
@@ -241,6 +273,8 @@ def parse_args(argv=None):
     p.add_argument("--train-work", type=bounded(float, 0, 1000), default=None,
                    help="GPU-time units one update costs, for --equal-hardware "
                         "(default: --gpus x --train-time)")
+    p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
+                   help="predict a published run's hours on the GPU model (docs/gpu-model.md)")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--solutions", action="store_true",
@@ -288,7 +322,8 @@ def attempt(key, experiment, show, unavailable):
         if not str(todo):
             return failed(part, task, todo, unavailable)
         print(f"{part}: skipped, {todo}.")
-        unavailable[part] = f"Task {task} not implemented yet"
+        named = re.match(r"Task (\d[a-z]?)", str(todo))  # a part may need two tasks
+        unavailable[part] = f"Task {named[1] if named else task} not implemented yet"
         return None
     except KeyboardInterrupt:
         print(f"{part}: interrupted (Ctrl-C); saving the parts done so far.")
@@ -349,9 +384,11 @@ def save(results, out):
     from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
     drawings = {out: figure.draw}
     # the optional figures go beside the main one: rl_systems_timeline.png, ...
+    from lab import gpu_figure
     for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
                             ("timeline", figure.draw_timeline),
-                            ("staleness", figure.draw_staleness)):
+                            ("staleness", figure.draw_staleness),
+                            ("gpu_model", gpu_figure.draw)):
         if key in results:
             drawings[out.with_name(f"{out.stem}_{key}.png")] = draw_extra
     for path, draw in drawings.items():
@@ -361,6 +398,18 @@ def save(results, out):
     text = json.dumps(results, indent=1, default=lambda number: number.item())
     harness.write_atomically(out.with_suffix(".json"), text)
     print(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
+
+
+def gpu_model(choice, skipped):
+    """Each chosen preset on the GPU model, {name: result}; None once one cannot run."""
+    runs = {}
+    for name in (PRESETS if choice == "all" else [choice]):
+        print()
+        runs[name] = attempt("gpu_model", lambda name=name: gpu_comparison(
+            lab.load("scheduler"), lab.load("memory"), name), print_gpu_model, skipped)
+        if runs[name] is None:
+            return None
+    return runs
 
 
 def main(argv=None):
@@ -399,6 +448,8 @@ def main(argv=None):
         results["timeline"] = attempt(
             "timeline", lambda: timeline(lab.load("scheduler"), drop_stale=args.drop_stale, **sched),
             print_timeline, skipped)
+    if args.preset:
+        results["gpu_model"] = gpu_model(args.preset, skipped)
     print()
     results["mismatch"] = attempt(
         "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
