@@ -317,8 +317,8 @@ def part_limit(key, args):
         return max(1.0, getattr(args, flag) / parser().get_default(flag))
 
     work = 1.0
-    if lab.PARTS[key][1] == "2":  # simulations: as many responses as B * steps
-        work = more("batch") * more("steps")
+    if key in ("scheduling", "drop_stale", "equal_hardware", "timeline", "staleness"):
+        work = more("batch") * more("steps")  # simulations of B * steps responses
         if key == "equal_hardware":  # a simulation per split of the GPUs, of more lanes
             work *= more("gpus") * args.lanes_per_gpu
     elif key == "length_sweep":  # sampled batches of batch_size responses
