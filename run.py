@@ -11,6 +11,7 @@ experiments it runs live in lab/experiments.py, the figure in lab/figure.py.
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from lab.experiments import (C_SWEEP, COLLAPSE_BUDGET, LARGE_MISMATCH, LENGTH_GR
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
                              timeline)
+from lab.gpu_model import gpu_comparison
+from lab.gpu_presets import PRESETS
 from lab.staleness import TARGET_KL
 from lab.input_checks import ContractError
 from lab.model_shapes import GPU_GB
@@ -104,6 +107,35 @@ def print_timeline(t):
     busy = ", ".join(f"{r['busy']:.0%} at k = {r['k']}" for r in t["runs"])
     print(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
           f"{t['n_updates']} updates), lanes busy {busy}")
+
+
+def print_gpu_model(g):
+    p = g["published"]
+    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
+          f"prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean length "
+          f"{g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
+    rows = ((f"synchronous ({g['baseline']}), hours", g["sync"]["hours"], p["sync_hours"],
+             g["ratio"]["sync"]),
+            (f"asynchronous ({g['gen_gpus']} generate, k = {g['k']}), hours",
+             g["asynchronous"]["hours"], p["async_hours"], g["ratio"]["asynchronous"]))
+    print(f"  {'':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
+    for label, predicted, published, ratio in rows:
+        print(f"  {label:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
+    print(f"  {'speedup':<42}{g['speedup']:>9.2f}x{p['speedup']:>10.2f}x{g['ratio']['speedup']:>8.2f}")
+    print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
+          f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
+          f"{g['sync']['tail_share']:.0%} of the generation")
+    print("  asynchronous at the published split: " + ", ".join(
+        f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
+    print("  splits (GPUs generating: hours): " + ", ".join(
+        f"{s['gen_gpus']}: {s['hours']:.1f}" for s in g["splits"]) +
+          f"; best {g['best']['gen_gpus']}, {g['best_speedup']:.2f}x the synchronous run")
+    a = g["asynchronous"]
+    print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
+          f"per token; token-weighted {a['token_lag']:.2f} (weights swapped mid-response)")
+    print("  where each value comes from (lab/gpu_presets.py names the sources):")
+    for what, source in g["notes"]:
+        print(f"    {what}: {source}")
 
 
 def print_mismatch(m):
@@ -213,7 +245,7 @@ def bounded(kind, low, high=math.inf):
     return parse
 
 
-def parse_args(argv=None):
+def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=16, help="generation lanes")
@@ -263,12 +295,19 @@ def parse_args(argv=None):
     p.add_argument("--train-work", type=bounded(float, 0, 1000), default=None,
                    help="GPU-time units one update costs, for --equal-hardware "
                         "(default: --gpus x --train-time)")
+    p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
+                   help="predict a published run's hours on the GPU model (docs/gpu-model.md)")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--solutions", action="store_true",
                    help="run the reference solutions (the same as RL_SOLUTIONS=1)")
     p.add_argument("--out", type=png_path, default="rl_systems.png",
                    help="where to save the figure; the numbers go next to it as .json")
+    return p
+
+
+def parse_args(argv=None):
+    p = parser()
     args = p.parse_args(argv)
     if args.batch * args.steps > MAX_RESPONSES:  # every trained response is kept in memory
         p.error(f"argument -B/--batch times --steps must be at most {MAX_RESPONSES}, "
@@ -288,13 +327,29 @@ def png_path(text):
     return path
 
 
-PART_LIMIT = 12 * harness.TIME_LIMIT  # 60 s per part; the reference needs about 2 (Part 3)
-session = {}     # main() fills it: the watchdog, the results so far and their file; Ctrl-C
-                 # sets "stopped", after which the parts left are not run
+session = {}     # main() fills it: the watchdog, the results so far and their file, the
+                 # flags; the part running sets "limit"; Ctrl-C sets "stopped", after which
+                 # the parts left are not run
+
+
+def part_limit(key, args):
+    """Seconds part `key` may run: 5 times its reference time (lab.PART_SECONDS, at the
+    default flags) times the extra work the flags ask for, and at least harness.TIME_LIMIT."""
+    def more(flag):  # how many times the default's work the flag asks for (at least 1)
+        return max(1.0, getattr(args, flag) / parser().get_default(flag))
+
+    work = 1.0
+    if key in ("scheduling", "drop_stale", "equal_hardware", "timeline", "staleness"):
+        work = more("batch") * more("steps")  # simulations of B * steps responses
+        if key == "equal_hardware":  # a simulation per split of the GPUs, of more lanes
+            work *= more("gpus") * args.lanes_per_gpu
+    elif key == "length_sweep":  # sampled batches of batch_size responses
+        work = more("batch_size")
+    return max(harness.TIME_LIMIT, 5 * lab.PART_SECONDS[key] * work)
 
 
 def attempt(key, experiment, show, unavailable):
-    """Run the part `key` of lab.PARTS under a time limit. If its task is not done yet,
+    """Run the part `key` of lab.PARTS under its time limit. If its task is not done yet,
     or fails, say so, note it in `unavailable` (the figure draws a placeholder) and
     return None. Ctrl-C stops this part and skips the rest; main() still saves."""
     part, task = lab.PARTS[key]
@@ -302,15 +357,17 @@ def attempt(key, experiment, show, unavailable):
         unavailable[part] = "not run: the run was interrupted"
         return None
     file = lab.file_of(next(t for t in lab.TASKS if t.startswith(task)))
+    session["limit"] = part_limit(key, session["args"])
     try:
         with harness.time_limit(f"{part} (Task {task}, {file})", session.get("watchdog"),
-                                PART_LIMIT):
+                                session["limit"]):
             result = experiment()
     except NotImplementedError as todo:
         if not str(todo):
             return failed(part, task, todo, unavailable)
         print(f"{part}: skipped, {todo}.")
-        unavailable[part] = f"Task {task} not implemented yet"
+        named = re.match(r"Task (\d[a-z]?)", str(todo))  # a part may need two tasks
+        unavailable[part] = f"Task {named[1] if named else task} not implemented yet"
         return None
     except KeyboardInterrupt:
         print(f"{part}: interrupted (Ctrl-C); saving the parts done so far.")
@@ -326,7 +383,8 @@ def attempt(key, experiment, show, unavailable):
 def failed(part, task, error, unavailable):
     """Report a part that failed: in a task file (or its checks), or in given code."""
     if isinstance(error, harness.TimeLimitExceeded):
-        print(f"{part}: stopped after {PART_LIMIT:g} s, its time limit: {error}{where(error)}\n"
+        print(f"{part}: stopped after {session['limit']:.3g} s, its time limit: {error}"
+              f"{harness.where(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} ran too long: see its tests"
     elif harness.raised_in_given_code(error) and not isinstance(
@@ -343,16 +401,10 @@ def failed(part, task, error, unavailable):
     return None
 
 
-def where(error):
-    """' (stopped in scheduler.py, line 37, in may_start: ...)', or '' outside task files."""
-    frame = harness.student_frame(error)
-    return f" (stopped in {harness.location(frame)})" if frame else ""
-
-
 def stuck(label, seconds):
     """The backstop (from the watchdog thread): a part ignored its limit. Save the rest."""
-    print(f"\n{label} ignored its {PART_LIMIT:g} s time limit and was still running after "
-          f"{seconds:.0f} s (does it catch every exception, or turn off signals?); stopping.")
+    print(f"\n{label} ignored its {session['limit']:.3g} s time limit and was still running "
+          f"after {seconds:.0f} s (does it catch every exception, or turn off signals?); stopping.")
     part = label.split(" (")[0]
     session["results"]["unavailable"][part] = f"{part} ran too long"
     save(session["results"], session["out"])
@@ -371,9 +423,11 @@ def save(results, out):
     from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
     drawings = {out: figure.draw}
     # the optional figures go beside the main one: rl_systems_timeline.png, ...
+    from lab import gpu_figure
     for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
                             ("timeline", figure.draw_timeline),
-                            ("staleness", figure.draw_staleness)):
+                            ("staleness", figure.draw_staleness),
+                            ("gpu_model", gpu_figure.draw)):
         if key in results:
             drawings[out.with_name(f"{out.stem}_{key}.png")] = draw_extra
     for path, draw in drawings.items():
@@ -383,6 +437,18 @@ def save(results, out):
     text = json.dumps(results, indent=1, default=lambda number: number.item())
     harness.write_atomically(out.with_suffix(".json"), text)
     print(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
+
+
+def gpu_model(choice, skipped):
+    """Each chosen preset on the GPU model, {name: result}; None once one cannot run."""
+    runs = {}
+    for name in (PRESETS if choice == "all" else [choice]):
+        print()
+        runs[name] = attempt("gpu_model", lambda name=name: gpu_comparison(
+            lab.load("scheduler"), lab.load("memory"), name), print_gpu_model, skipped)
+        if runs[name] is None:
+            return None
+    return runs
 
 
 def main(argv=None):
@@ -397,7 +463,8 @@ def main(argv=None):
     sched = dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
                  train_time=args.train_time, sigma=args.sigma)
     results = dict(code=code, unavailable={})
-    session.update(results=results, out=args.out, watchdog=harness.Watchdog(abort=stuck))
+    session.update(results=results, out=args.out, args=args,
+                   watchdog=harness.Watchdog(abort=stuck))
     skipped = results["unavailable"]
     results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory"),
                                                                args.max_tokens),
@@ -421,6 +488,8 @@ def main(argv=None):
         results["timeline"] = attempt(
             "timeline", lambda: timeline(lab.load("scheduler"), drop_stale=args.drop_stale, **sched),
             print_timeline, skipped)
+    if args.preset:
+        results["gpu_model"] = gpu_model(args.preset, skipped)
     print()
     results["mismatch"] = attempt(
         "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),

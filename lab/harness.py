@@ -36,6 +36,7 @@ from pathlib import Path
 import lab
 
 TIME_LIMIT = float(os.environ.get("LAB_TIME_LIMIT", "5"))  # seconds; the harness tests set 1
+HINT_LIMIT = min(1.0, TIME_LIMIT / 5)  # seconds for checking a hint (lab/feedback.py)
 REFIRE = 0.5          # seconds between repeated attempts to stop overrunning code
 BACKSTOP = TIME_LIMIT  # seconds past the limit after which the whole process ends
 EXIT_STUCK = 3         # the exit status of a process ended by the backstop
@@ -159,6 +160,39 @@ class time_limit:
         return False
 
 
+class shorter_limit:
+    """A limit of `seconds` for optional work inside a time_limit (checking a hint, say):
+    TimeLimitExceeded after `seconds`, or at once if the enclosing limit has less than
+    twice that left, so the optional work never costs the test its own limit. The
+    enclosing limit's alarm is restored on the way out. Without an alarm signal
+    (Windows, threads) it sets nothing: the enclosing watchdog still applies."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        self.alarm = _has_alarm()
+        if not self.alarm:
+            return self
+        self.start = time.monotonic()
+        self.outer = signal.getitimer(signal.ITIMER_REAL)  # (seconds left, refire); 0: none
+        if self.outer[0] and self.outer[0] < 2 * self.seconds:
+            raise TimeLimitExceeded
+        self.previous = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds, REFIRE)
+        return self
+
+    def __exit__(self, *exc):
+        if self.alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+            left, refire = self.outer
+            if left:
+                spent = time.monotonic() - self.start
+                signal.setitimer(signal.ITIMER_REAL, max(left - spent, 1e-3), refire)
+        return False
+
+
 # ---------------------------------------------------------------- where an error came from
 
 def is_task_file(filename):
@@ -174,17 +208,50 @@ def lab_frames(error):
     return [f for f in frames if f.filename.startswith(str(ROOT)) or is_task_file(f.filename)]
 
 
+def is_student_frame(frame):
+    """True for a frame of code the student wrote: in a task file, outside its given
+    functions (lab.GIVEN_FUNCTIONS, such as scheduler.simulate)."""
+    if not is_task_file(frame.filename):
+        return False
+    module = Path(frame.filename).name.strip("<>").split()[0][:-3]  # "<tis.py under test>"
+    return frame.name not in lab.GIVEN_FUNCTIONS.get(module, ())
+
+
+def student_frames(error):
+    """The traceback frames of `error` (outermost first), each with True if it is code the
+    student wrote. A frame stopped on its function's first line (a decorator or the def) is
+    not: a time limit that strikes as a call begins has caught none of its lines running."""
+    tb = error.__traceback__
+    return [(summary, is_student_frame(summary) and lineno != frame.f_code.co_firstlineno)
+            for summary, (frame, lineno) in zip(traceback.extract_tb(tb), traceback.walk_tb(tb))]
+
+
 def student_frame(error):
-    """The innermost traceback frame of `error` in a task file, or None."""
-    frames = [f for f in lab_frames(error) if is_task_file(f.filename)]
+    """The innermost traceback frame of `error` in code the student wrote, or None."""
+    frames = [frame for frame, theirs in student_frames(error) if theirs]
     return frames[-1] if frames else None
 
 
 def raised_in_given_code(error):
-    """True if `error` was raised in given code while no task file was running: with a
-    task-file frame on the way (a check called from it, say), the error is the task's."""
-    frames = lab_frames(error)
-    return bool(frames) and not any(is_task_file(frame.filename) for frame in frames)
+    """True if `error` was raised in given code while no student code was running: with a
+    frame of the student's on the way (a check called from it, say), the error is the task's."""
+    return bool(lab_frames(error)) and student_frame(error) is None
+
+
+def where(error):
+    """' (stopped in scheduler.py, line 37, in may_start)' at the innermost line the student
+    wrote, or '' if the error passed through none. If given code that the student called
+    (simulate, say) ran it, the student's call is named too: a slow call of given code
+    stops in given code or in whichever of the student's functions it was running."""
+    frames = student_frames(error)
+    theirs = [i for i, (_, mine) in enumerate(frames) if mine]
+    if not theirs:
+        return ""
+    inner, outer = frames[theirs[-1]][0], frames[theirs[0]][0]
+    text = f" (stopped in {location(inner).split(': ')[0]}"
+    if not all(mine for _, mine in frames[theirs[0]:theirs[-1] + 1]):
+        text += f", run by given code called from {location(outer).split(': ')[0]}"
+    return text + ")"
 
 
 def location(frame):
@@ -207,7 +274,7 @@ def describe(error):
 # ---------------------------------------------------------------- files never half-written
 
 def cannot_write(path):
-    """'' if a file can be written at `path`, else what is in the way, in a few words."""
+    """What is in the way of writing a file at `path`, in a few words; None if nothing is."""
     path = Path(path)
     if path.is_dir():
         return f"{path} is a folder"
@@ -215,7 +282,7 @@ def cannot_write(path):
         return f"the folder {path.parent} does not exist"
     try:
         with tempfile.NamedTemporaryFile(dir=path.parent):
-            return ""
+            return None
     except OSError as error:
         return f"cannot write in the folder {path.parent} ({error.strerror})"
 

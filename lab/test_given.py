@@ -5,14 +5,18 @@ bug in the lab, not in your code. The stand-in functions they need are written
 here, so no task has to be done first.
 """
 import math
+import signal
+import time
 
 import numpy as np
 import pytest
 
 import toy
 from lab import staleness
-from lab.experiments import (collapse_point, equal_hardware, lanes_per_gpu, length_grid,
-                             staleness_sweep, timeline)
+from lab.experiments import (collapse_point, equal_hardware, lag_counts, lanes_per_gpu,
+                             length_grid, scheduling_sweep, staleness_sweep, timeline)
+from lab.feedback import KnownMistakes, Mistake
+from lab.harness import HINT_LIMIT
 from lab.model_shapes import MODELS, ROUND_7B
 from scheduler_core import SchedulerError, assign_lanes, checked_lengths, run_simulation
 
@@ -278,6 +282,17 @@ def test_core_reports_the_lag_tail():
     assert drop["max_lag"] <= 1, "dropping stale responses keeps every trained lag <= k"
 
 
+def test_lag_counts_count_each_trained_lag():
+    assert lag_counts([dict(lag=0), dict(lag=None), dict(lag=3), dict(lag=0)]) == [2, 0, 0, 1]
+    s = scheduling_sweep(StandInScheduler, 16, 32, ks=(0, 1, 2), n_steps=60)
+    for i, k in enumerate(s["k"]):
+        trace = StandInScheduler.simulate(16, 32, k, n_steps=60)["trace"]
+        lags = [r["lag"] for r in trace if r["lag"] is not None]
+        counts = s["lag_counts"][i]
+        assert counts == [lags.count(lag) for lag in range(len(counts))]
+        assert len(counts) - 1 == s["max_lag"][i] and counts[-1] > 0
+
+
 def test_core_records_the_updates():
     for k in (0, 1, 3):
         r = StandInScheduler.simulate(8, 16, k, n_steps=30, train_time=0.7)
@@ -414,3 +429,36 @@ def test_staleness_batch_lags_counts_each_update():
     assert staleness.batch_lags(trace, 2).tolist() == [[2, 0], [1, 1]]
     with pytest.raises(ValueError, match="B = 3"):
         staleness.batch_lags(trace, 3)
+
+
+# A toy task for the hints: the rule is 2x; one known mistake adds 2 instead (the same at
+# x = 2), another gives NaN at x = 3 (as code that overflows would).
+TOY_MISTAKES = KnownMistakes(
+    right=lambda x: 2.0 * x,
+    mistakes=[Mistake("added 2", lambda x: x + 2.0, "(none)"),
+              Mistake("NaN at 3", lambda x: np.nan if x == 3 else 2.0 * x, "(none)")],
+    probes=lambda: [(0,), (1,), (2,), (3,)])
+
+
+def test_a_hint_holds_on_every_probe():
+    def near_miss(x):  # adds 2 on three probes of four
+        return x + 2.0 if x < 3 else 7.0
+    assert "Likely mistake: added 2" in TOY_MISTAKES.hint(lambda x: x + 2.0)
+    assert TOY_MISTAKES.hint(near_miss) == ""
+    assert TOY_MISTAKES.hint(lambda x: 2.0 * x) == ""  # the rule itself
+    assert "Likely mistake: NaN at 3" in TOY_MISTAKES.hint(lambda x: 2.0 * x if x < 3 else np.nan)
+
+
+def test_a_hint_that_cannot_be_checked_is_not_shown():
+    def fails(x):
+        raise KeyError(x)
+
+    def loops(x):
+        while True:
+            pass
+    assert TOY_MISTAKES.hint(fails) == ""
+    start = time.monotonic()
+    assert TOY_MISTAKES.hint(loops) == ""
+    assert time.monotonic() - start < HINT_LIMIT + 1.5, "the probe outlived its limit"
+    if hasattr(signal, "getitimer"):  # the test's own time limit is armed again
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0
