@@ -18,7 +18,8 @@ from pathlib import Path
 import lab
 import toy
 from lab import SCHEMES, harness
-from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS, c_sweep,
+from lab.experiments import (C_SWEEP, COLLAPSE_BUDGET, LARGE_MISMATCH, LENGTH_GRID,
+                             LENGTH_KLS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
                              timeline)
@@ -153,21 +154,40 @@ def print_masking(m):
 
 
 def print_length_sweep(s):
-    print(f"Length sweep: per-token mismatch {s['per_token_mismatch']}, batch of "
-          f"{s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: count of token 0, centred")
+    print(f"Length sweep: batch of {s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: "
+          "count of token 0, centred")
     if s["masked_skipped"]:
         print(f"  masked schemes skipped, {s['masked_skipped']}.")
+    for level in s["levels"]:
+        print_length_level(level)
+
+
+def print_length_level(level):
+    print(f"  per-token KL(pi_infer || pi_train) = {level['kl']:g} nats (mismatch scale "
+          f"{level['mismatch']:.4f}); T x KL from {level['T_kl'][0]:.3g} to {level['T_kl'][-1]:.3g}")
     for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
                        ("cosine", "cosine of the mean estimate with the true gradient"),
                        ("zero_weight_share", "share of token weights that are numerically 0")):
-        print(f"  {title}")
+        print(f"    {title}")
         width = 14 if key == "rmse" else 11
-        print(f"  {'T':>6}{'method':>12}" + "".join(f"{name:>{width}}" for name in s["schemes"]))
-        for i, T in enumerate(s["T"]):
+        print(f"    {'T':>6}{'T x KL':>9}{'method':>12}"
+              + "".join(f"{name:>{width}}" for name in level["schemes"]))
+        for i, T in enumerate(level["T"]):
             cells = [f"{stats[key][i]:.3f}" + (f"+-{stats['rmse_stderr'][i]:.3f}"
                                                 if key == "rmse" else "")
-                     for stats in s["schemes"].values()]
-            print(f"  {T:>6}{s['method'][i]:>12}" + "".join(f"{c:>{width}}" for c in cells))
+                     for stats in level["schemes"].values()]
+            print(f"    {T:>6}{level['T_kl'][i]:>9.3g}{level['method'][i]:>12}"
+                  + "".join(f"{c:>{width}}" for c in cells))
+    print("    collapse (cosine < 0.5 or over half the weights 0), as T x KL: "
+          + "; ".join(f"{scheme} {collapse_text(c)}" for scheme, c in level["collapse"].items()))
+
+
+def collapse_text(c):
+    """"at 10.1 (fine at 2.53)", "at 1 (the first T)" or "none up to 16.4"."""
+    if c["at"] is None:
+        return f"none up to {c['after']:.3g}"
+    return f"at {c['at']:.3g} " + (f"(fine at {c['after']:.3g})" if c["after"] is not None
+                                   else "(the first T)")
 
 
 def print_staleness(s):
@@ -249,11 +269,13 @@ def parser():
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
     p.add_argument("--length-sweep", action="store_true",
-                   help=f"measure every scheme at response lengths T = "
-                        f"{', '.join(map(str, LENGTHS))} (a per-token reward)")
-    p.add_argument("--length-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH),
-                   default=LARGE_MISMATCH,
-                   help="per-token mismatch of the length sweep")
+                   help=f"measure every scheme at response lengths T from "
+                        f"{', '.join(map(str, LENGTH_GRID))} (a per-token reward), up to "
+                        f"T x KL = {COLLAPSE_BUDGET}, at each per-token KL of --length-kl")
+    p.add_argument("--length-kl", type=bounded(float, 0, toy.MAX_KL), nargs="+",
+                   default=list(LENGTH_KLS),
+                   help="per-token KL(pi_infer || pi_train) of each level of the length sweep "
+                        "(nats; the mismatch scale that gives it is found exactly)")
     p.add_argument("--staleness", action="store_true",
                    help="also price Part 2's lag with Part 3's tools: the error of the gradient "
                         "and the gain per time unit at each k (a PNG of its own)")
@@ -484,7 +506,7 @@ def main(argv=None):
     if args.length_sweep:
         print()
         results["length_sweep"] = attempt(
-            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_mismatch,
+            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_kl,
                                                  args.batch_size, args.C, args.noise),
             print_length_sweep, skipped)
 
