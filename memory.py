@@ -7,7 +7,8 @@ Units: bytes, and GB = 10**9 bytes (the unit GPU data sheets use: an H100 has
 The chapter's question: why does PPO-RLHF on a 7B model need a small cluster
 just to hold its weights, while GRPO with a LoRA adapter fits on one GPU?
 """
-from lab.input_checks import at_least, one_of, whole_at_least
+from lab import contracts
+from lab.input_checks import checked
 
 # Bytes a parameter costs when it is trained with Adam in mixed precision:
 # bf16 weight 2 + bf16 gradient 2 + fp32 master weight 4 + Adam m 4 + Adam v 4.
@@ -16,6 +17,7 @@ TRAINED_BYTES = 16
 FROZEN_BYTES = 2
 
 
+@checked(contracts.model_state_bytes)
 def model_state_bytes(n_trained, n_frozen=0):
     """Bytes of model state: 16 per trained parameter + 2 per frozen one.
 
@@ -28,12 +30,11 @@ def model_state_bytes(n_trained, n_frozen=0):
 
     Returns an int (whole bytes).
     """
-    whole_at_least("n_trained", n_trained, 0)
-    whole_at_least("n_frozen", n_frozen, 0)
     # TODO (Task 1a): use TRAINED_BYTES and FROZEN_BYTES, and return an int.
     raise NotImplementedError("Task 1a model_state_bytes (memory.py) is not implemented yet")
 
 
+@checked(contracts.kv_cache_bytes)
 def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
     """Bytes of KV cache for `n_tokens` tokens (all sequences together).
 
@@ -48,15 +49,11 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
 
     Returns an int (whole bytes).
     """
-    whole_at_least("n_layers", n_layers, 1)
-    whole_at_least("n_kv_heads", n_kv_heads, 1)
-    whole_at_least("head_dim", head_dim, 1)
-    whole_at_least("n_tokens", n_tokens, 0)
-    at_least("bytes_per_value", bytes_per_value, 0)
     # TODO (Task 1b): a key AND a value vector per layer, per KV head, per token.
     raise NotImplementedError("Task 1b kv_cache_bytes (memory.py) is not implemented yet")
 
 
+@checked(contracts.rl_memory_gb)
 def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_params=0):
     """GB of model state for an RL run on a model of `n_params` parameters.
 
@@ -68,6 +65,8 @@ def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_para
 
     reward_model=None means the usual set-up: a learned reward model for PPO,
     a verifiable reward (a program, no model) for GRPO. True or False forces it.
+    The check above the function turns None into that choice, so the code below
+    sees True or False.
     reference=False leaves the reference model out (no KL penalty).
 
     With LoRA (lora_params > 0) the base weights are frozen and shared: the
@@ -82,19 +81,9 @@ def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_para
       GRPO + LoRA with a 40M-parameter adapter: 2 * 7e9 + 16 * 40e6 = 14.64 GB
 
     Every combination of algo, reference, reward_model and lora_params follows
-    these rules. Checked below: n_params and lora_params are whole numbers,
+    these rules. Checked above it: n_params and lora_params are whole numbers,
     0 <= lora_params <= n_params; reference is True or False.
     Returns a float (GB).
     """
-    one_of("algo", algo, ("ppo", "grpo"))
-    whole_at_least("n_params", n_params, 0)
-    whole_at_least("lora_params", lora_params, 0)
-    if lora_params > n_params:
-        raise ValueError(f"lora_params must be at most n_params (an adapter is smaller than "
-                         f"its model), got lora_params={lora_params!r}, n_params={n_params!r}")
-    one_of("reference", reference, (True, False))
-    one_of("reward_model", reward_model, (None, True, False))
-    if reward_model is None:
-        reward_model = algo == "ppo"
     # TODO (Task 1c): build the bill with model_state_bytes, then convert bytes to GB.
     raise NotImplementedError("Task 1c rl_memory_gb (memory.py) is not implemented yet")

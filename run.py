@@ -11,6 +11,7 @@ experiments it runs live in lab/experiments.py, the figure in lab/figure.py.
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -19,7 +20,11 @@ import toy
 from lab import SCHEMES, harness
 from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
-                             memory_table, mismatch_sweep, scheduling_sweep, timeline)
+                             memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
+                             timeline)
+from lab.gpu_model import gpu_comparison
+from lab.gpu_presets import PRESETS
+from lab.staleness import TARGET_KL
 from lab.input_checks import ContractError
 from lab.model_shapes import GPU_GB
 from scheduler_core import MAX_RESPONSES, MAX_SIGMA, SchedulerError
@@ -103,6 +108,35 @@ def print_timeline(t):
           f"{t['n_updates']} updates), lanes busy {busy}")
 
 
+def print_gpu_model(g):
+    p = g["published"]
+    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
+          f"prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean length "
+          f"{g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
+    rows = ((f"synchronous ({g['baseline']}), hours", g["sync"]["hours"], p["sync_hours"],
+             g["ratio"]["sync"]),
+            (f"asynchronous ({g['gen_gpus']} generate, k = {g['k']}), hours",
+             g["asynchronous"]["hours"], p["async_hours"], g["ratio"]["asynchronous"]))
+    print(f"  {'':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
+    for label, predicted, published, ratio in rows:
+        print(f"  {label:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
+    print(f"  {'speedup':<42}{g['speedup']:>9.2f}x{p['speedup']:>10.2f}x{g['ratio']['speedup']:>8.2f}")
+    print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
+          f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
+          f"{g['sync']['tail_share']:.0%} of the generation")
+    print("  asynchronous at the published split: " + ", ".join(
+        f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
+    print("  splits (GPUs generating: hours): " + ", ".join(
+        f"{s['gen_gpus']}: {s['hours']:.1f}" for s in g["splits"]) +
+          f"; best {g['best']['gen_gpus']}, {g['best_speedup']:.2f}x the synchronous run")
+    a = g["asynchronous"]
+    print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
+          f"per token; token-weighted {a['token_lag']:.2f} (weights swapped mid-response)")
+    print("  where each value comes from (lab/gpu_presets.py names the sources):")
+    for what, source in g["notes"]:
+        print(f"    {what}: {source}")
+
+
 def print_mismatch(m):
     print(f"Part 3: RMSE of the gradient estimate (batch of {m['batch_size']}, C = {m['C']}, "
           f"{m['noise']} noise)")
@@ -134,6 +168,36 @@ def print_length_sweep(s):
                                                 if key == "rmse" else "")
                      for stats in s["schemes"].values()]
             print(f"  {T:>6}{s['method'][i]:>12}" + "".join(f"{c:>{width}}" for c in cells))
+
+
+def print_staleness(s):
+    print(f"Staleness: what each k's lag costs the gradient ({s['n_lanes']} lanes, B = {s['B']}, "
+          f"sigma = {s['sigma']}, {s['n_steps']} steps; engine mismatch {s['mismatch']}, "
+          f"C = {s['C']})")
+    print(f"  the policy moves: one update = step {s['step']:.4g} along the exact gradient, "
+          f"{s['kl']:g} nats per token (KL(pi_v-1 || pi_v) / T);\n  a response at lag l was "
+          f"sampled by version v - l, KL(pi_v-l || pi_v) / T = "
+          + ", ".join(f"{kl:.3f}" for kl in s["lag_kl"][1:5]) + " ... at l = 1 .. 4")
+    names = {"none": "none", "token_tis": "token TIS", "seq_tis": "seq TIS"}
+    print(f"  {'k':>9}{'throughput':>11}{'mean lag':>9}{'p95':>5}{'max':>5}"
+          + "".join(f"{names[n] + ' RMSE':>15}{'cos':>7}" for n in s["schemes"]))
+    for row in s["rows"]:
+        print(f"  {row_name(row):>9}{row['throughput']:>11.2f}{row['mean_lag']:>9.2f}"
+              f"{row['lag_p95']:>5}{row['max_lag']:>5}"
+              + "".join(f"{v['rmse']:>15.4f}{v['cosine']:>7.3f}" for v in row["schemes"].values()))
+    print("  expected gain of the toy's reward J per time unit (second order, exact): gain per "
+          "update x throughput / B")
+    print(f"  {'k':>9}" + "".join(f"{names[n]:>12}" for n in s["schemes"]))
+    for row in s["rows"]:
+        print(f"  {row_name(row):>9}"
+              + "".join(f"{v['gain_per_time']:>12.5f}" for v in row["schemes"].values()))
+    print("  best: " + ", ".join(f"{names[n]} at k = {row_name(s['rows'][i])}"
+                                 for n, i in s["best"].items()))
+
+
+def row_name(row):
+    """A staleness row's k as printed: "1" or "1 drop" (k = 1 dropping stale responses)."""
+    return f"{row['k']}" + (" drop" if row["drop_stale"] else "")
 
 
 def print_c_sweep(c):
@@ -190,6 +254,13 @@ def parse_args(argv=None):
     p.add_argument("--length-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH),
                    default=LARGE_MISMATCH,
                    help="per-token mismatch of the length sweep")
+    p.add_argument("--staleness", action="store_true",
+                   help="also price Part 2's lag with Part 3's tools: the error of the gradient "
+                        "and the gain per time unit at each k (a PNG of its own)")
+    p.add_argument("--staleness-kl", type=bounded(float, 1e-6, 1.0), default=TARGET_KL,
+                   help="nats per token that one update moves the policy, for --staleness")
+    p.add_argument("--staleness-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH), default=0.0,
+                   help="Part 3's engine mismatch on top of the lag, for --staleness")
     p.add_argument("--max-tokens", type=bounded(int, 1, 1_048_576), default=MAX_TOKENS,
                    help="tokens per response when Part 1 counts the lanes of one GPU")
     p.add_argument("--equal-hardware", action="store_true",
@@ -202,6 +273,8 @@ def parse_args(argv=None):
     p.add_argument("--train-work", type=bounded(float, 0, 1000), default=None,
                    help="GPU-time units one update costs, for --equal-hardware "
                         "(default: --gpus x --train-time)")
+    p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
+                   help="predict a published run's hours on the GPU model (docs/gpu-model.md)")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--solutions", action="store_true",
@@ -249,7 +322,8 @@ def attempt(key, experiment, show, unavailable):
         if not str(todo):
             return failed(part, task, todo, unavailable)
         print(f"{part}: skipped, {todo}.")
-        unavailable[part] = f"Task {task} not implemented yet"
+        named = re.match(r"Task (\d[a-z]?)", str(todo))  # a part may need two tasks
+        unavailable[part] = f"Task {named[1] if named else task} not implemented yet"
         return None
     except KeyboardInterrupt:
         print(f"{part}: interrupted (Ctrl-C); saving the parts done so far.")
@@ -310,8 +384,11 @@ def save(results, out):
     from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
     drawings = {out: figure.draw}
     # the optional figures go beside the main one: rl_systems_timeline.png, ...
+    from lab import gpu_figure
     for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
-                            ("timeline", figure.draw_timeline)):
+                            ("timeline", figure.draw_timeline),
+                            ("staleness", figure.draw_staleness),
+                            ("gpu_model", gpu_figure.draw)):
         if key in results:
             drawings[out.with_name(f"{out.stem}_{key}.png")] = draw_extra
     for path, draw in drawings.items():
@@ -321,6 +398,18 @@ def save(results, out):
     text = json.dumps(results, indent=1, default=lambda number: number.item())
     harness.write_atomically(out.with_suffix(".json"), text)
     print(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
+
+
+def gpu_model(choice, skipped):
+    """Each chosen preset on the GPU model, {name: result}; None once one cannot run."""
+    runs = {}
+    for name in (PRESETS if choice == "all" else [choice]):
+        print()
+        runs[name] = attempt("gpu_model", lambda name=name: gpu_comparison(
+            lab.load("scheduler"), lab.load("memory"), name), print_gpu_model, skipped)
+        if runs[name] is None:
+            return None
+    return runs
 
 
 def main(argv=None):
@@ -359,6 +448,8 @@ def main(argv=None):
         results["timeline"] = attempt(
             "timeline", lambda: timeline(lab.load("scheduler"), drop_stale=args.drop_stale, **sched),
             print_timeline, skipped)
+    if args.preset:
+        results["gpu_model"] = gpu_model(args.preset, skipped)
     print()
     results["mismatch"] = attempt(
         "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
@@ -377,6 +468,20 @@ def main(argv=None):
             "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_mismatch,
                                                  args.batch_size, args.C, args.noise),
             print_length_sweep, skipped)
+
+    if args.staleness:
+        print()
+        if results["scheduling"] is None:
+            print("Staleness: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
+            skipped[lab.PARTS["staleness"][0]] = "needs Part 2 (Task 2) first"
+        else:
+            results["staleness"] = attempt(
+                "staleness", lambda: staleness_sweep(
+                    lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
+                    n_steps=args.steps, train_time=args.train_time, sigma=args.sigma,
+                    kl=args.staleness_kl, mismatch=args.staleness_mismatch, C=args.C,
+                    noise=args.noise),
+                print_staleness, skipped)
 
     save(results, args.out)
     if session.get("stopped"):

@@ -16,11 +16,17 @@ which response is worked out after the run, by `assign_lanes`, for drawing.
 may_start and take_batch are the two decisions of Task 2 (scheduler.py).
 Every answer they give is checked against the rules below, so a bug shows up
 as a SchedulerError that says which rule broke, not as a wrong number later.
+`simulate` checks a run's arguments once, then calls the two as written: the
+loop gives them plain ints it made itself, so their per-call checks would buy nothing.
 """
 import heapq
+import inspect
 import math
+import numbers
 
 import numpy as np
+
+from lab.input_checks import at_least, at_most, one_of, whole_at_least
 
 
 class SchedulerError(RuntimeError):
@@ -30,6 +36,71 @@ class SchedulerError(RuntimeError):
 # Upper bounds of the arguments of scheduler.simulate (and of run.py's flags):
 MAX_SIGMA = 4.0        # lognormal shape; the median length exp(-sigma**2 / 2) is then 3e-4
 MAX_RESPONSES = 10**6  # for B * n_steps and n_lanes: every response is a dict in memory
+
+
+def simulate(may_start, take_batch, n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25,
+             lengths=None, drop_stale=False, seed=0):
+    """Run the simulator with the decisions may_start and take_batch (scheduler.simulate).
+
+    Response lengths are `lengths` (time units, in start order) if given: any
+    iterable of numbers > 0 (a list, a generator, an endless itertools.cycle),
+    read one at a time as lanes start; free lanes stay idle once it runs out.
+    Otherwise they are drawn from a lognormal distribution with mean 1 and
+    shape `sigma` (a heavy tail: with sigma = 1.25 about one response in 20 is
+    over 4 times the mean), seeded by `seed` so the same call always gives the
+    same run.
+
+    Returns the dict of `summarize`. Example, with Task 2's answers:
+    simulate(may_start, take_batch, 2, 2, 0, n_steps=2, lengths=[1, 3, 1, 1])["time"] == 6.
+    Bounds: sigma <= 4, n_lanes and B * n_steps <= 10**6 (MAX_SIGMA, MAX_RESPONSES).
+    """
+    whole_at_least("n_lanes", n_lanes, 1)
+    whole_at_least("B", B, 1)
+    whole_at_least("k", k, 0)
+    whole_at_least("n_steps", n_steps, 1)
+    at_least("train_time", train_time, 0)
+    at_least("sigma", sigma, 0)
+    at_most("sigma", sigma, MAX_SIGMA, "beyond it almost every length underflows to 0")
+    at_most("B * n_steps", B * n_steps, MAX_RESPONSES, "the responses trained must fit in memory")
+    at_most("n_lanes", n_lanes, MAX_RESPONSES, "the responses in flight must fit in memory")
+    one_of("drop_stale", drop_stale, (True, False))
+    lengths = lognormal_lengths(sigma, seed) if lengths is None else checked_lengths(lengths)
+    # inspect.unwrap: the functions without their @checked input checks (see above)
+    return run_simulation(int(n_lanes), int(B), int(k), int(n_steps), train_time, lengths,
+                          inspect.unwrap(may_start), inspect.unwrap(take_batch), drop_stale)
+
+
+def lognormal_lengths(sigma, seed):
+    """Endless lognormal response lengths with mean 1 (drawn in blocks, for speed)."""
+    rng = np.random.default_rng(seed)
+    while True:
+        yield from rng.lognormal(-sigma**2 / 2, sigma, size=4096).tolist()
+
+
+def checked_lengths(lengths):
+    """The given lengths, each checked as it is drawn (a generator or an endless
+    itertools.cycle works too: nothing is read ahead)."""
+    try:
+        lengths = iter(lengths)
+    except TypeError:
+        raise ValueError(f"lengths must be a list or other iterable of numbers, "
+                         f"got {lengths!r}") from None
+    return _each_checked(lengths)
+
+
+def _each_checked(lengths):
+    for i, length in enumerate(lengths):
+        if type(length) is not float or not 0.0 < length < math.inf:  # one cheap test for
+            _check_length(i, length)                                  # the usual float
+        yield length
+
+
+def _check_length(i, length):
+    """lengths[i] is a finite number > 0, or a ValueError that says which one is not."""
+    if isinstance(length, bool) or not isinstance(length, numbers.Real) \
+            or not 0 < length < math.inf:
+        raise ValueError(f"lengths must all be finite numbers > 0, but lengths[{i}] "
+                         f"(counting from 0) is {length!r}")
 
 
 def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_batch,

@@ -14,10 +14,11 @@ with respect to the D trainer parameters.
 """
 import numpy as np
 
-from lab import MASK_LEVELS, SCHEMES
-from lab.input_checks import at_least, one_of, real_array
+from lab import contracts
+from lab.input_checks import checked
 
 
+@checked(contracts.importance_weights, returns=contracts.token_weights)
 def importance_weights(logp_train, logp_infer, scheme, C=2.0):
     """Per-token weights (N, T) for one of five schemes:
 
@@ -30,25 +31,23 @@ def importance_weights(logp_train, logp_infer, scheme, C=2.0):
     Truncation caps a weight from above only: a weight below 1 is kept.
     Products of many ratios overflow or underflow, so work with logs:
     prod_s w_s = exp(sum_s log w_s), and min(x, C) = exp(min(log x, log C)).
+    Log-probabilities may be as low as -1000 (a token's rarely is, a response's
+    summed log-probability often is), and exp(-1000) is 0 in float64: take the
+    difference logp_train - logp_infer first, exponentiate only at the end.
 
     Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], C = 2:
       token     -> [[4, 0.25, 1]]      token_tis -> [[2, 0.25, 1]]
       seq       -> [[1, 1, 1]]         seq_tis   -> [[1, 1, 1]]
 
     Returns a new (N, T) array; logp_train and logp_infer are not changed.
-    Checked below: real (not complex) arrays of one shape, a known scheme, C >= 1.
+    Checked above it: real (not complex) arrays of one shape, a known scheme, C >= 1;
+    and afterwards, that the answer has that (N, T) shape.
     """
-    logp_train = real_array("logp_train", logp_train)
-    logp_infer = real_array("logp_infer", logp_infer)
-    if logp_train.ndim != 2 or logp_train.shape != logp_infer.shape:
-        raise ValueError(f"logp_train and logp_infer must both be (N, T) arrays of the same "
-                         f"shape, got {logp_train.shape} and {logp_infer.shape}")
-    one_of("scheme", scheme, SCHEMES)
-    at_least("C", C, 1)
     # TODO (Task 3a): start from log_w = logp_train - logp_infer; exponentiate last.
     raise NotImplementedError("Task 3a importance_weights (tis.py) is not implemented yet")
 
 
+@checked(contracts.pg_estimate, returns=contracts.gradient)
 def pg_estimate(rewards, grad_logp, weights):
     """REINFORCE with weighted token terms, averaged over the batch: a (D,) array
 
@@ -58,19 +57,14 @@ def pg_estimate(rewards, grad_logp, weights):
     grad_logp = [[[1], [3]]], weights = [[1, 0.5]] -> 3 * (1*1 + 0.5*3) = [7.5].
 
     The rewards are used as they are (no baseline is subtracted here), and the
-    inputs are not changed. Checked below: real arrays of matching shapes.
+    inputs are not changed. Checked above it: real arrays of matching shapes (and
+    afterwards, the (D,) shape of the answer).
     """
-    rewards = real_array("rewards", rewards)
-    grad_logp = real_array("grad_logp", grad_logp)
-    weights = real_array("weights", weights)
-    if (rewards.ndim != 1 or grad_logp.ndim != 3 or weights.ndim != 2
-            or grad_logp.shape[:2] != weights.shape or len(rewards) != len(weights)):
-        raise ValueError(f"need rewards (N,), grad_logp (N, T, D) and weights (N, T), got "
-                         f"{rewards.shape}, {grad_logp.shape} and {weights.shape}")
     # TODO (Task 3b): broadcast rewards to (N, 1, 1) and weights to (N, T, 1).
     raise NotImplementedError("Task 3b pg_estimate (tis.py) is not implemented yet")
 
 
+@checked(contracts.masked_weights, returns=contracts.token_weights)
 def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
     """Task 3c (optional): masking. Per-token weights (N, T) that reject instead of truncate:
     a ratio inside the band [low, high] (edges included) is kept as it is, one outside
@@ -82,22 +76,13 @@ def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
                  on every token if it lies in the band, else 0
 
     Work in log space, as in Task 3a, and compare there too: log(low) <= log w <= log(high).
-    A product over thousands of tokens overflows; its logarithm does not. low = 0 means
-    no lower bound (log 0 = -inf).
+    A product over thousands of tokens overflows; its logarithm does not. Log-probabilities
+    may be as low as -1000, where exp() gives 0 in float64. low = 0 means no lower bound
+    (log 0 = -inf).
 
     Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], band [0.5, 2]:
       token -> [[0, 0, 1]]      seq -> [[1, 1, 1]]      geo -> [[1, 1, 1]]
     """
-    logp_train = np.asarray(logp_train, dtype=float)
-    logp_infer = np.asarray(logp_infer, dtype=float)
-    if logp_train.ndim != 2 or logp_train.shape != logp_infer.shape:
-        raise ValueError(f"logp_train and logp_infer must both be (N, T) arrays of the same "
-                         f"shape, got {logp_train.shape} and {logp_infer.shape}")
-    one_of("level", level, MASK_LEVELS)
-    at_least("low", low, 0)
-    at_least("high", high, 1)
-    if low > 1:
-        raise ValueError(f"low must be a number from 0 to 1 (the band holds ratio 1), got {low!r}")
     # TODO (Task 3c): one log-ratio per token; for "seq" their sum, for "geo" their mean, on every token.
     # TODO (Task 3c): keep it where log(low) <= it <= log(high) (edges included); exactly 0 elsewhere.
     raise NotImplementedError("Task 3c masked_weights (tis.py) is not implemented yet")

@@ -156,9 +156,24 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     whole_at_least("batch_size", batch_size, 1)
     at_most("batch_size", batch_size, MAX_BATCH_SIZE, "a bigger batch only shrinks the variance")
     one_of("noise", noise, NOISES)
-    logp_infer = token_logprobs(THETA + mismatch * PERTURBATIONS[noise])
-    q = np.exp(logp_infer.sum(axis=1))  # pi_infer(y), the sampling probability
-    weights = np.asarray(importance_weights(LOGP_TRAIN, logp_infer, scheme, C), dtype=float)
+    q, g = response_estimates(importance_weights, pg_estimate, scheme,
+                              THETA + mismatch * PERTURBATIONS[noise], C)
+    mean = q @ g
+    bias = float(np.linalg.norm(mean - TRUE_GRAD))
+    variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size
+    return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))
+
+
+def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, C=2.0):
+    """(q, g) for the rewarded responses when the policy with logits `sampler_logits`
+    samples and the trainer (THETA) learns: q (len(REWARDED),) their sampling
+    probabilities, g (len(REWARDED), D) their one-response estimates g(y), from
+    pg_estimate with importance_weights(LOGP_TRAIN, logp_sampler, scheme, C).
+    A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
+    """
+    logp_sampler = token_logprobs(sampler_logits)
+    q = np.exp(logp_sampler.sum(axis=1))  # pi_sampler(y), the sampling probability
+    weights = np.asarray(importance_weights(LOGP_TRAIN, logp_sampler, scheme, C), dtype=float)
 
     def estimate(batch):  # pg_estimate on the responses with these indices
         return np.asarray(pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch]))
@@ -172,14 +187,7 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
             f"pg_estimate (Task 3b) on {N_COPIES} copies of one response gave "
             f"{np.linalg.norm(copies) / np.linalg.norm(one):.4g} times that response's own "
             "estimate; it must average over the batch (divide by N), not sum")
-    # g(y) for every response: the estimate a batch of that one response gives.
-    # A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
-    g = one_response_estimates(pg_estimate, weights)
-    q = q[REWARDED]
-    mean = q @ g
-    bias = float(np.linalg.norm(mean - TRUE_GRAD))
-    variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size
-    return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))
+    return q[REWARDED], one_response_estimates(pg_estimate, weights)
 
 
 # ---------------------------------------------------------------- longer responses (run.py --length-sweep)

@@ -7,7 +7,7 @@ chooses whose code runs.
 import math
 
 import toy
-from lab import MASK_LEVELS, SCHEMES
+from lab import MASK_LEVELS, SCHEMES, staleness
 from lab.model_shapes import GPU_GB, MODELS, ROUND_7B
 from scheduler_core import assign_lanes
 
@@ -20,6 +20,8 @@ LONG = 4  # a response "long" if over 4x the mean length (which is 1)
 LENGTHS = (6, 16, 64, 256, 1024)  # response lengths T of the length sweep
 LENGTH_KEYS = ("rmse", "rmse_stderr", "cosine", "zero_weight_share")
 MAX_TOKENS = 16_384  # tokens of one response when Part 1 counts the lanes of a GPU
+STALENESS_KS = (0, 1, 2, 4, 8)  # the staleness table's k, then k = 1 with drop_stale
+STALENESS_SCHEMES = ("none", "token_tis", "seq_tis")
 
 
 # ---------------------------------------------------------------- Part 1: memory (Task 1)
@@ -204,6 +206,44 @@ def exact_stats(tis, scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
     """toy.exact_stats with the two functions of the Task 3 module `tis`."""
     return toy.exact_stats(tis.importance_weights, tis.pg_estimate, scheme, mismatch, C,
                            batch_size, noise)
+
+
+# ---------------------------------------------------------------- Part 2 drives Part 3: staleness
+
+def staleness_sweep(scheduler, tis, n_lanes, B, ks=STALENESS_KS, n_steps=200, train_time=1.0,
+                    sigma=1.25, kl=staleness.TARGET_KL, mismatch=0.0, C=2.0, noise="student_t"):
+    """What each k's lag costs the gradient (lab/staleness.py), from Task 2's `scheduler`
+    (the lag of every trained response, batch by batch) and Task 3's `tis` (the weights
+    that correct it). One row per k in ks, then k = 1 with drop_stale; per row and scheme
+    the bias, variance, RMSE and cosine of the batch estimate at version v, and the
+    expected gain of J per update and per time unit (gain per update x updates per time
+    unit, throughput / B: a dropped response costs its time and trains nothing)."""
+    settings = [(k, False) for k in ks] + [(1, True)]
+    runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
+                               sigma=sigma, drop_stale=drop) for k, drop in settings]
+    counts = [staleness.batch_lags(r["trace"], B) for r in runs]
+    step = staleness.step_for_kl(kl)
+    versions = staleness.policy_versions(step, max(c.shape[1] for c in counts) - 1)
+    H = staleness.reward_hessian(toy.THETA)
+    moments = {scheme: staleness.lag_moments(tis.importance_weights, tis.pg_estimate, scheme,
+                                             versions, H, mismatch, C, noise)
+               for scheme in STALENESS_SCHEMES}
+    rows = []
+    for (k, drop), r, c in zip(settings, runs, counts):
+        row = dict(k=k, drop_stale=drop, throughput=r["throughput"], mean_lag=r["mean_lag"],
+                   lag_p95=r["lag_p95"], max_lag=r["max_lag"], schemes={})
+        for scheme in STALENESS_SCHEMES:
+            stats = staleness.staleness_stats(moments[scheme], c, step, H)
+            stats["gain_per_time"] = stats["gain_per_update"] * r["throughput"] / B
+            row["schemes"][scheme] = stats
+        rows.append(row)
+    best = {scheme: max(range(len(rows)), key=lambda i: rows[i]["schemes"][scheme]["gain_per_time"])
+            for scheme in STALENESS_SCHEMES}
+    return dict(n_lanes=n_lanes, B=B, n_steps=n_steps, sigma=sigma, train_time=train_time,
+                kl=kl, step=step, lag_kl=[staleness.per_token_kl(theta, toy.THETA)
+                                          for theta in versions],
+                mismatch=mismatch, C=C, noise=noise, schemes=list(STALENESS_SCHEMES),
+                rows=rows, best=best)
 
 
 # ---------------------------------------------------------------- Part 3 with masking (Task 3c)

@@ -226,6 +226,55 @@ def draw_timeline(results, path):
     plt.close(fig)
 
 
+def draw_staleness(results, path):
+    """Save the --staleness figure: the batch estimate's RMSE, and the expected gain of J
+    per time unit, against k, for each weighting scheme; k = 1 with drop_stale as stars."""
+    s = results["staleness"]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    titles = ["Stale batches: error of the gradient", "What a time unit buys: gain of J"]
+    for ax, title in zip(axes, titles):
+        if s is None:
+            placeholder(ax, results["unavailable"]["Staleness"])
+        ax.set_title(f"{title} (Tasks 2 and 3)")
+    if s is not None:
+        staleness_panels(s, *axes)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def staleness_panels(s, ax_error, ax_gain):
+    """RMSE (solid) and bias (dashed) against k, and the gain of J per time unit; the row
+    of k = 1 with drop_stale as stars."""
+    kept = [row for row in s["rows"] if not row["drop_stale"]]
+    dropped = [row for row in s["rows"] if row["drop_stale"]]
+    ks = [row["k"] for row in kept]
+    for scheme in s["schemes"]:
+        label, color = STALENESS_LABELS[scheme], COLORS[scheme]
+        for ax, key, style in ((ax_error, "rmse", "o-"), (ax_error, "bias", "s--"),
+                               (ax_gain, "gain_per_time", "o-")):
+            ax.plot(ks, [row["schemes"][scheme][key] for row in kept], style, color=color,
+                    label=f"{label}: {key}" if ax is ax_error else label)
+            ax.plot([row["k"] for row in dropped], [row["schemes"][scheme][key] for row in dropped],
+                    "*", color=color, markersize=13)
+    ax_gain.plot([], [], "*", color="gray", markersize=13, label="k = 1 dropping stale responses")
+    for ax, ylabel in ((ax_error, "error of the batch estimate at version v"),
+                       (ax_gain, "expected gain of J per time unit")):
+        ax.set_xlabel("staleness bound k (versions ahead)")
+        ax.set_ylabel(ylabel)
+        ax.set_xticks(ks)
+    ax_error.set_ylim(bottom=0)
+    ax_error.legend(fontsize=8, loc="center right", ncol=2)
+    ax_gain.set_ylim(bottom=0)
+    ax_gain.legend(title=f"one update moves {s['kl']:g} nats/token; B = {s['B']}, "
+                         f"engine mismatch {s['mismatch']}", fontsize=8, title_fontsize=8,
+                   loc="lower right")
+
+
+STALENESS_LABELS = {"none": "none (stale as on-policy)", "token_tis": "token TIS",
+                    "seq_tis": "sequence TIS"}
+
+
 TIMELINE_CAPTIONS = {0: "k = 0, synchronous: every batch waits for its slowest response",
                      1: "k = 1: the lanes start the next batch while the trainer works"}
 # Version v is drawn in colour v mod 20: tab20's ten strong colours, then its ten pale ones.

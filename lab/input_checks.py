@@ -2,7 +2,14 @@
 
 Each check raises a ValueError that names the argument and what is allowed,
 so a bad call fails on its first line instead of deep inside the maths.
+`checked` puts a task function's checks (lab/contracts.py) in one line above it:
+
+    @checked(contracts.may_start)
+    def may_start(n_started, n_dropped, version, k, B):
+        ...your code only...
 """
+import functools
+import inspect
 import math
 import numbers
 
@@ -55,3 +62,29 @@ def show_short(value):
     """repr(value), cut to one short line."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def checked(inputs, returns=None):
+    """A decorator: check a task function's arguments before it runs, and its answer after.
+
+    inputs(**arguments) raises a ValueError for a bad argument; it may return a dict of
+    arguments to replace (lists as float arrays, say), which the function then receives.
+    returns(name, answer, **arguments), if given, raises a ContractError for an answer
+    of the wrong shape or type, before any given code uses it.
+    The decorated function keeps its name, signature and docstring; the undecorated one
+    is its __wrapped__ (the simulator calls that, having checked its own arguments once).
+    """
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def checked_function(*args, **kwargs):
+            call = signature.bind(*args, **kwargs)
+            call.apply_defaults()
+            call.arguments.update(inputs(**call.arguments) or {})
+            answer = function(*call.args, **call.kwargs)
+            if returns is not None:
+                returns(function.__name__, answer, **call.arguments)
+            return answer
+        return checked_function
+    return decorate

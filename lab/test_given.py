@@ -5,14 +5,19 @@ bug in the lab, not in your code. The stand-in functions they need are written
 here, so no task has to be done first.
 """
 import math
+import signal
+import time
 
 import numpy as np
 import pytest
 
 import toy
-from lab.experiments import equal_hardware, lanes_per_gpu, timeline
+from lab import staleness
+from lab.experiments import equal_hardware, lanes_per_gpu, staleness_sweep, timeline
+from lab.feedback import KnownMistakes, Mistake
+from lab.harness import HINT_LIMIT
 from lab.model_shapes import MODELS, ROUND_7B
-from scheduler_core import SchedulerError, assign_lanes, run_simulation
+from scheduler_core import SchedulerError, assign_lanes, checked_lengths, run_simulation
 
 LOGP = np.log(np.full((4, 3), 0.5))  # any (N, T) log-probabilities will do
 
@@ -39,7 +44,7 @@ def test_input_checks_scheduler(scheduler):
     with pytest.raises(ValueError, match="lengths must be a list"):
         scheduler.simulate(2, 2, 0, lengths=5)
     with pytest.raises(ValueError, match=r"lengths\[1\] \(counting from 0\) is 0"):
-        list(scheduler._checked_lengths(x for x in [1, 0]))  # checked as drawn, not ahead
+        list(checked_lengths(x for x in [1, 0]))  # checked as drawn, not ahead
     with pytest.raises(ValueError, match="sigma must be at most"):
         scheduler.simulate(2, 2, 0, sigma=50)
     with pytest.raises(ValueError, match="B \\* n_steps must be at most"):
@@ -299,3 +304,116 @@ def test_timeline_shares_one_window():
 
     with pytest.raises(SchedulerError, match="not copies"):
         run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, copies)
+
+
+# ---------------------------------------------------------------- staleness (run.py --staleness)
+# A stand-in for Task 3's two functions: any weights will do for these checks, so these are
+# deliberately not Task 3a's (1 + log-ratio, floored at 0).
+
+class StandInTis:
+    @staticmethod
+    def importance_weights(logp_train, logp_infer, scheme, C=2.0):
+        if scheme == "none":
+            return np.ones_like(logp_train)
+        return np.maximum(1.0 + logp_train - logp_infer, 0.0)
+
+    @staticmethod
+    def pg_estimate(rewards, grad_logp, weights):
+        return np.einsum("n,nt,ntd->d", rewards, weights, grad_logp) / len(rewards)
+
+
+def test_staleness_update_moves_the_stated_kl():
+    for kl in (0.01, 0.05):
+        step = staleness.step_for_kl(kl)
+        old, new = staleness.policy_versions(step, 1)[::-1]
+        # KL(pi_old || pi_new) per token by the chain rule, position by position: the
+        # rows' KLs weighted by how often pi_old visits each row, no responses listed
+        p, q = toy.token_probs(old), toy.token_probs(new)
+        row_kl = (p * np.log(p / q)).sum(axis=1)
+        visits, total = np.eye(toy.V + 1)[toy.START], 0.0
+        for _ in range(toy.T):
+            total += visits @ row_kl
+            visits = np.append(visits @ p, 0.0)
+        assert total / toy.T == pytest.approx(kl, rel=1e-9)
+        assert np.allclose(old, toy.THETA - step * toy.TRUE_GRAD.reshape(old.shape))
+
+
+def test_staleness_hessian_matches_finite_differences():
+    H, e = staleness.reward_hessian(toy.THETA), 1e-5
+    for i in (0, 7, 19):
+        d = np.zeros(toy.D)
+        d[i] = e
+        d = d.reshape(toy.THETA.shape)
+        column = (staleness.reward_gradient(toy.THETA + d)
+                  - staleness.reward_gradient(toy.THETA - d)) / (2 * e)
+        assert np.allclose(H[:, i], column, atol=1e-8)
+    assert np.allclose(staleness.reward_gradient(toy.THETA), toy.TRUE_GRAD, atol=1e-15)
+
+
+def test_staleness_with_all_lags_0_is_on_policy():
+    s = staleness_sweep(StandInScheduler, StandInTis, 16, 32, ks=(0,), n_steps=20)
+    row = s["rows"][0]
+    assert row["k"] == 0 and row["max_lag"] == 0
+    for scheme, stats in row["schemes"].items():
+        exact = toy.exact_stats(StandInTis.importance_weights, StandInTis.pg_estimate, scheme,
+                                0.0, batch_size=32)
+        for key in ("bias", "variance", "rmse"):
+            assert stats[key] == pytest.approx(exact[key], rel=1e-9, abs=1e-15), (scheme, key)
+
+
+def test_staleness_single_lag_bias_is_the_off_policy_bias():
+    step = staleness.step_for_kl()
+    versions = staleness.policy_versions(step, 3)
+    H = staleness.reward_hessian(toy.THETA)
+    moments = staleness.lag_moments(StandInTis.importance_weights, StandInTis.pg_estimate, "none",
+                                    versions, H)
+    for lag in (1, 3):
+        counts = np.zeros((2, lag + 1), dtype=int)
+        counts[:, lag] = 4  # two batches of 4 responses, all sampled by version v - lag
+        stats = staleness.staleness_stats(moments, counts, step, H)
+        # the off-policy bias, summed directly over the 4,096 responses
+        q = toy.sequence_probs(versions[lag])
+        mean = np.einsum("n,n,ntd->d", q, toy.REWARDS, toy.GRAD_LOGP)
+        assert stats["bias"] == pytest.approx(np.linalg.norm(mean - toy.TRUE_GRAD), rel=1e-9)
+        assert stats["bias"] > 0.01, "an older policy samples other responses: a real bias"
+
+
+def test_staleness_batch_lags_counts_each_update():
+    trace = [dict(tag=0, lag=0), dict(tag=0, lag=0), dict(tag=0, lag=1), dict(tag=1, lag=0),
+             dict(tag=1, lag=None)]
+    assert staleness.batch_lags(trace, 2).tolist() == [[2, 0], [1, 1]]
+    with pytest.raises(ValueError, match="B = 3"):
+        staleness.batch_lags(trace, 3)
+
+
+# A toy task for the hints: the rule is 2x; one known mistake adds 2 instead (the same at
+# x = 2), another gives NaN at x = 3 (as code that overflows would).
+TOY_MISTAKES = KnownMistakes(
+    right=lambda x: 2.0 * x,
+    mistakes=[Mistake("added 2", lambda x: x + 2.0, "(none)"),
+              Mistake("NaN at 3", lambda x: np.nan if x == 3 else 2.0 * x, "(none)")],
+    probes=lambda: [(0,), (1,), (2,), (3,)])
+
+
+def test_a_hint_holds_on_every_probe():
+    def near_miss(x):  # adds 2 on three probes of four
+        return x + 2.0 if x < 3 else 7.0
+    assert "Likely mistake: added 2" in TOY_MISTAKES.hint(lambda x: x + 2.0)
+    assert TOY_MISTAKES.hint(near_miss) == ""
+    assert TOY_MISTAKES.hint(lambda x: 2.0 * x) == ""  # the rule itself
+    assert "Likely mistake: NaN at 3" in TOY_MISTAKES.hint(lambda x: 2.0 * x if x < 3 else np.nan)
+
+
+def test_a_hint_that_cannot_be_checked_is_not_shown():
+    def fails(x):
+        raise KeyError(x)
+
+    def loops(x):
+        while True:
+            pass
+    assert TOY_MISTAKES.hint(fails) == ""
+    start = time.monotonic()
+    assert TOY_MISTAKES.hint(loops) == ""
+    assert time.monotonic() - start < HINT_LIMIT + 1.5, "the probe outlived its limit"
+    if hasattr(signal, "getitimer"):  # the test's own time limit is armed again
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0

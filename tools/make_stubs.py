@@ -9,8 +9,10 @@ answer in them sits between two marker lines,
     # END SOLUTION
 
 and the student file gets everything else unchanged (signatures, docstrings,
-input checks, given code), with each region replaced by its HINT lines, as
-TODO comments, and a NotImplementedError that names task, function and file.
+the decorators that check inputs, given code), with each region replaced by
+its HINT lines, as TODO comments, and a NotImplementedError that names task,
+function and file. A region must be the whole body of its function after the
+docstring, so a student function holds nothing but the student's code.
 
     python tools/make_stubs.py --write  # (re)write the student files that are unchanged
                                         # stubs (as committed in git); others are refused
@@ -31,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from lab import STUDENT_MODULES, TASKS, file_of  # noqa: E402  (needs ROOT on the path first)
 
 STUDENT_FILES = tuple(module + ".py" for module in STUDENT_MODULES)
+TASK_FUNCTIONS = {task.what for task in TASKS.values()}
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION task(?P<task>\w+)\s*$")
 END = re.compile(r"^\s*# END SOLUTION\s*$")
 HINT = re.compile(r"^\s*# HINT: (?P<hint>.*)$")
@@ -99,10 +102,24 @@ def stub_region(region, name):
     return "".join(lines)
 
 
+def only_the_todo(stub, name):
+    """Check that each task function of student file `name` is its docstring, TODO comments
+    and the NotImplementedError, nothing else (given checks belong in its decorator)."""
+    for node in ast.parse(stub).body:
+        if isinstance(node, ast.FunctionDef) and node.name in TASK_FUNCTIONS:
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            if not (len(body) == 1 and isinstance(body[0], ast.Raise)):
+                raise MarkerError(f"solutions/{name}: {node.name} holds code outside its "
+                                  "solution region; move given code out of the function "
+                                  "(input checks go in its @checked decorator)")
+
+
 def all_stubs():
     """{file name: student source} for every student file; checks every task has a region."""
     stubs = {name: stub_source((ROOT / "solutions" / name).read_text(), name)
              for name in STUDENT_FILES}
+    for name, stub in stubs.items():
+        only_the_todo(stub, name)
     for task, (_, function, _, _) in TASKS.items():
         name = file_of(task)
         count = stubs[name].count(f'"Task {task} {function} ')

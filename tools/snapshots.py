@@ -54,6 +54,8 @@ RUNS = {
     "equal_hardware_sigma_0": ["--equal-hardware", "--sigma", "0"],
     "equal_hardware_gpus_8": ["--equal-hardware", "--gpus", "8"],
     "equal_hardware_gpus_24": ["--equal-hardware", "--gpus", "24"],
+    "staleness": ["--staleness"],
+    "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
 }
 
 # (the README's words, with {} where the number goes; snapshot; path in the JSON; format).
@@ -258,8 +260,82 @@ QUOTES = [
     ("**Why k stops mattering past k = 2.** {} lanes", "default", "scheduling.n_lanes", "{}"),
     ("and the trainer could take {} (B = 32", "default", "scheduling",
      lambda run: f"{run['B'] / run['train_time']:g}"),
-
+    # docs/staleness.md
+    ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
+    ("That gives η = {}.", "staleness", "staleness.step", "{:.3f}"),
+    ("are then {} nats per token from v", "staleness", "staleness.lag_kl",
+     lambda kl: ", ".join(f"{x:.3f}" for x in kl[1:4]) + f" and {kl[4]:.3f}"),
+    ("an uncorrected update gains {} of an on-policy one (its bias is", "staleness",
+     "staleness.rows", lambda rows: share_of_k0(rows, 1, "none")),
+    ("(its bias is {}, its cosine", "staleness", "staleness.rows.1.schemes.none.bias", "{:.3f}"),
+    ("its cosine {}). But k = 1", "staleness", "staleness.rows.1.schemes.none.cosine",
+     "{:.3f}"),
+    ("But k = 1 makes {}× as many updates", "default", "scheduling.throughput_gain.1", "{:.2f}"),
+    ("the gain per time unit is {}× the synchronous run's. Corrected", "staleness",
+     "staleness.rows", lambda rows: speedup(rows, 1, "none")),
+    ("an update keeps {} (token TIS)", "staleness", "staleness.rows",
+     lambda rows: share_of_k0(rows, 1, "token_tis")),
+    ("(token TIS) or {} (sequence TIS) of its worth", "staleness", "staleness.rows",
+     lambda rows: share_of_k0(rows, 1, "seq_tis")),
+    ("the gain per time unit is {} the synchronous run's.", "staleness", "staleness.rows",
+     lambda rows: f"{speedup(rows, 1, 'token_tis')}× and {speedup(rows, 1, 'seq_tis')}×"),
+    ("the best row is {} (0.0270", "staleness", "staleness",
+     lambda s: best_row(s, "none")),
+    ("with stale responses dropped ({}, against", "staleness",
+     "staleness.rows.5.schemes.none.gain_per_time", "{:.4f}"),
+    ("against {} keeping them)", "staleness", "staleness.rows.1.schemes.none.gain_per_time",
+     "{:.4f}"),
+    ("dropping trades {} of the throughput", "staleness", "staleness.rows",
+     lambda rows: f"{1 - rows[5]['throughput'] / rows[1]['throughput']:.0%}"),
+    ("With token TIS the best is {} (0.0395", "staleness", "staleness",
+     lambda s: best_row(s, "token_tis")),
+    ("with sequence TIS {} (0.0408)", "staleness", "staleness", lambda s: best_row(s, "seq_tis")),
+    ("(0.0408)", "staleness", "staleness.rows.1.schemes.seq_tis.gain_per_time", "({:.4f})"),
+    ("RMSE than on-policy ones ({} at k = 1", "staleness", "staleness.rows.1.schemes.none.rmse",
+     "{:.3f}"),
+    ("at k = 1 against {}): older", "staleness", "staleness.rows.0.schemes.none.rmse", "{:.3f}"),
+    ("still costs them {} of each update", "staleness", "staleness.rows",
+     lambda rows: f"{1 - rows[1]['schemes']['none']['gain_per_update'] / rows[0]['schemes']['none']['gain_per_update']:.0%}"),
+    ("With `--staleness-kl {}` (ten times", "staleness_kl_0.1", "staleness.kl", "{:g}"),
+    ("update, η = {}) an uncorrected", "staleness_kl_0.1", "staleness.step", "{:.2f}"),
+    ("at k = 1 keeps only {} of an on-policy", "staleness_kl_0.1", "staleness.rows",
+     lambda rows: share_of_k0(rows, 1, "none")),
+    ("the gain per time unit is {}× the synchronous run's at k = 1", "staleness_kl_0.1",
+     "staleness.rows", lambda rows: speedup(rows, 1, "none")),
+    ("at k = 1 and {}× from k = 2 on", "staleness_kl_0.1", "staleness.rows",
+     lambda rows: speedup(rows, 2, "none")),
+    ("Token TIS keeps {}× at k = 1", "staleness_kl_0.1", "staleness.rows",
+     lambda rows: speedup(rows, 1, "token_tis")),
+    ("sequence TIS only {}×; dropping", "staleness_kl_0.1", "staleness.rows",
+     lambda rows: speedup(rows, 1, "seq_tis")),
+    ("best for every scheme ({})", "staleness_kl_0.1", "staleness.rows",
+     lambda rows: ", ".join(f"{speedup(rows, 5, n)}×" for n in ("none", "token_tis", "seq_tis"))),
+    ("the lab's token TIS keeps {} of each update against", "staleness", "staleness.rows",
+     lambda rows: share_of_k0(rows, 4, "token_tis")),
+    ("of each update against {} uncorrected)", "staleness", "staleness.rows",
+     lambda rows: share_of_k0(rows, 4, "none")),
+    ("the uncorrected k = 1 run is still {}× the", "staleness", "staleness.rows",
+     lambda rows: speedup(rows, 1, "none")),
+    ("synchronous one at 0.01 nats per update, and only {}× at 0.1", "staleness_kl_0.1",
+     "staleness.rows", lambda rows: speedup(rows, 1, "none")),
 ]
+
+
+def share_of_k0(rows, i, scheme):
+    """Row i's gain per update as a share of the k = 0 row's: "60%"."""
+    return f"{rows[i]['schemes'][scheme]['gain_per_update'] / rows[0]['schemes'][scheme]['gain_per_update']:.0%}"
+
+
+def speedup(rows, i, scheme):
+    """Row i's gain per time unit over the k = 0 row's: "2.45"."""
+    return f"{rows[i]['schemes'][scheme]['gain_per_time'] / rows[0]['schemes'][scheme]['gain_per_time']:.2f}"
+
+
+def best_row(s, scheme):
+    """The staleness row with the most gain per time unit: "k = 1" or "k = 1 with stale
+    responses dropped"."""
+    row = s["rows"][s["best"][scheme]]
+    return f"k = {row['k']}" + (" with stale responses dropped" if row["drop_stale"] else "")
 
 # Table rows: (the row, with {} for each number; one (snapshot, path, format) per {})
 LENGTH_COLUMNS = ["none", "token", "token_tis", "seq", "seq_tis", "token_mask", "seq_mask",
@@ -295,7 +371,29 @@ def equal_hardware_snapshot(work):
     return "equal_hardware" if work == 16 else f"equal_hardware_work_{work}"
 
 
+def staleness_row(i):
+    """Row i of docs/staleness.md's table: k, throughput, lags, then three numbers per column."""
+    base = f"staleness.rows.{i}"
+    words = ("| {} | {} | {} / {} / {} |" + " {} / {} / {} |" * 3)
+    cells = [("staleness", base, lambda row: f"{row['k']}" + (", drop stale" if row["drop_stale"]
+                                                               else "")),
+             ("staleness", f"{base}.throughput", "{:.2f}"),
+             ("staleness", f"{base}.mean_lag", "{:.2f}"),
+             ("staleness", f"{base}.lag_p95", "{}"), ("staleness", f"{base}.max_lag", "{}")]
+    for key, fmt in (("rmse", "{:.3f}"), ("cosine", "{:.3f}"), ("gain_per_time", "{:.4f}")):
+        cells += [("staleness", f"{base}.schemes.{scheme}.{key}", fmt)
+                  for scheme in ("none", "token_tis", "seq_tis")]
+    return words, cells
+
+
 TABLE_ROWS = [
+    *[staleness_row(i) for i in range(6)],
+    ("| lab, gain per update vs k = 0, none |" + " {} |" * 5,
+     [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "none"))
+      for i in range(5)]),
+    ("| lab, gain per update vs k = 0, token TIS |" + " {} |" * 5,
+     [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "token_tis"))
+      for i in range(5)]),
     length_row("{} (exact)", 0, bold={"seq_tis"}),
     length_row("{}", 1, bold={"seq_tis"}),
     length_row("{}", 2, two_digits={"seq"}),
@@ -434,8 +532,9 @@ def main(argv=None):
                   f"{'matches' if not found else 'DIFFERS from'} tools/snapshots/{name}.json")
             problems += [f"{name}: {problem}" for problem in found]
     readme = (ROOT / "README.md").read_text()
-    found, n_numbers = quote_problems(readme, snapshots)
-    print(f"README.md: {len(found)} of {len(checks())} quotes differ "
+    docs = readme + "".join(path.read_text() for path in sorted((ROOT / "docs").glob("*.md")))
+    found, n_numbers = quote_problems(docs, snapshots)
+    print(f"README.md and docs/: {len(found)} of {len(checks())} quotes differ "
           f"({n_numbers} numbers checked)")
     problems += found
     found = draws_problems(readme)

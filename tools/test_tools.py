@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import lab
-from tools.make_stubs import MarkerError, stub_source
+from tools.make_stubs import MarkerError, only_the_todo, stub_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +38,14 @@ def test_region_becomes_hint_and_raise():
 def test_bad_markers_are_refused(body, problem):
     with pytest.raises(MarkerError, match=problem):
         stub(body)
+
+
+def test_student_function_holds_only_the_todo():
+    region = "    # BEGIN SOLUTION task1a\n    return 1\n    # END SOLUTION\n"
+    only_the_todo(stub_source(HEADER.replace("    x = 1\n", "") + region, "memory.py"),
+                  "memory.py")
+    with pytest.raises(MarkerError, match="outside its solution region"):  # the given x = 1
+        only_the_todo(stub(region), "memory.py")
 
 
 def test_loader_rejects_unknown_values(monkeypatch):

@@ -1,0 +1,284 @@
+"""The GPU-level rollout simulator (given): engines that decode many responses at once.
+
+Part 2's lanes each take one time unit per mean response, whatever else runs.
+A real generation engine (one GPU, or tp GPUs sharing one copy of the model)
+decodes up to S responses together: each decode step reads the weights once and
+the KV cache of every active response, and adds one token to each. So a step of
+an engine costs
+
+    step seconds = a + b * C        (Linear(a, b) below, applied to C)
+
+  a: reading the bf16 weights (2 * n_params / bandwidth) plus a fixed per-step
+     overhead (scheduling, sampling, kernel launches);
+  b: reading one token of KV cache (KV bytes per token / bandwidth);
+  C: the tokens in the KV caches of the engine's active responses.
+
+Convention: a response that has generated g tokens reads prompt + g tokens of
+KV at its next step, which makes token g + 1; a response of L tokens takes L
+steps. Prefill is not counted. Responses join an engine at step boundaries
+(an idle engine starts at once), and a freed slot is refilled at the next
+boundary: continuous batching.
+
+Between two events an engine's n contexts each grow by one token a step, so
+from a boundary with C0 tokens in flight, m steps take
+
+    T(m) = m * (a + b * C0) + b * n * m * (m - 1) / 2
+
+That gives every finish in closed form, and the boundary at or after any time
+from the quadratic's root: the loop jumps from event to event, never over tokens.
+
+Training works as in scheduler_core: B counts groups of `group_size` responses
+to one prompt (GRPO's unit; a group finishes when its last response does), the
+trainer takes B finished groups with take_batch and trains for
+train(tokens) seconds, tokens = prompt + response tokens of the whole batch.
+A group starts when may_start allows it and the engines have group_size free
+slots; each response goes to the engine with the fewest active responses.
+
+With S = 1, group_size 1, a = 1, b = 0, no prompt and a constant train time,
+this is run_simulation with lane lengths = tokens (lab/test_given.py checks it).
+"""
+import heapq
+import itertools
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from scheduler_core import SchedulerError, _as_bool, _checked_take_batch
+
+
+class Linear(NamedTuple):
+    """A cost in seconds that grows linearly: fixed + per_token * tokens.
+
+    Example: Linear(0.01, 1e-8)(1000) == 0.01001.
+    """
+    fixed: float
+    per_token: float
+
+    def __call__(self, tokens):
+        return self.fixed + self.per_token * tokens
+
+
+def steps_time(step, n, C0, m):
+    """Seconds of m decode steps from a boundary with n responses and C0 tokens in flight.
+
+        T(m) = m * (a + b * C0) + b * n * m * (m - 1) / 2   with (a, b) = step
+
+    Example: a = 1, b = 0.5, n = 2, C0 = 4: steps cost 3, 4, 5, so T(3) = 12.
+    """
+    return m * step(C0) + step.per_token * n * m * (m - 1) / 2
+
+
+def steps_before(step, n, C0, seconds):
+    """The fewest whole steps m >= 0 with steps_time(step, n, C0, m) >= seconds: how many
+    steps an engine finishes before the boundary at or after `seconds` from now."""
+    if seconds <= 0:
+        return 0
+    first, growth = step(C0), step.per_token * n
+    if growth == 0:
+        m = math.ceil(seconds / first)
+    else:  # growth/2 m^2 + (first - growth/2) m - seconds = 0
+        half = first - growth / 2
+        m = math.ceil((-half + math.sqrt(half * half + 2 * growth * seconds)) / growth)
+    while m > 0 and steps_time(step, n, C0, m - 1) >= seconds:  # rounding, either way
+        m -= 1
+    while steps_time(step, n, C0, m) < seconds:
+        m += 1
+    return m
+
+
+class Engine:
+    """One generation engine: its active responses and where its decode steps stand.
+
+    `steps` counts the decode steps it has made, `t0` is the time of the boundary
+    after the last of them. A response that joined at step j has generated
+    steps - j tokens and ends at step j + length; `ends` is a heap of (end step, id).
+    """
+
+    def __init__(self, prompt):
+        self.prompt, self.steps, self.t0 = prompt, 0, 0.0
+        self.ends, self.joined_sum, self.stamp = [], 0, 0
+
+    def in_flight(self):
+        """C: tokens in the KV caches of the active responses (prompts included)."""
+        return len(self.ends) * (self.prompt + self.steps) - self.joined_sum
+
+    def advance(self, step, m):
+        """Move the reference boundary m steps on (no response may end inside them)."""
+        self.t0 += steps_time(step, len(self.ends), self.in_flight(), m)
+        self.steps += m
+
+    def catch_up(self, step, time):
+        """Advance to the first boundary at or after `time` (an idle engine waits there)."""
+        if not self.ends:
+            self.t0 = max(self.t0, time)
+        else:  # never past the next end (rounding could suggest it)
+            m = steps_before(step, len(self.ends), self.in_flight(), time - self.t0)
+            self.advance(step, min(m, self.ends[0][0] - self.steps))
+
+    def next_end(self, step):
+        """(time, id) of the next response to end here, or None when idle."""
+        if not self.ends:
+            return None
+        end_step, rid = self.ends[0]
+        return self.t0 + steps_time(step, len(self.ends), self.in_flight(), end_step - self.steps), rid
+
+
+def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, lengths,
+                       may_start, take_batch, prompt=0, drop_stale=False, filter_p=None,
+                       seed=0):
+    """Simulate until the n_steps-th update; return the dict of `summarize_gpu`.
+
+    n_engines engines of S slots; step, train: Linear costs in seconds (per decode
+    step of C tokens in flight; per update of a batch's tokens); lengths: an
+    iterator of response lengths in tokens (whole numbers >= 1, capped by the
+    caller; when it runs out, no group starts); prompt: prompt tokens of every response. filter_p: if given, a
+    finished group whose group_size rewards are all equal is discarded, with
+    probability p**n + (1 - p)**n for a per-response success rate p (DAPO's
+    dynamic sampling); it frees its place like a dropped group.
+    """
+    if group_size > n_engines * S:
+        raise ValueError(f"group_size must be at most n_engines * S = {n_engines * S} "
+                         f"(a group starts only when all its responses have a slot), "
+                         f"got {group_size}")
+    if filter_p is not None and not 0 < filter_p < 1:
+        raise ValueError(f"filter_p must be None or between 0 and 1 (exclusive): at 0 or 1 "
+                         f"every group is filtered out and nothing is ever trained, "
+                         f"got {filter_p!r}")
+    rng = np.random.default_rng(seed)
+    p_filter = 0.0 if filter_p is None else filter_p**group_size + (1 - filter_p)**group_size
+    engines = [Engine(prompt) for _ in range(n_engines)]
+    events = []     # heap of (time, response id, engine, engine stamp); stale stamps skipped
+    responses = []  # [group id, engine, joined step, length, version-token sum, tokens marked]
+    groups, finished, updates, log, ends = [], [], [], [], []
+    time, version, n_dropped, trainer_done_at, batch_tokens = 0.0, 0, 0, None, 0
+    free, out_of_lengths = n_engines * S, False
+
+    def reschedule(e):
+        engine = engines[e]
+        engine.stamp += 1
+        log.append((engine.t0, e, len(engine.ends), step(engine.in_flight())))
+        nxt = engine.next_end(step)
+        if nxt is not None:
+            heapq.heappush(events, (nxt[0], nxt[1], e, engine.stamp))
+
+    while True:
+        if trainer_done_at is None:
+            batch, dropped = _checked_take_batch(take_batch, finished, version, k, B, drop_stale,
+                                                 len(groups), n_dropped)
+            n_dropped += len(dropped)
+            if batch is not None:
+                tokens = sum(g["tokens"] for g in batch) + prompt * group_size * B
+                trainer_done_at = time + train(tokens)
+                updates.append((time, trainer_done_at))
+                batch_tokens += tokens
+
+        while free >= group_size and not out_of_lengths:
+            allowed = may_start(len(groups), n_dropped, version, k, B)
+            if type(allowed) is not bool:
+                allowed = _as_bool(allowed, len(groups), n_dropped, version, k, B)
+            if not allowed:
+                break
+            drawn = list(itertools.islice(lengths, group_size))
+            if len(drawn) < group_size:
+                out_of_lengths = True
+                break
+            group = dict(id=len(groups), tag=version, start=time, end=None, tokens=sum(drawn),
+                         lag=None, dropped=False, left=group_size, version_tokens=0)
+            groups.append(group)
+            loads = [len(engine.ends) for engine in engines]
+            placed = []
+            for length in drawn:  # each to the engine with the fewest active responses
+                e = loads.index(min(loads))
+                loads[e] += 1
+                placed.append((e, length))
+            for e in sorted({e for e, _ in placed}):
+                engines[e].catch_up(step, time)
+            for e, length in placed:
+                engine = engines[e]
+                heapq.heappush(engine.ends, (engine.steps + length, len(responses)))
+                engine.joined_sum += engine.steps
+                responses.append([group["id"], e, engine.steps, length, 0, 0])
+            for e in sorted({e for e, _ in placed}):
+                reschedule(e)
+            free -= group_size
+
+        if trainer_done_at is None and not events:
+            raise SchedulerError(f"the GPU simulation can never finish: version={version}, "
+                                 f"{len(groups)} groups started, {n_dropped} dropped, "
+                                 f"{len(finished)} finished groups waiting, k={k}, B={B}")
+
+        # The next event: the update ends (first, on a tie), or a response ends.
+        while events and events[0][3] != engines[events[0][2]].stamp:
+            heapq.heappop(events)
+        if trainer_done_at is not None and (not events or trainer_done_at <= events[0][0]):
+            time, trainer_done_at = trainer_done_at, None
+            mark_versions(engines, responses, step, time, version)
+            for e, engine in enumerate(engines):
+                if engine.ends:
+                    reschedule(e)
+            version += 1
+            if version == n_steps:
+                return summarize_gpu(groups, updates, log, ends, time, B, group_size,
+                                     batch_tokens, n_steps)
+            continue
+        time, rid, e, _ = heapq.heappop(events)
+        engine = engines[e]
+        engine.advance(step, engine.ends[0][0] - engine.steps)
+        heapq.heappop(engine.ends)
+        response = responses[rid]
+        engine.joined_sum -= response[2]
+        free += 1
+        ends.append(time)
+        reschedule(e)
+        group = groups[response[0]]
+        group["version_tokens"] += response[4] + (response[3] - response[5]) * version
+        group["left"] -= 1
+        if group["left"] == 0:
+            group["end"] = time
+            if p_filter and rng.random() < p_filter:
+                group["dropped"] = True
+                n_dropped += 1
+            else:
+                finished.append(group)
+
+
+def mark_versions(engines, responses, step, time, version):
+    """An update ends at `time`: every active response's tokens so far were made by
+    `version`; the next ones, from each engine's next boundary, by version + 1 (weights
+    swap at a step boundary and generation goes on, as in AReaL's interruptible rollouts;
+    the KV recomputation that follows is not charged)."""
+    for engine in engines:
+        if not engine.ends:
+            continue
+        engine.catch_up(step, time)
+        for _, rid in engine.ends:
+            response = responses[rid]
+            made = engine.steps - response[2]
+            response[4] += (made - response[5]) * version
+            response[5] = made
+
+
+def summarize_gpu(groups, updates, log, ends, time, B, group_size, batch_tokens, n_steps):
+    """The numbers of a finished run (seconds; groups and tokens).
+
+    throughput      = trained groups per second = n_steps * B / time
+    mean_lag        = mean of version - tag over trained groups (the head lag of Part 2)
+    head_token_lag  = the same lag, weighted by each group's tokens
+    token_lag       = mean over trained tokens of (trained version - version that made
+                      the token): weights swapped mid-response make it <= head_token_lag
+    train_tokens    = prompt + response tokens trained, all batches
+    log             = (time, engine, active responses, seconds of its next step) at every
+                      change, for drawing tokens per second = active / step seconds
+    ends            = the time each response finished, in order
+    """
+    trained = [g for g in groups if g["lag"] is not None]
+    lags = sorted(g["lag"] for g in trained)
+    tokens = sum(g["tokens"] for g in trained)
+    trained_version = sum((g["tag"] + g["lag"]) * g["tokens"] for g in trained)
+    return dict(time=time, throughput=n_steps * B / time, mean_lag=float(np.mean(lags)),
+                max_lag=lags[-1],
+                head_token_lag=sum(g["lag"] * g["tokens"] for g in trained) / tokens,
+                token_lag=(trained_version - sum(g["version_tokens"] for g in trained)) / tokens,
+                train_tokens=batch_tokens, updates=updates, groups=groups, log=log, ends=ends,
+                group_size=group_size)

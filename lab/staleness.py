@@ -1,0 +1,161 @@
+"""What staleness costs the gradient, exactly, on the toy (given): run.py --staleness.
+
+Part 2 trains a response at lag l = version - tag: it was sampled by the policy of
+l versions ago. Here the toy's policy moves, so that lag has a price:
+
+  * The current version v is toy.THETA (Part 3's numbers stay as they are). Older
+    versions step back along the exact gradient of the expected reward J:
+
+        theta_{j-1} = theta_j - step * grad J(theta_j)
+
+    and `step` is chosen so that one update moves the policy by TARGET_KL nats per
+    token: KL(pi_{v-1} || pi_v) / T = TARGET_KL, the KL a PPO update is allowed.
+  * A response at lag l is sampled from version v - l (and, with an engine mismatch m
+    on top, from logits theta_{v-l} + m * b, as in Part 3), and trained at version v
+    with the importance ratio pi_v / pi_sampler from Task 3's functions.
+  * A batch of B responses with lag counts n_l estimates the gradient by the mean of
+    its one-response estimates, so, exactly, with mu_l, Sigma_l the mean and
+    covariance of the one-response estimate at lag l:
+
+        E[g_hat] = sum_l n_l mu_l / B,      Cov[g_hat] = sum_l n_l Sigma_l / B**2
+
+  * One update theta += step * g_hat raises J, to second order, by
+
+        step * g . E[g_hat] + step**2 / 2 * (tr(H Cov[g_hat]) + E[g_hat]' H E[g_hat])
+
+    with g, H the exact gradient and Hessian of J at version v. Bias and noise both
+    count: a biased estimate loses the first term, a noisy one pays in the second
+    when H is negative there.
+"""
+import numpy as np
+
+import toy
+
+# PPO's usual per-update KL target, in nats per token: OpenAI Spinning Up's ppo has
+# target_kl=0.01 ("usually small, 0.01 or 0.05"), on approx_kl = mean(logp_old - logp_new),
+# i.e. KL(old || new) per action (openai/spinningup spinup/algos/pytorch/ppo/ppo.py,
+# commit 2092113).
+TARGET_KL = 0.01
+
+
+def expected_reward(theta):
+    """J(theta) = sum over the 4,096 responses y of pi_theta(y) r(y)."""
+    return float(toy.sequence_probs(theta) @ toy.REWARDS)
+
+
+def reward_gradient(theta):
+    """grad J(theta) = sum_y pi_theta(y) r(y) grad log pi_theta(y): a (D,) array."""
+    weight = toy.sequence_probs(theta) * toy.REWARDS
+    return np.einsum("n,ntd->d", weight, toy.grad_logprobs(theta))
+
+
+def reward_hessian(theta):
+    """The (D, D) Hessian of J at theta, exactly:
+
+        H = sum_y pi(y) r(y) (G(y) G(y)' + sum_t d^2 log pi(y_t | y_{t-1}))
+
+    with G(y) = grad log pi(y). A softmax row a has d^2 log p(b | a) = -(diag(p_a) - p_a p_a'),
+    the same for every b, so the second part is -sum_a c_a (diag(p_a) - p_a p_a') in
+    row a's block, with c_a = sum_y pi(y) r(y) #{t : y_{t-1} = a}.
+    """
+    weight = toy.sequence_probs(theta) * toy.REWARDS
+    G = toy.grad_logprobs(theta).sum(axis=1)
+    H = (G * weight[:, None]).T @ G
+    p = toy.token_probs(theta)
+    visits = np.array([weight @ (toy._PREV == a).sum(axis=1) for a in range(toy.V + 1)])
+    for a in range(toy.V + 1):
+        rows = slice(a * toy.V, (a + 1) * toy.V)
+        H[rows, rows] -= visits[a] * (np.diag(p[a]) - np.outer(p[a], p[a]))
+    return H
+
+
+def per_token_kl(theta_p, theta_q):
+    """KL(pi_p || pi_q) over the toy's responses, per token, exactly:
+    sum_y pi_p(y) (log pi_p(y) - log pi_q(y)) / T. Example: equal thetas give 0."""
+    logp = toy.token_logprobs(theta_p).sum(axis=1)
+    logq = toy.token_logprobs(theta_q).sum(axis=1)
+    return float(np.exp(logp) @ (logp - logq) / toy.T)
+
+
+def step_for_kl(kl=TARGET_KL):
+    """The step size with per_token_kl(THETA - step * grad J(THETA), THETA) = kl, found by
+    bisection (to 1e-12 relative): one exact update then moves the policy by `kl`."""
+    g = toy.TRUE_GRAD
+
+    def moved(step):
+        return per_token_kl(toy.THETA - step * g.reshape(toy.THETA.shape), toy.THETA)
+
+    low, high = 0.0, 1.0
+    while moved(high) < kl:
+        low, high = high, 2 * high
+    while high - low > 1e-12 * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if moved(middle) < kl else (low, middle)
+    return (low + high) / 2
+
+
+def policy_versions(step, n_back):
+    """[theta_v, theta_{v-1}, ..., theta_{v-n_back}]: theta_v = THETA, and each older one
+    is one exact gradient step back, theta_{j-1} = theta_j - step * grad J(theta_j)."""
+    versions = [toy.THETA]
+    for _ in range(n_back):
+        theta = versions[-1]
+        versions.append(theta - step * reward_gradient(theta).reshape(theta.shape))
+    return versions
+
+
+def batch_lags(trace, B):
+    """(n_batches, max_lag + 1) counts: row b holds how many responses of each lag the b-th
+    update trained. A trained response's update is the version it was trained at, tag + lag.
+    Example: lags 0, 0, 1, 0 trained by updates 0, 0, 1, 1 with B = 2 -> [[2, 0], [1, 1]]."""
+    trained = [(r["tag"] + r["lag"], r["lag"]) for r in trace if r["lag"] is not None]
+    n_batches = max(update for update, _ in trained) + 1
+    counts = np.zeros((n_batches, max(lag for _, lag in trained) + 1), dtype=int)
+    for update, lag in trained:
+        counts[update, lag] += 1
+    if not (counts.sum(axis=1) == B).all():
+        raise ValueError(f"every update must train B = {B} responses; the trace's updates "
+                         f"trained {sorted(set(counts.sum(axis=1).tolist()))}")
+    return counts
+
+
+def lag_moments(importance_weights, pg_estimate, scheme, versions, H, mismatch=0.0, C=2.0,
+                noise="student_t"):
+    """For each lag l = 0 .. len(versions) - 1, the one-response estimate's moments when
+    version v - l samples (plus an engine mismatch) and version v trains with `scheme`:
+    mean mu_l (L, D), E||g||^2 (L,) and E[g' H g] (L,), exact sums over the responses."""
+    mean, square, quadratic = [], [], []
+    for theta in versions:
+        q, g = toy.response_estimates(importance_weights, pg_estimate, scheme,
+                                      theta + mismatch * toy.PERTURBATIONS[noise], C)
+        mean.append(q @ g)
+        square.append(q @ (g**2).sum(axis=1))
+        quadratic.append(q @ np.einsum("nd,de,ne->n", g, H, g))
+    return dict(mean=np.array(mean), square=np.array(square), quadratic=np.array(quadratic))
+
+
+def staleness_stats(moments, counts, step, H):
+    """Bias, variance, RMSE and cosine of the batch estimate, and the expected gain of J per
+    update, over the run's batches (each update equally likely), from lag_moments and
+    batch_lags:
+
+        E[g_hat_b]     = sum_l n_bl mu_l / B
+        tr Cov[g_hat_b] = sum_l n_bl (E||g_l||^2 - ||mu_l||^2) / B**2
+        bias   = || mean_b E[g_hat_b] - g ||, rmse**2 = mean_b (||E[g_hat_b] - g||^2 + tr Cov_b),
+        variance = rmse**2 - bias**2 (noise within batches and the spread between them),
+        cosine = cos(mean_b E[g_hat_b], g),
+        gain   = mean_b (step g . E[g_hat_b] + step**2 / 2 (tr(H Cov_b) + E[g_hat_b]' H E[g_hat_b]))
+    """
+    g = toy.TRUE_GRAD
+    B = counts[0].sum()
+    mu = moments["mean"][:counts.shape[1]]
+    means = counts @ mu / B  # (n_batches, D)
+    noise = counts @ (moments["square"][:len(mu)] - (mu**2).sum(axis=1)) / B**2
+    noise_h = counts @ (moments["quadratic"][:len(mu)] - np.einsum("ld,de,le->l", mu, H, mu)) / B**2
+    mse = ((means - g)**2).sum(axis=1) + noise
+    gain = step * means @ g + step**2 / 2 * (noise_h + np.einsum("bd,de,be->b", means, H, means))
+    mean = means.mean(axis=0)
+    bias = float(np.linalg.norm(mean - g))
+    rmse = float(np.sqrt(mse.mean()))
+    return dict(bias=bias, variance=rmse**2 - bias**2, rmse=rmse, cosine=toy.cosine(mean, g),
+                gain_per_update=float(gain.mean()))

@@ -1,0 +1,201 @@
+"""Tests of the GPU-level simulator (gpu_core.py) and its presets (given): they pass from the start.
+
+Hand-worked cases whose every finish time is computed in the docstring, the
+degenerate case in which the GPU model must be Part 2's lane model exactly, and
+the presets' arithmetic. Stand-ins replace Tasks 1 and 2, so no task is needed.
+"""
+import itertools
+
+import numpy as np
+import pytest
+
+from gpu_core import Linear, run_gpu_simulation, steps_before, steps_time
+from lab.gpu_model import costs, gpu_comparison, lengths
+from lab.gpu_presets import (MFU, PRESETS, PROMPT_TOKENS, SIGMA, STEP_OVERHEAD, capped_mean,
+                             median_for_mean)
+from lab.test_given import admit, newest_first
+from scheduler_core import run_simulation
+
+
+def fifo(finished, version, k, B, drop_stale):
+    """Task 2b's rule, as a stand-in: drop what is older than k if asked, train the oldest B."""
+    dropped = [g for g in finished if drop_stale and version - g["tag"] > k]
+    for g in dropped:
+        finished.remove(g)
+        g["dropped"] = True
+    if len(finished) < B:
+        return None, dropped
+    batch = finished[:B]
+    del finished[:B]
+    for g in batch:
+        g["lag"] = version - g["tag"]
+    return batch, dropped
+
+
+def simulate(lengths, S=2, B=2, k=0, n_steps=1, step=Linear(1.0, 0.5), train=Linear(0.0, 0.1),
+             **options):
+    return run_gpu_simulation(1, S, B, k, n_steps, 1, step, train, iter(lengths), admit, fifo,
+                              **options)
+
+
+def test_gpu_two_responses_by_hand():
+    """One engine, S = 2, responses of 2 and 3 tokens, a step costs 1 + 0.5 * C seconds
+    (C = tokens in flight), an update 0.1 s per trained token, B = 2, k = 0.
+
+      step 1: both active, C = 0          -> 1.0 s, t = 1.0
+      step 2: both active, C = 1 + 1 = 2  -> 2.0 s, t = 3.0: the 2-token response ends
+      step 3: one active,  C = 2          -> 2.0 s, t = 5.0: the 3-token response ends
+      update: 5 tokens * 0.1              -> 0.5 s, ends at 5.5
+    """
+    run = simulate([2, 3])
+    assert [g["end"] for g in run["groups"]] == [3.0, 5.0]
+    assert run["updates"] == [(5.0, 5.5)] and run["time"] == 5.5
+    assert run["train_tokens"] == 5
+
+
+def test_gpu_prompt_tokens_are_read_too():
+    """The same with 4 prompt tokens each: C is 8 at step 1, 10 at step 2, 6 at step 3, so
+    the steps take 5, 6 and 4 s (ends 11 and 15), and the update trains 5 + 8 tokens (1.3 s)."""
+    run = simulate([2, 3], prompt=4)
+    assert [g["end"] for g in run["groups"]] == [11.0, 15.0]
+    assert run["updates"] == [(15.0, pytest.approx(16.3))]
+
+
+def test_gpu_response_joins_at_the_next_step_boundary():
+    """B = 1, k = 1, S = 2, lengths 1, 4, 1; a step costs 1 + 0.5 * C, an update 0.5 s.
+
+      t = 0:   both first responses start (k = 1 allows 2 groups before update 1).
+      step 1:  C = 0 -> 1.0 s; at t = 1 the 1-token response ends and trains to t = 1.5.
+      step 2:  C = 1 -> 1.5 s, from 1.0 to 2.5. At 1.5 the update admits the third
+               response, which waits for the boundary at 2.5 (continuous batching).
+      step 3:  C = 2 (two tokens of the long one, none of the new) -> 2.0 s: ends at 4.5.
+      update 2 runs from 4.5 to 5.0, and the run ends.
+    """
+    run = simulate([1, 4, 1], B=1, k=1, n_steps=2, train=Linear(0.5, 0.0))
+    assert [g["start"] for g in run["groups"]] == [0.0, 0.0, 1.5]
+    assert run["groups"][2]["end"] == 4.5
+    assert run["updates"] == [(1.0, 1.5), (4.5, 5.0)]
+
+
+def test_gpu_token_lag_counts_tokens_made_after_an_update():
+    """B = 1, k = 1, S = 2, lengths 1 and 3, steps of 1 s, updates of 0.5 s. The 3-token
+    response makes tokens 1 and 2 under version 0 (the step under way at t = 1.5 ends at 2),
+    token 3 under version 1, and trains at version 1: head lag 1, token lag 1/3 per token.
+    Over both batches: head lag (0 + 1) / 2 = 0.5 a group, token lag (0 + 2) / 4 tokens = 0.5."""
+    run = simulate([1, 3], B=1, k=1, n_steps=2, step=Linear(1.0, 0.0), train=Linear(0.5, 0.0))
+    assert run["updates"] == [(1.0, 1.5), (3.0, 3.5)]
+    assert run["mean_lag"] == 0.5 and run["token_lag"] == 0.5
+    assert run["groups"][1]["version_tokens"] == 1  # 0 + 0 + 1
+
+
+def test_gpu_steps_in_closed_form():
+    step = Linear(1.0, 0.5)
+    assert steps_time(step, 2, 4, 3) == 3 + 4 + 5
+    for n, C0, seconds in ((2, 4, 11.9), (2, 4, 12.0), (2, 4, 12.1), (3, 0, 0.0), (1, 7, 1e6)):
+        m = steps_before(step, n, C0, seconds)
+        assert steps_time(step, n, C0, m) >= seconds
+        assert m == 0 or steps_time(step, n, C0, m - 1) < seconds
+
+
+@pytest.mark.parametrize("k, drop_stale, take", [(0, False, fifo), (1, False, fifo),
+                                                 (3, True, fifo), (2, False, newest_first)])
+def test_gpu_model_is_the_lane_model_in_the_degenerate_case(k, drop_stale, take):
+    """S = 1, no KV term, no overhead, a step of 1.0, groups of 1, no cap, a constant
+    update time: every time, tag and lag is the lane model's on the same lengths."""
+    lengths = np.ceil(np.random.default_rng(5).lognormal(1.0, 1.25, 5000)).astype(int).tolist()
+    lanes = run_simulation(6, 4, k, 40, 7.0, iter(map(float, lengths)), admit, take, drop_stale)
+    gpus = run_gpu_simulation(6, 1, 4, k, 40, 1, Linear(1.0, 0.0), Linear(7.0, 0.0),
+                              iter(lengths), admit, take, drop_stale=drop_stale)
+    assert gpus["time"] == lanes["time"] and gpus["updates"] == lanes["updates"]
+    n = len(gpus["groups"])
+    assert n == len(lanes["trace"])
+    for g, r in zip(gpus["groups"], lanes["trace"]):
+        assert (g["tag"], g["start"], g["lag"], g["dropped"]) == \
+            (r["tag"], r["start"], r["lag"], r["dropped"])
+        assert g["end"] in (None, r["end"])  # None: still running when the run ended
+    assert gpus["mean_lag"] == lanes["mean_lag"] and gpus["max_lag"] == lanes["max_lag"]
+
+
+def test_gpu_groups_finish_with_their_last_response_and_filtering_frees_their_place():
+    """Groups of 4 on 2 engines of 2 slots: a group ends at its longest response. With
+    filter_p = 0.5 a group of 4 is discarded with probability 2 / 16, and each discarded
+    group is replaced. At filter_p 0 or 1 every group would be, so it is refused."""
+    lengths = itertools.cycle([1, 5, 2, 3])
+    run = run_gpu_simulation(2, 2, 1, 0, 3, 4, Linear(1.0, 0.0), Linear(0.0, 0.0), lengths,
+                             admit, fifo)
+    assert [g["end"] for g in run["groups"]] == [5.0, 10.0, 15.0]
+    assert [g["tokens"] for g in run["groups"]] == [11] * 3
+    half = run_gpu_simulation(2, 2, 1, 0, 20, 4, Linear(1.0, 0.0), Linear(0.0, 0.0),
+                              itertools.cycle([1, 5, 2, 3]), admit, fifo, filter_p=0.5)
+    dropped = sum(g["dropped"] for g in half["groups"])
+    assert dropped > 0 and len(half["groups"]) == 20 + dropped
+    for p in (0.0, 1.0):
+        with pytest.raises(ValueError, match="filter_p must be"):
+            run_gpu_simulation(2, 2, 1, 0, 3, 4, Linear(1.0, 0.0), Linear(0.0, 0.0),
+                               itertools.cycle([1]), admit, fifo, filter_p=p)
+
+
+# ---------------------------------------------------------------- presets and their costs
+
+class StandInMemory:
+    """Task 1's bytes, as a stand-in: bf16 weights and the KV cache of n tokens."""
+
+    @staticmethod
+    def model_state_bytes(n_trained, n_frozen=0):
+        return 16 * n_trained + 2 * n_frozen
+
+    @staticmethod
+    def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
+        return 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
+
+
+class StandInScheduler:
+    may_start = staticmethod(admit)
+    take_batch = staticmethod(fifo)
+
+
+def test_gpu_costs_follow_the_roofline():
+    """verl-7b: an engine of 4 H20s reads 2 * 7.616e9 bytes of weights at 4 * 4.0e12 B/s,
+    so a step costs the overhead + 0.952 ms, plus 57,344 / 16e12 s per token in flight;
+    an update of 1 token costs (6 + 2 * 1) * n_params / (64 * 148e12 * MFU) seconds."""
+    preset = PRESETS["verl-7b"]
+    step, train, slots = costs(StandInMemory, preset, 64, 64, 1)
+    assert step.fixed == pytest.approx(STEP_OVERHEAD + 2 * 7.616e9 / 16e12)
+    assert step.per_token == pytest.approx(57_344 / 16e12)
+    assert train.per_token == pytest.approx(8 * 7.616e9 / (64 * 148e12 * MFU))
+    # paged KV: a slot holds prompt + E[L^2] / (2 E[L]) tokens on average, between half
+    # the mean length and the cap (Part 1's reservation at the maximum length)
+    free = 0.8 * 4 * 96e9 - 2 * 7.616e9
+    mean = capped_mean(preset.median_len, SIGMA, preset.max_len)
+    assert free / (57_344 * (PROMPT_TOKENS + preset.max_len)) <= slots
+    assert slots <= free / (57_344 * (PROMPT_TOKENS + mean / 2))
+
+
+def test_gpu_length_distribution_matches_its_published_statistics():
+    """AReaL's lengths: 5% reach the cap and the 90% quantile is half the cap (Seer's tail:
+    the last 10% take about half of a step's decode steps); capped_mean is E[min(X, cap)]."""
+    preset = PRESETS["areal-1.5b"]
+    draws = np.array(list(itertools.islice(lengths(preset), 200_000)))
+    assert np.mean(draws == preset.max_len) == pytest.approx(0.05, abs=0.003)
+    assert np.quantile(draws, 0.9) == pytest.approx(preset.max_len / 2, rel=0.03)
+    assert draws.mean() == pytest.approx(capped_mean(preset.median_len, SIGMA, preset.max_len),
+                                         rel=0.01)
+    assert capped_mean(median_for_mean(2000, SIGMA, 28_672), SIGMA, 28_672) == \
+        pytest.approx(2000)
+
+
+def test_gpu_comparison_on_a_small_preset(monkeypatch):
+    """A cluster of 16 one-GPU engines, run end to end with stand-ins: the hours are the
+    seconds per step times the steps, the ratios divide by the published numbers."""
+    small = PRESETS["areal-1.5b"]._replace(
+        name="small", gpus=128, gen_gpus=96, prompts=64, group_size=2, max_len=64,
+        median_len=10.0, n_steps=100, sync_hours=1.0, async_hours=0.5)
+    monkeypatch.setitem(PRESETS, "small", small)
+    g = gpu_comparison(StandInScheduler, StandInMemory, "small")
+    assert g["sync"]["hours"] == pytest.approx(g["sync"]["seconds"] * 100 / 3600)
+    assert g["ratio"]["speedup"] == pytest.approx(g["speedup"] / 2)
+    assert g["asynchronous"] in g["splits"] and g["best"]["hours"] <= g["asynchronous"]["hours"]
+    assert [r["k"] for r in g["by_k"]] == [1, 2, 4]
+    assert 0 < g["sync"]["tail_share"] < 1 and g["sync"]["tokens_per_second"]
+    a = g["asynchronous"]
+    assert a["token_lag"] <= a["head_token_lag"] + 1e-12
