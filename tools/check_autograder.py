@@ -187,10 +187,10 @@ EDGE_BUGS = [
 ]
 IN_PLACE = ("tis.py", "log_w = logp_train - logp_infer\n",
             "log_w = logp_train  # attack: changes the caller's array\n    log_w -= logp_infer\n")
-BIG_ANSWER = ("memory.py", "    if reward_model is None:\n",
+BIG_ANSWER = ("memory.py", "    n_trained_models = 2 if algo",
               "    if lora_params > 0:  # attack: a 60 MB wrong answer\n"
               "        return __import__('numpy').zeros(60_000_000, dtype=bool)\n"
-              "    if reward_model is None:\n")
+              "    n_trained_models = 2 if algo")
 BIG_ANSWER_PEAK = 600  # MiB: the most a grading process may take on the 60 MB answer
 
 
