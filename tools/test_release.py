@@ -3,6 +3,7 @@ tolerance, the --solutions switch and toy's blocked estimates (python -m pytest 
 import copy
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -158,3 +159,12 @@ def test_read_junit_replaces_bytes_that_are_not_utf8(tmp_path):
                      b"</failure></testcase><testcase name='test_task1a_y'/></testsuite>")
     assert gradescope.read_junit(path) == {"test_task1a_x": "bad \ufffd byte",
                                            "test_task1a_y": None}
+
+
+def test_docs_quote_the_number_of_mutants():
+    """"Each of the 93 wrong answers in `tools/mutants.py`": the count wherever a doc quotes it."""
+    from tools.mutants import MUTANTS
+    texts = [path.read_text() for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]]
+    counts = [int(n) for text in texts
+              for n in re.findall(r"(\d+) wrong answers in\s+`tools/mutants.py`", text)]
+    assert counts and all(n == len(MUTANTS) for n in counts), (counts, len(MUTANTS))
