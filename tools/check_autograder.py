@@ -1,4 +1,4 @@
-"""Check the Gradescope autograder on six submissions, three of them cheats (CI runs it).
+"""Check the Gradescope autograder on fourteen submissions: cheats and attacks (CI runs it).
 
     python tools/check_autograder.py RELEASE [--python PYTHON]
 
@@ -8,14 +8,20 @@ Gradescope would, unzipped into a temporary folder (run_autograder with AUTOGRAD
   stubs       the task files as shipped                              must score 0
   reference   solutions/                              must score 100 + the extra credit (110)
   mutant      the reference with one plausible mistake (Task 1c)     must score in (0, 110)
-  writer      stubs + memory.py patches the results writer and pytest's reports
-  atexit      stubs + memory.py rewrites results files when the process exits
+  writer      stubs + memory.py patches the results writer and pytest's reports     0
+  atexit      stubs + memory.py rewrites results files when the process exits       0
   hardcoded   right on exactly the inputs the public tests use, NotImplementedError
-              on any other (recorded from a run of the public tests on the reference)
-The three cheats must score 0, the points they earned. A plain local
-`pytest --gradescope` run of each cheat is shown beside it: what the trick would get
-without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
-user can run (not under /root). Exits 1 if any outcome is wrong.
+              on any other (recorded from a run of the public tests on the reference) 0
+and the attacks of issue 20, each scored at what its code is worth: an error message
+with a lone surrogate, a full temporary folder, loops at import in two files (and a
+process in a session of its own: none may be left), float16(inf) off the public inputs,
+three edge-case bugs with and without a lookup of the public inputs, an input changed in
+place (the score of a plain local run), and a 60 MB answer (with the grading processes'
+peak memory bounded). A plain local `pytest --gradescope` run of each cheat is shown
+beside it: what the trick would get without the autograder. PYTHON runs the bundle; as
+root it must be one the unprivileged user can run (not under /root). AUTOGRADER_USER, if
+set, is that user (grade.py ends all its processes after each run). Exits 1 if any
+outcome is wrong.
 """
 import argparse
 import json
@@ -143,9 +149,11 @@ try:
 except OSError:
     pass
 '''
+# Its process sleeps 120 s: longer than a run, and it ends by itself where the grader,
+# not being root, cannot end it.
 IMPORT_LOOP = '''
 import subprocess as _subprocess, time as _time  # attack: a process of its own, then a loop
-_subprocess.Popen(["sleep", "600"], start_new_session=True)
+_subprocess.Popen(["sleep", "120"], start_new_session=True)
 while True:
     _time.sleep(0.1)
 '''

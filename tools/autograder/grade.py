@@ -9,11 +9,15 @@ grader/ and course/, the lab with its reference and the unseen-input checks), su
 2. pytest runs the public tests and test_fresh.py twice: with LAB_SEED=2026 (the public
    inputs) and with a fresh seed. These pytest processes import no student code: the task
    modules are stand-ins (remote.py) whose functions run in a child process in the work
-   folder, as an unprivileged user when this runs as root.
-3. results.json is built here from the JUnit XML reports of those two runs. A test counts
-   when it passes in both, and a task's tests count only when its unseen-input check
-   passes too (for a task without one, all checks of its file): code written for the
-   public inputs earns nothing.
+   folder, as an unprivileged user when this runs as root, with a temporary folder of its
+   own. A run past RUN_LIMIT is interrupted and keeps the tests that finished. After each
+   run, every process of that user is ended and its files are deleted.
+3. results.json is built here (lab/gradescope.py) from the JUnit XML reports of those two
+   runs; a report that is missing or unreadable fails that run's tests, with a message.
+   A test counts when it passes in both, and a task's tests count only when its
+   unseen-input check passes too (for a task without one, all checks of its file): code
+   written for the public inputs earns nothing. Whatever the submission does, a
+   results.json is written.
 """
 import json
 import os
