@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 ROOT = Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))
@@ -122,13 +123,15 @@ def limit_grader():
 
 def run_tests(folder, seed, report, user, tmp):
     """One pytest run of the public tests and the unseen-input checks: (output, problem),
-    problem None if the run finished. The child gets `tmp` as its temporary folder."""
+    problem None if the run finished. The child gets `tmp` as its temporary folder. The
+    unseen-input checks run first (they take a second): a run stopped midway then keeps
+    the tasks whose tests finished."""
     env = grading_env(LAB_SEED=str(seed), LAB_REMOTE_DIR=str(folder), LAB_REMOTE_TMP=str(tmp))
     if user:
         env["LAB_REMOTE_USER"] = user
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "grader.remote", f"--junitxml={report}",
-         "-o", "junit_family=xunit1", "test_rl_systems.py", "test_fresh.py"],
+         "-o", "junit_family=xunit1", "test_fresh.py", "test_rl_systems.py"],
         cwd=LAB, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         preexec_fn=limit_grader)
     problem = None
@@ -222,7 +225,11 @@ def grade(tests, runs):
     locked = {}
     for task in lab.TASKS:
         mine = own[task] or [n for n in checks if lab.file_of(lab.task_of(n)) == lab.file_of(task)]
-        if not mine or any(failure(n) is not None for n in mine):
+        failed = [failure(n) for n in mine if failure(n) is not None]
+        if not mine or any(DID_NOT_RUN in why for why in failed):
+            locked[task] = (f"passed, but Task {task}'s unseen-input check did not run, so its "
+                            "tests earn nothing")
+        elif failed:
             locked[task] = (f"passed, but Task {task} does not work on inputs the public tests "
                             "don't use (see its unseen-input check), so its tests earn nothing")
     graded = gradescope.results(tests, {name: failure(name) for name in tests}, locked)
@@ -234,9 +241,8 @@ def grade(tests, runs):
     return graded
 
 
-def main():
-    out = ROOT / "results" / "results.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+def grade_submission():
+    """Grade ROOT/submission: (results.json as a dict, peak memory of a grading process)."""
     if os.geteuid() == 0:
         SOURCE.chmod(0o700)  # the reference in course/solutions: not for the student's process
     folder, notes = work_folder(ROOT / "submission")
@@ -244,9 +250,11 @@ def main():
     while fresh_seed == PUBLIC_SEED:
         fresh_seed = secrets.randbelow(10**9)
     user = child_user() if os.geteuid() == 0 else None
-    runs, logs = [], []
+    runs = []
     try:
         tests = collect()
+        if not tests:
+            return dict(score=0.0, tests=[], output="The tests could not be collected."), 0
         with tempfile.TemporaryDirectory() as reports:
             # the reports' names carry no seed: the student's process can read command lines
             for i, (label, seed) in enumerate((
@@ -260,18 +268,26 @@ def main():
                 try:
                     found = gradescope.read_junit(report)
                 except gradescope.ReportError as error:
-                    found, problem = {}, f"{problem or 'the run did not finish'} ({error})"
+                    found, problem = {}, f"{problem or 'it did not finish'} ({error}):\n{log}"
                 runs.append((label, found, problem))
-                logs.append(log)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if not tests:
-        graded = dict(score=0.0, tests=[], output="The tests could not run:\n" + logs[0])
-    else:
-        graded = grade(tests, runs)
-        problems = [f"The run {label} failed: {problem}" for label, _, problem in runs if problem]
-        graded["output"] = "\n".join(notes + problems)
+    graded = grade(tests, runs)
+    problems = [f"The run {label} failed: {problem}" for label, _, problem in runs if problem]
+    graded["output"] = "\n".join(notes + problems)
+    return graded, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def main():
+    out = ROOT / "results" / "results.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        graded, peak = grade_submission()
+    except (Exception, SystemExit) as error:  # noqa: BLE001 (still write a results.json)
+        traceback.print_exc()
+        graded, peak = dict(score=0.0, tests=[], output=(
+            f"The autograder failed ({type(error).__name__}: {error}); please tell your "
+            "instructor, who can see its log.")), 0
     out.write_text(json.dumps(graded, indent=1))
     print(f"score {graded['score']}; results written to {out}; peak memory of a grading "
           f"process: {peak:.0f} MiB")
