@@ -225,7 +225,7 @@ def bounded(kind, low, high=math.inf):
     return parse
 
 
-def parse_args(argv=None):
+def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=16, help="generation lanes")
@@ -281,6 +281,11 @@ def parse_args(argv=None):
                    help="run the reference solutions (the same as RL_SOLUTIONS=1)")
     p.add_argument("--out", type=png_path, default="rl_systems.png",
                    help="where to save the figure; the numbers go next to it as .json")
+    return p
+
+
+def parse_args(argv=None):
+    p = parser()
     args = p.parse_args(argv)
     if args.batch * args.steps > MAX_RESPONSES:  # every trained response is kept in memory
         p.error(f"argument -B/--batch times --steps must be at most {MAX_RESPONSES}, "
@@ -300,13 +305,29 @@ def png_path(text):
     return path
 
 
-PART_LIMIT = 12 * harness.TIME_LIMIT  # 60 s per part; the reference needs about 2 (Part 3)
-session = {}     # main() fills it: the watchdog, the results so far and their file; Ctrl-C
-                 # sets "stopped", after which the parts left are not run
+session = {}     # main() fills it: the watchdog, the results so far and their file, the
+                 # flags; the part running sets "limit"; Ctrl-C sets "stopped", after which
+                 # the parts left are not run
+
+
+def part_limit(key, args):
+    """Seconds part `key` may run: 5 times its reference time (lab.PART_SECONDS, at the
+    default flags) times the extra work the flags ask for, and at least harness.TIME_LIMIT."""
+    def more(flag):  # how many times the default's work the flag asks for (at least 1)
+        return max(1.0, getattr(args, flag) / parser().get_default(flag))
+
+    work = 1.0
+    if key in ("scheduling", "drop_stale", "equal_hardware", "timeline", "staleness"):
+        work = more("batch") * more("steps")  # simulations of B * steps responses
+        if key == "equal_hardware":  # a simulation per split of the GPUs, of more lanes
+            work *= more("gpus") * args.lanes_per_gpu
+    elif key == "length_sweep":  # sampled batches of batch_size responses
+        work = more("batch_size")
+    return max(harness.TIME_LIMIT, 5 * lab.PART_SECONDS[key] * work)
 
 
 def attempt(key, experiment, show, unavailable):
-    """Run the part `key` of lab.PARTS under a time limit. If its task is not done yet,
+    """Run the part `key` of lab.PARTS under its time limit. If its task is not done yet,
     or fails, say so, note it in `unavailable` (the figure draws a placeholder) and
     return None. Ctrl-C stops this part and skips the rest; main() still saves."""
     part, task = lab.PARTS[key]
@@ -314,9 +335,10 @@ def attempt(key, experiment, show, unavailable):
         unavailable[part] = "not run: the run was interrupted"
         return None
     file = lab.file_of(next(t for t in lab.TASKS if t.startswith(task)))
+    session["limit"] = part_limit(key, session["args"])
     try:
         with harness.time_limit(f"{part} (Task {task}, {file})", session.get("watchdog"),
-                                PART_LIMIT):
+                                session["limit"]):
             result = experiment()
     except NotImplementedError as todo:
         if not str(todo):
@@ -339,7 +361,8 @@ def attempt(key, experiment, show, unavailable):
 def failed(part, task, error, unavailable):
     """Report a part that failed: in a task file (or its checks), or in given code."""
     if isinstance(error, harness.TimeLimitExceeded):
-        print(f"{part}: stopped after {PART_LIMIT:g} s, its time limit: {error}{where(error)}\n"
+        print(f"{part}: stopped after {session['limit']:.3g} s, its time limit: {error}"
+              f"{harness.where(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} ran too long: see its tests"
     elif harness.raised_in_given_code(error) and not isinstance(
@@ -356,16 +379,10 @@ def failed(part, task, error, unavailable):
     return None
 
 
-def where(error):
-    """' (stopped in scheduler.py, line 37, in may_start: ...)', or '' outside task files."""
-    frame = harness.student_frame(error)
-    return f" (stopped in {harness.location(frame)})" if frame else ""
-
-
 def stuck(label, seconds):
     """The backstop (from the watchdog thread): a part ignored its limit. Save the rest."""
-    print(f"\n{label} ignored its {PART_LIMIT:g} s time limit and was still running after "
-          f"{seconds:.0f} s (does it catch every exception, or turn off signals?); stopping.")
+    print(f"\n{label} ignored its {session['limit']:.3g} s time limit and was still running "
+          f"after {seconds:.0f} s (does it catch every exception, or turn off signals?); stopping.")
     part = label.split(" (")[0]
     session["results"]["unavailable"][part] = f"{part} ran too long"
     save(session["results"], session["out"])
@@ -424,7 +441,8 @@ def main(argv=None):
     sched = dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
                  train_time=args.train_time, sigma=args.sigma)
     results = dict(code=code, unavailable={})
-    session.update(results=results, out=args.out, watchdog=harness.Watchdog(abort=stuck))
+    session.update(results=results, out=args.out, args=args,
+                   watchdog=harness.Watchdog(abort=stuck))
     skipped = results["unavailable"]
     results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory"),
                                                                args.max_tokens),

@@ -5,6 +5,7 @@ what comes back and draws it; the tests call the same functions. Nothing here
 chooses whose code runs.
 """
 import math
+from collections import Counter
 
 import toy
 from lab import MASK_LEVELS, SCHEMES, staleness
@@ -75,8 +76,9 @@ def lanes_per_gpu(kv_cache_bytes, model, max_tokens):
 # ---------------------------------------------------------------- Part 2: scheduling (Task 2)
 
 def scheduling_sweep(scheduler, n_lanes, B, ks=KS, n_steps=200, train_time=1.0, sigma=1.25):
-    """Throughput, lane utilization and lag (mean, 95th percentile, max) for each staleness
-    bound k (ks[0] must be 0), from the Task 2 module `scheduler`."""
+    """Throughput, lane utilization and lag (mean, 95th percentile, max, and lag_counts: how
+    many trained responses had lag 0, 1, 2, ...) for each staleness bound k (ks[0] must be
+    0), from the Task 2 module `scheduler`."""
     runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
                                sigma=sigma) for k in ks]
     return dict(n_lanes=n_lanes, B=B, n_steps=n_steps, sigma=sigma, train_time=train_time,
@@ -84,7 +86,17 @@ def scheduling_sweep(scheduler, n_lanes, B, ks=KS, n_steps=200, train_time=1.0, 
                 throughput_gain=[r["throughput"] / runs[0]["throughput"] for r in runs],
                 utilization=[r["utilization"] for r in runs],
                 mean_lag=[r["mean_lag"] for r in runs], lag_p95=[r["lag_p95"] for r in runs],
-                max_lag=[r["max_lag"] for r in runs])
+                max_lag=[r["max_lag"] for r in runs],
+                lag_counts=[lag_counts(r["trace"]) for r in runs])
+
+
+def lag_counts(trace):
+    """[n_0, n_1, ..., n_max]: n_l trained responses had lag l (dropped ones have no lag).
+
+    Example: lags 0, 0, 1, 3 give [2, 1, 0, 1].
+    """
+    counts = Counter(r["lag"] for r in trace if r["lag"] is not None)
+    return [counts[lag] for lag in range(max(counts) + 1)]
 
 
 def drop_stale_analysis(scheduler, n_lanes, B, k=1, n_steps=200, train_time=1.0, sigma=1.25):

@@ -13,7 +13,8 @@ import pytest
 
 import toy
 from lab import staleness
-from lab.experiments import equal_hardware, lanes_per_gpu, staleness_sweep, timeline
+from lab.experiments import (equal_hardware, lag_counts, lanes_per_gpu, scheduling_sweep,
+                             staleness_sweep, timeline)
 from lab.feedback import KnownMistakes, Mistake
 from lab.harness import HINT_LIMIT
 from lab.model_shapes import MODELS, ROUND_7B
@@ -246,6 +247,17 @@ def test_core_reports_the_lag_tail():
     assert keep["lag_p95"] <= keep["max_lag"]
     drop = StandInScheduler.simulate(16, 32, 1, n_steps=100, drop_stale=True)
     assert drop["max_lag"] <= 1, "dropping stale responses keeps every trained lag <= k"
+
+
+def test_lag_counts_count_each_trained_lag():
+    assert lag_counts([dict(lag=0), dict(lag=None), dict(lag=3), dict(lag=0)]) == [2, 0, 0, 1]
+    s = scheduling_sweep(StandInScheduler, 16, 32, ks=(0, 1, 2), n_steps=60)
+    for i, k in enumerate(s["k"]):
+        trace = StandInScheduler.simulate(16, 32, k, n_steps=60)["trace"]
+        lags = [r["lag"] for r in trace if r["lag"] is not None]
+        counts = s["lag_counts"][i]
+        assert counts == [lags.count(lag) for lag in range(len(counts))]
+        assert len(counts) - 1 == s["max_lag"][i] and counts[-1] > 0
 
 
 def test_core_records_the_updates():

@@ -104,6 +104,8 @@ QUOTES = [
     ("the lanes are busy {} of the time, so generation", "default", "scheduling.utilization.2",
      "{:.0%}"),
     ("at k = 1 the 95th percentile of the lag is {}", "default", "scheduling.lag_p95.1", "{}"),
+    ("{} of the trained responses have lag 2 or more", "default", "scheduling.lag_counts.1",
+     lambda counts: f"{sum(counts[2:]) / sum(counts):.1%}"),  # lags over k = 1
     ("and the oldest has lag {}; from k = 2 on", "default", "scheduling.max_lag.1", "{}"),
     ("from k = 2 on, p95 {} and max", "default", "scheduling.lag_p95.2", "{}"),
     ("p95 2 and max {}.", "default", "scheduling.max_lag.2", "{}"),
