@@ -49,6 +49,7 @@ USERS = tuple(filter(None, [os.environ.get("AUTOGRADER_USER")])) or ("lab-studen
 RUN_LIMIT = 240  # seconds for one pytest run of everything (two runs fit Gradescope's default 10 min)
 STOP_GRACE = 20  # seconds a run stopped at RUN_LIMIT gets to write the report of its tests so far
 GRADER_MEMORY = 3 * 2**30  # bytes of address space for the grading pytest (answers are capped)
+SHORT_LIMIT = 2  # seconds: lab.grading's short limit here, where a call crosses to a process
 UNSEEN = "_unseen_inputs"  # how the names of the checks in test_fresh.py end
 MAX_FILE = 1_000_000  # bytes; a task file larger than this is not taken
 
@@ -110,9 +111,11 @@ def collect():
 
 def grading_env(**extra):
     """The environment of the grading pytest: no student code imported, one BLAS thread
-    (so its address-space limit is not spent on idle threads' buffers)."""
+    (so its address-space limit is not spent on idle threads' buffers), and a short limit
+    (after a function overran) that leaves time for the calls to the child."""
     return dict(os.environ, RL_SOLUTIONS="0", PYTHONPATH=str(SOURCE), PYTHONDONTWRITEBYTECODE="1",
-                PYTHONUTF8="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", **extra)
+                PYTHONUTF8="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                LAB_SHORT_LIMIT=str(SHORT_LIMIT), **extra)
 
 
 def limit_grader():

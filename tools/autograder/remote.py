@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 import lab
+from lab.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from scheduler_core import SchedulerError
 
 from . import wire
@@ -66,6 +67,7 @@ class Child:
     def __init__(self, folder, user, tmp):
         self.folder, self.user, self.tmp, self.process = folder, user, tmp, None
         self.ids = itertools.count()
+        self.imported = []  # the task modules imported so far (a new child imports them too)
 
     def start(self):
         as_root = os.geteuid() == 0
@@ -224,6 +226,7 @@ class RemoteImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if "error" in reply:
             kind, message, where = (readable(str(part)) for part in reply["error"])
             raise ImportError(message if kind == "SyntaxError" else f"{kind}: {message}{where}")
+        CHILD.imported.append(module.__name__)
 
 
 sys.meta_path.insert(0, RemoteImporter())
@@ -238,6 +241,21 @@ def pytest_runtest_makereport(item, call):
         error = call.excinfo.value
         name = "" if isinstance(error, NotImplementedError) else f"{type(error).__name__}: "
         report.longrepr = f"{name}{error.args[0] if error.args else error}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """After a test whose call ended the child, start the next one and import the task
+    modules into it here, outside any time limit: a test that follows one that overran
+    may have only lab.grading's short limit, too short to start a process."""
+    yield
+    if CHILD.process is None and CHILD.imported:
+        try:
+            with time_limit(limit=TIME_LIMIT):
+                for module in CHILD.imported:
+                    _ask({"import": True, "target": [module, ""]})
+        except (Exception, TimeLimitExceeded):  # noqa: BLE001 (the next call will say)
+            CHILD.stop()
 
 
 def pytest_unconfigure(config):
