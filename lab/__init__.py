@@ -56,6 +56,7 @@ PARTS = {
     "equal_hardware": ("Equal hardware", "2"),
     "timeline": ("Timeline", "2"),
     "gpu_model": ("GPU model", "2"),  # Task 1's bytes too: a TODO there names its own task
+    "gpu_sweep": ("GPU sweep", "2"),
     "mismatch": ("Part 3", "3"),
     "c_sweep": ("C sweep", "3"),
     "masking": ("Masking", "3c"),

@@ -56,6 +56,7 @@ RUNS = {
     "equal_hardware_gpus_24": ["--equal-hardware", "--gpus", "24"],
     "staleness": ["--staleness"],
     "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
+    "gpu_model": ["--preset", "all", "--gpu-sweep"],
 }
 
 # (the README's words, with {} where the number goes; snapshot; path in the JSON; format).
