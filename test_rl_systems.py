@@ -14,6 +14,7 @@ exactly what one known mistake gives and no other, which one (lab/feedback.py).
 (PYTEST_DONT_REWRITE above keeps pytest from appending its own assert
 introspection, so the messages below are shown as they are.)
 """
+import functools
 import math
 import numbers
 
@@ -21,9 +22,10 @@ import numpy as np
 
 import lab
 import toy
+from lab import feedback
 from lab import MASK_LEVELS, SCHEMES
 from lab.experiments import c_sweep, exact_stats, masked_functions, scheduling_sweep
-from lab.feedback import check, check_cases, same, show
+from lab.feedback import KnownMistakes, Mistake, check, check_cases, same, show
 from lab.model_shapes import GPU_GB
 
 
@@ -52,153 +54,117 @@ def call(function, *args):
 
 # ---------------------------------------------------------------- Task 1a
 
+def random_counts():
+    """Task 1a's random (n_trained, n_frozen), from one to 10**10 each, small ones first."""
+    rng = random_inputs(1)
+    counts = [(int(a), int(b)) for a, b in np.round(10 ** rng.uniform(0, 10, size=(100, 2)))]
+    return [(0, 0), (1, 0), (0, 1)] + sorted(counts, key=sum)
+
+
+MISTAKES_1A = KnownMistakes(
+    right=lambda a, b: 16 * a + 2 * b,
+    mistakes=[
+        Mistake("forgot the fp32 master copy of the weight (4 bytes)", lambda a, b: 12 * a + 2 * b,
+                "forgot the fp32 master weights (12 bytes per trained parameter)"),
+        Mistake("counted only the two Adam moments m and v", lambda a, b: 8 * a + 2 * b,
+                "counted only the two Adam moments (8 bytes per trained parameter)"),
+        Mistake("counted only the bf16 weight and gradient, no fp32 master or Adam state",
+                lambda a, b: 4 * a + 2 * b, "counted only the bf16 weight and gradient"),
+        Mistake("counted the trained parameters as frozen (2 bytes); a trained one costs 16",
+                lambda a, b: 2 * a + 2 * b, "counted trained parameters like frozen ones"),
+        Mistake("frozen weights are kept in bf16 (2 bytes), not fp32", lambda a, b: 16 * a + 4 * b,
+                "kept frozen weights in fp32 (4 bytes)"),
+        Mistake("frozen parameters still take memory: 2 bytes each", lambda a, b: 16 * a,
+                "frozen parameters cost nothing"),
+        Mistake("a frozen parameter has no gradient and no optimizer state: only its bf16 weight",
+                lambda a, b: 16 * a + 16 * b, "counted frozen parameters like trained ones")],
+    probes=lambda: [(1, 0), (0, 1), (1_000, 500), (7e9, 0)] + random_counts())
+
+
 def test_task1a_bytes_per_parameter(memory):
-    check(memory.model_state_bytes(1), 16, "model_state_bytes(1) (one trained parameter)", [
-        (12, "forgot the fp32 master copy of the weight (4 bytes)"),
-        (8, "counted only the two Adam moments m and v"),
-        (4, "counted only the bf16 weight and gradient, no fp32 master or Adam state"),
-        (2, "counted the trained parameter as frozen")])
-    check(memory.model_state_bytes(0, 1), 2, "model_state_bytes(0, 1) (one frozen parameter)", [
-        (16, "a frozen parameter has no gradient and no optimizer state: only its bf16 weight"),
-        (4, "frozen weights are kept in bf16 (2 bytes), not fp32"),
-        (0, "frozen parameters still take memory: 2 bytes each")])
-    check(memory.model_state_bytes(1_000, 500), 17_000, "model_state_bytes(1000, 500)")
+    hint = MISTAKES_1A.about(memory.model_state_bytes)
+    check(memory.model_state_bytes(1), 16, "model_state_bytes(1) (one trained parameter)", hint)
+    check(memory.model_state_bytes(0, 1), 2, "model_state_bytes(0, 1) (one frozen parameter)", hint)
+    check(memory.model_state_bytes(1_000, 500), 17_000, "model_state_bytes(1000, 500)", hint)
 
 
 def test_task1a_full_7b_is_112_gb(memory):
     got = memory.model_state_bytes(7e9)
-    check(got, 112_000_000_000, "model_state_bytes(7e9), a 7B model trained in full (bytes)")
+    check(got, 112_000_000_000, "model_state_bytes(7e9), a 7B model trained in full (bytes)",
+          MISTAKES_1A.about(memory.model_state_bytes))
     assert isinstance(got, numbers.Integral), (
         f"model_state_bytes must return an int (whole bytes), got {type(got).__name__} {got!r}")
 
 
-MISTAKES_1A = {
-    "forgot the fp32 master copy of the weight (4 bytes)": lambda a, b: 12 * a + 2 * b,
-    "counted only the two Adam moments m and v": lambda a, b: 8 * a + 2 * b,
-    "frozen weights are kept in bf16 (2 bytes), not fp32": lambda a, b: 16 * a + 4 * b,
-    "frozen parameters still take memory: 2 bytes each": lambda a, b: 16 * a,
-    "a frozen parameter has no gradient and no optimizer state: only its bf16 weight":
-        lambda a, b: 16 * a + 16 * b,
-}
-
-
 def test_task1a_random_counts(memory):
-    rng = random_inputs(1)
-    counts = [(int(a), int(b)) for a, b in np.round(10 ** rng.uniform(0, 10, size=(100, 2)))]
-    counts = [(0, 0), (1, 0), (0, 1)] + sorted(counts, key=sum)  # small ones first
+    counts = random_counts()
     got = [memory.model_state_bytes(a, b) for a, b in counts]
     check_cases([call("model_state_bytes", a, b) for a, b in counts], got,
                 [16 * a + 2 * b for a, b in counts], "model_state_bytes on random counts",
                 "bytes = 16 * n_trained + 2 * n_frozen",
-                lambda: {why: [f(a, b) for a, b in counts] for why, f in MISTAKES_1A.items()})
+                MISTAKES_1A.about(memory.model_state_bytes))
     floats = [g for g in got if not isinstance(g, numbers.Integral)]
     assert not floats, f"model_state_bytes must return an int (whole bytes), got {floats[0]!r}"
 
 
 # ---------------------------------------------------------------- Task 1b
 
+QWEN_7B = (28, 4, 128)  # layers, KV heads, head_dim
+N_TOKENS = 64 * 16_384  # 64 responses of 16k tokens
+
+
+def random_shapes():
+    """Task 1b's random (layers, KV heads, head_dim, tokens, bytes per value), few tokens first."""
+    rng = random_inputs(2)
+    return sorted(((int(rng.integers(1, 81)), int(rng.integers(1, 65)),
+                    int(2 ** rng.integers(0, 9)), int(rng.integers(0, 10**6)),
+                    int(rng.choice([1, 2, 4]))) for _ in range(100)),
+                  key=lambda shape: shape[3])
+
+
+MISTAKES_1B = KnownMistakes(
+    right=lambda L, H, d, n, b: 2 * L * H * d * n * b,
+    mistakes=[
+        Mistake("forgot the factor 2: each token caches a key AND a value vector",
+                lambda L, H, d, n, b: L * H * d * n * b,
+                "KV cache without the factor 2 for K and V"),
+        Mistake("ignored bytes_per_value (used 2)", lambda L, H, d, n, b: 2 * L * H * d * n * 2,
+                "ignored bytes_per_value (always bf16)"),
+        Mistake("counted bits instead of bytes", lambda L, H, d, n, b: 2 * L * H * d * n * b * 8,
+                "counted bits instead of bytes"),
+        Mistake("forgot head_dim: each KV head caches a vector of head_dim values",
+                lambda L, H, d, n, b: 2 * L * H * n * b, "forgot head_dim")],
+    probes=lambda: [(*QWEN_7B, 1, 2), (*QWEN_7B, N_TOKENS, 2), (*QWEN_7B, N_TOKENS, 1)]
+    + random_shapes())
+
+
 def test_task1b_qwen_7b_is_56_kib_per_token(memory):
     got = memory.kv_cache_bytes(28, 4, 128, 1)
-    check(got, 57_344, "kv_cache_bytes(28 layers, 4 KV heads, head_dim 128, 1 token)", [
-        (28_672, "forgot the factor 2: each token caches a key AND a value vector"),
-        (229_376, "used 8 bytes per value; bf16 is 2 bytes (bytes_per_value)"),
-        (458_752, "counted bits instead of bytes")])
+    check(got, 57_344, "kv_cache_bytes(28 layers, 4 KV heads, head_dim 128, 1 token)",
+          MISTAKES_1B.about(memory.kv_cache_bytes))
     assert isinstance(got, numbers.Integral), (
         f"kv_cache_bytes must return an int (whole bytes), got {type(got).__name__} {got!r}")
 
 
 def test_task1b_scales_with_tokens_and_precision(memory):
-    n_tokens = 64 * 16_384  # 64 responses of 16k tokens
-    check(memory.kv_cache_bytes(28, 4, 128, n_tokens), 60_129_542_144,
-          "kv_cache_bytes for Qwen2.5-7B, 64 responses x 16,384 tokens (about 60 GB)",
-          [(30_064_771_072, "forgot the factor 2 for K and V")])
-    check(memory.kv_cache_bytes(28, 4, 128, n_tokens, bytes_per_value=1), 30_064_771_072,
-          "the same in fp8 (bytes_per_value=1)",
-          [(60_129_542_144, "ignored bytes_per_value")])
+    hint = MISTAKES_1B.about(memory.kv_cache_bytes)
+    check(memory.kv_cache_bytes(*QWEN_7B, N_TOKENS), 60_129_542_144,
+          "kv_cache_bytes for Qwen2.5-7B, 64 responses x 16,384 tokens (about 60 GB)", hint)
+    check(memory.kv_cache_bytes(*QWEN_7B, N_TOKENS, bytes_per_value=1), 30_064_771_072,
+          "the same in fp8 (bytes_per_value=1)", hint)
 
 
 def test_task1b_random_shapes(memory):
-    rng = random_inputs(2)
-    shapes = sorted(((int(rng.integers(1, 81)), int(rng.integers(1, 65)),
-                      int(2 ** rng.integers(0, 9)), int(rng.integers(0, 10**6)),
-                      int(rng.choice([1, 2, 4]))) for _ in range(100)),
-                    key=lambda shape: shape[3])  # layers, KV heads, head_dim, tokens, bytes
-    rule = "bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value"
-    mistakes = {
-        "forgot the factor 2: each token caches a key AND a value vector":
-            lambda L, H, d, n, b: L * H * d * n * b,
-        "ignored bytes_per_value": lambda L, H, d, n, b: 2 * L * H * d * n * 2,
-        "counted bits instead of bytes": lambda L, H, d, n, b: 2 * L * H * d * n * b * 8,
-        "forgot head_dim: each KV head caches a vector of head_dim values":
-            lambda L, H, d, n, b: 2 * L * H * n * b,
-    }
+    shapes = random_shapes()
     got = [memory.kv_cache_bytes(*shape) for shape in shapes]
     check_cases([call("kv_cache_bytes", *shape) for shape in shapes], got,
                 [2 * L * H * d * n * b for L, H, d, n, b in shapes],
-                "kv_cache_bytes on random shapes", rule,
-                lambda: {why: [f(*shape) for shape in shapes] for why, f in mistakes.items()})
+                "kv_cache_bytes on random shapes",
+                "bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value",
+                MISTAKES_1B.about(memory.kv_cache_bytes))
 
 
 # ---------------------------------------------------------------- Task 1c
-
-GB_PER_GIB = 2**30 / 1e9  # dividing by 2**30 instead of 1e9 shrinks every number by this
-
-
-def if_1a_is_right(memory, mistakes):
-    """The hints of a Task 1c check, kept only while model_state_bytes is right: a Task 1a
-    mistake changes every bill built with it, and the result could pass for a 1c mistake."""
-    try:
-        right = memory.model_state_bytes(3, 5) == 16 * 3 + 2 * 5
-    except Exception:  # noqa: BLE001 (not done yet, or broken: no hint either way)
-        right = False
-    return mistakes if right else type(mistakes)()
-
-
-def test_task1c_ppo_7b_is_252_gb(memory):
-    check(memory.rl_memory_gb("ppo", 7e9), 252.0, 'rl_memory_gb("ppo", 7e9) in GB',
-          if_1a_is_right(memory, [
-        (252.0 / GB_PER_GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
-        (140.0, "forgot the critic: PPO trains a value model as large as the policy"),
-        (154.0, "counted the critic as frozen; it is trained (16 bytes per parameter)"),
-        (350.0, "counted the reference or reward model as trained; both are frozen (2 B)"),
-        (238.0, "forgot the reference or the reward model: PPO keeps both, frozen (2 B)")]))
-    assert math.ceil(memory.rl_memory_gb("ppo", 7e9) / GPU_GB) == 4, (
-        f"PPO on 7B should need 4 GPUs of {GPU_GB} GB just for its model state")
-
-
-def test_task1c_grpo_7b_is_126_gb(memory):
-    check(memory.rl_memory_gb("grpo", 7e9), 126.0, 'rl_memory_gb("grpo", 7e9) in GB',
-          if_1a_is_right(memory, [
-        (126.0 / GB_PER_GIB, "divided by 2**30 (GiB); GB here means 10**9 bytes"),
-        (224.0, "counted the reference as trained; it is frozen (2 bytes per parameter)"),
-        (140.0, "counted a reward model; GRPO's default is a verifiable reward (no model)"),
-        (252.0, "counted a critic; GRPO has none (the group mean is its baseline)")]))
-    check(memory.rl_memory_gb("grpo", 7e9, reference=False), 112.0,
-          'rl_memory_gb("grpo", 7e9, reference=False)',
-          if_1a_is_right(memory, [(126.0, "ignored reference=False")]))
-    check(memory.rl_memory_gb("grpo", 7e9, reward_model=True), 140.0,
-          'rl_memory_gb("grpo", 7e9, reward_model=True)',
-          if_1a_is_right(memory, [(126.0, "ignored reward_model=True"),
-                                  (238.0, "counted the reward model as trained; it is frozen")]))
-
-
-def test_task1c_lora_fits_one_gpu(memory):
-    lora = 40_000_000
-    check(memory.rl_memory_gb("grpo", 7e9, lora_params=lora), 14.64,
-          'rl_memory_gb("grpo", 7e9, lora_params=40e6): 2 B per base + 16 B per adapter param',
-          if_1a_is_right(memory, [
-              (28.64, "kept a separate reference copy: under LoRA the reference is the base "
-                      "with the adapter switched off, so it costs nothing"),
-              (14.08, "counted the adapter as frozen; it is what gets trained (16 B)"),
-              (126.64, "trained the base weights too; with LoRA they are frozen"),
-              (126.0, "ignored lora_params")]))
-    check(memory.rl_memory_gb("ppo", 7e9, lora_params=lora), 29.28,
-          'rl_memory_gb("ppo", 7e9, lora_params=40e6): shared base, policy + critic adapters, '
-          'frozen reward model', if_1a_is_right(memory, [
-              (28.64, "forgot the critic's adapter"),
-              (43.28, "gave the critic a base of its own; it shares the frozen base"),
-              (15.28, "forgot the reward model")]))
-
 
 def bill_gb(algo, N, reference, reward_model, lora, *, unit=1e9, critic=16, reference_bytes=2,
             reward_bytes=2, adapter=16, obey_reference=True, obey_reward_model=True,
@@ -219,29 +185,85 @@ def bill_gb(algo, N, reference, reward_model, lora, *, unit=1e9, critic=16, refe
     return (bill + reward_model * reward_bytes * N) / unit
 
 
-MISTAKES_1C = {
-    "divided by 2**30 (GiB); GB here means 10**9 bytes": dict(unit=2**30),
-    "forgot the critic: PPO trains a value model as large as the policy":
-        dict(critic=0, critic_adapter=False),
-    "counted the critic as frozen; it is trained (16 bytes per parameter)": dict(critic=2),
-    "counted the reference as trained; it is frozen (2 bytes per parameter)":
-        dict(reference_bytes=16),
-    "ignored reference=False": dict(obey_reference=False),
-    "counted the reward model as trained; it is frozen (2 bytes per parameter)":
-        dict(reward_bytes=16),
-    "ignored reward_model: True adds a frozen reward model (to GRPO too), False removes it "
-    "(from PPO too)": dict(obey_reward_model=False),
-    "kept a separate reference copy under LoRA: the reference is the base with the adapter "
-    "switched off, so it costs nothing": dict(lora_reference_copy=True),
-    "counted the LoRA adapter as frozen; it is what gets trained (16 B)": dict(adapter=2),
-    "forgot the critic's adapter: under LoRA, PPO's critic is a second adapter":
-        dict(critic_adapter=False),
-    "gave the critic a base of its own under LoRA; it shares the frozen base":
-        dict(critic_base=True),
-    "ignored lora_params": dict(use_lora=False),
-    "left out the base when reference=False under LoRA; the policy itself is base + adapter":
-        dict(reference_frees_base=True),
-}
+def bill_mistake(why, mutant, **change):
+    return Mistake(why, functools.partial(bill_gb, **change), mutant)
+
+
+def random_models():
+    """Task 1c's random cases (algo, N, reference, reward_model, lora_params), small N first."""
+    rng = random_inputs(3)
+    cases = []
+    for _ in range(100):
+        N = int(10 ** rng.uniform(6, 11))
+        lora = int(rng.choice([0, rng.integers(1, N // 10)]))
+        cases.append((str(rng.choice(["ppo", "grpo"])), N, bool(rng.integers(2)),
+                      [None, True, False][rng.integers(3)], lora))
+    return sorted(cases, key=lambda case: case[1])
+
+
+FLAG_COMBINATIONS = [(algo, 7e9, reference, reward_model, lora)
+                     for lora in (0, 40e6) for algo in ("grpo", "ppo")
+                     for reference in (True, False) for reward_model in (None, True, False)]
+MISTAKES_1C = KnownMistakes(
+    right=bill_gb,
+    mistakes=[
+        bill_mistake("divided by 2**30 (GiB); GB here means 10**9 bytes",
+                     "GiB (2**30) instead of GB (10**9)", unit=2**30),
+        bill_mistake("forgot the critic: PPO trains a value model as large as the policy",
+                     "forgot the critic", critic=0, critic_adapter=False),
+        bill_mistake("counted the critic as frozen; it is trained (16 bytes per parameter)",
+                     "counted the critic as frozen", critic=2),
+        bill_mistake("counted the reference as trained; it is frozen (2 bytes per parameter)",
+                     "counted the reference as trained", reference_bytes=16),
+        bill_mistake("ignored reference=False", "ignored reference=False", obey_reference=False),
+        bill_mistake("counted the reward model as trained; it is frozen (2 bytes per parameter)",
+                     "counted the reward model as trained", reward_bytes=16),
+        bill_mistake("ignored reward_model: True adds a frozen reward model (to GRPO too), False "
+                     "removes it (from PPO too)",
+                     "ignored reward_model (a reward model exactly when the algorithm is PPO)",
+                     obey_reward_model=False),
+        bill_mistake("kept a separate reference copy under LoRA: the reference is the base with "
+                     "the adapter switched off, so it costs nothing",
+                     "kept a separate reference copy under LoRA", lora_reference_copy=True),
+        bill_mistake("counted the LoRA adapter as frozen; it is what gets trained (16 B)",
+                     "counted the LoRA adapter as frozen", adapter=2),
+        bill_mistake("forgot the critic's adapter: under LoRA, PPO's critic is a second adapter",
+                     "one adapter for PPO under LoRA (forgot the critic's)", critic_adapter=False),
+        bill_mistake("gave the critic a base of its own under LoRA; it shares the frozen base",
+                     "gave PPO's critic a frozen base of its own under LoRA", critic_base=True),
+        bill_mistake("ignored lora_params", "ignored lora_params", use_lora=False),
+        bill_mistake("left out the base when reference=False under LoRA; the policy itself is "
+                     "base + adapter", "left the frozen base out under LoRA when reference=False",
+                     reference_frees_base=True)],
+    probes=lambda: FLAG_COMBINATIONS + random_models(),
+    observe=lambda rl_memory_gb, case: rl_memory_gb(
+        case[0], case[1], reference=case[2], reward_model=case[3], lora_params=case[4]))
+
+
+def test_task1c_ppo_7b_is_252_gb(memory):
+    check(memory.rl_memory_gb("ppo", 7e9), 252.0, 'rl_memory_gb("ppo", 7e9) in GB',
+          MISTAKES_1C.about(memory.rl_memory_gb))
+    assert math.ceil(memory.rl_memory_gb("ppo", 7e9) / GPU_GB) == 4, (
+        f"PPO on 7B should need 4 GPUs of {GPU_GB} GB just for its model state")
+
+
+def test_task1c_grpo_7b_is_126_gb(memory):
+    hint = MISTAKES_1C.about(memory.rl_memory_gb)
+    check(memory.rl_memory_gb("grpo", 7e9), 126.0, 'rl_memory_gb("grpo", 7e9) in GB', hint)
+    check(memory.rl_memory_gb("grpo", 7e9, reference=False), 112.0,
+          'rl_memory_gb("grpo", 7e9, reference=False)', hint)
+    check(memory.rl_memory_gb("grpo", 7e9, reward_model=True), 140.0,
+          'rl_memory_gb("grpo", 7e9, reward_model=True)', hint)
+
+
+def test_task1c_lora_fits_one_gpu(memory):
+    hint = MISTAKES_1C.about(memory.rl_memory_gb)
+    check(memory.rl_memory_gb("grpo", 7e9, lora_params=40e6), 14.64,
+          'rl_memory_gb("grpo", 7e9, lora_params=40e6): 2 B per base + 16 B per adapter param',
+          hint)
+    check(memory.rl_memory_gb("ppo", 7e9, lora_params=40e6), 29.28,
+          'rl_memory_gb("ppo", 7e9, lora_params=40e6): shared base, policy + critic adapters, '
+          'frozen reward model', hint)
 
 
 def check_bills(memory, cases, what):
@@ -252,64 +274,26 @@ def check_bills(memory, cases, what):
              f"lora_params={lora:.4g})" for algo, N, ref, rm, lora in cases]
     check_cases(shown, got, [bill_gb(*case) for case in cases], what,
                 "the models of the docstring, 16 B per trained and 2 B per frozen parameter, "
-                "in GB = 1e9 bytes",
-                lambda: if_1a_is_right(memory, {why: [bill_gb(*case, **change) for case in cases]
-                                                for why, change in MISTAKES_1C.items()}))
+                "in GB = 1e9 bytes", MISTAKES_1C.about(memory.rl_memory_gb))
 
 
 def test_task1c_every_flag_combination(memory):
-    cases = [(algo, 7e9, reference, reward_model, lora)
-             for lora in (0, 40e6) for algo in ("grpo", "ppo") for reference in (True, False)
-             for reward_model in (None, True, False)]
-    check_bills(memory, cases, "rl_memory_gb for both algorithms, every flag, with and "
-                "without LoRA (N = 7e9, adapter 40e6)")
+    check_bills(memory, FLAG_COMBINATIONS, "rl_memory_gb for both algorithms, every flag, with "
+                "and without LoRA (N = 7e9, adapter 40e6)")
 
 
 def test_task1c_random_models(memory):
-    rng = random_inputs(3)
-    cases = []
-    for _ in range(100):
-        N = int(10 ** rng.uniform(6, 11))
-        lora = int(rng.choice([0, rng.integers(1, N // 10)]))
-        cases.append((str(rng.choice(["ppo", "grpo"])), N, bool(rng.integers(2)),
-                      [None, True, False][rng.integers(3)], lora))
-    check_bills(memory, sorted(cases, key=lambda case: case[1]), "rl_memory_gb on random models")
+    check_bills(memory, random_models(), "rl_memory_gb on random models")
 
 
 # ---------------------------------------------------------------- Task 2a
 
 ADMISSION_RULE = "n_started - n_dropped < (version + k + 1) * B"
-MISTAKES_2A = {
-    "ignored n_dropped: dropped responses are never trained, so they free their place":
-        lambda n, d, v, k, B: n < (v + k + 1) * B,
-    "added n_dropped; subtract it (dropped responses free their place)":
-        lambda n, d, v, k, B: n + d < (v + k + 1) * B,
-    "off by one batch: the lanes may fill the next batch plus k more, (version + k + 1) * B":
-        lambda n, d, v, k, B: n - d < (v + k) * B,
-    "off by one batch the other way: (version + k + 1) * B, not (version + k + 2) * B":
-        lambda n, d, v, k, B: n - d < (v + k + 2) * B,
-    "used <= where the rule has <: that starts one response too many":
-        lambda n, d, v, k, B: n - d <= (v + k + 1) * B,
-    "used <= with (version + k) * B: the rule is < with (version + k + 1) * B":
-        lambda n, d, v, k, B: n - d <= (v + k) * B,
-    "ignored k: that is always synchronous":
-        lambda n, d, v, k, B: n - d < (v + 1) * B,
-    "ignored the version: the bound moves up by B with every update":
-        lambda n, d, v, k, B: n - d < (k + 1) * B,
-    "added k responses, not k batches: the bound is (version + k + 1) * B":
-        lambda n, d, v, k, B: n - d < (v + 1) * B + k,
-}
-
-
-def check_admission(may_start, states, what):
-    """Compare may_start over `states` with the rule, naming a known mistake when it is one."""
-    got = [may_start(*state) for state in states]
-    check_cases([f"may_start(n_started={n}, n_dropped={d}, version={v}, k={k}, B={B})"
-                 for n, d, v, k, B in states],
-                got, [n - d < (v + k + 1) * B for n, d, v, k, B in states], what, ADMISSION_RULE,
-                lambda: {why: [rule(*s) for s in states] for why, rule in MISTAKES_2A.items()})
-    assert all(isinstance(g, (bool, np.bool_)) for g in got), (
-        f"may_start must return a bool, got {[type(g).__name__ for g in got]}")
+SYNCHRONOUS_STATES = [(n, 0, 0, 0, 4) for n in range(6)] + [(n, 0, 1, 0, 4) for n in range(3, 10)]
+AHEAD_STATES = [(n, 0, v, k, 4) for v, k in ((0, 1), (1, 2), (3, 1))
+                for n in (7, 8, 10, 12, 15, 16, 19, 20)]
+DROPPED_STATES = [(n, d, 0, 1, 4) for n, d in ((8, 0), (8, 1), (10, 3), (11, 3), (12, 5), (13, 5),
+                                               (6, 2), (9, 0), (14, 2), (15, 2))]
 
 
 def random_states(rng, n):
@@ -322,22 +306,66 @@ def random_states(rng, n):
     return sorted({s for s in states if s[0] >= s[1]}, key=lambda s: (s[4], s[0]))
 
 
+def admission_mistake(why, mutant, rule):
+    return Mistake(why, lambda n, d, v, k, B: bool(rule(n, d, v, k, B)), mutant)
+
+
+MISTAKES_2A = KnownMistakes(
+    right=lambda n, d, v, k, B: n - d < (v + k + 1) * B,
+    mistakes=[
+        admission_mistake("ignored n_dropped: dropped responses are never trained, so they free "
+                          "their place", "admission ignores n_dropped",
+                          lambda n, d, v, k, B: n < (v + k + 1) * B),
+        admission_mistake("added n_dropped; subtract it (dropped responses free their place)",
+                          "added n_dropped instead of subtracting it",
+                          lambda n, d, v, k, B: n + d < (v + k + 1) * B),
+        admission_mistake("off by one batch: the lanes may fill the next batch plus k more, "
+                          "(version + k + 1) * B", "admission off by one batch (too strict)",
+                          lambda n, d, v, k, B: n - d < (v + k) * B),
+        admission_mistake("off by one batch the other way: (version + k + 1) * B, not "
+                          "(version + k + 2) * B", "admission off by one batch (too loose)",
+                          lambda n, d, v, k, B: n - d < (v + k + 2) * B),
+        admission_mistake("used <= where the rule has <: that starts one response too many",
+                          "<= instead of <", lambda n, d, v, k, B: n - d <= (v + k + 1) * B),
+        admission_mistake("used <= with (version + k) * B: the rule is < with "
+                          "(version + k + 1) * B", "<= with (version + k) * B",
+                          lambda n, d, v, k, B: n - d <= (v + k) * B),
+        admission_mistake("ignored k: that is always synchronous",
+                          "admission ignores k (always synchronous)",
+                          lambda n, d, v, k, B: n - d < (v + 1) * B),
+        admission_mistake("ignored the version: the bound moves up by B with every update",
+                          "admission ignores the version",
+                          lambda n, d, v, k, B: n - d < (k + 1) * B),
+        admission_mistake("added k responses, not k batches: the bound is (version + k + 1) * B",
+                          "k responses ahead instead of k batches",
+                          lambda n, d, v, k, B: n - d < (v + 1) * B + k)],
+    probes=lambda: (SYNCHRONOUS_STATES + AHEAD_STATES + DROPPED_STATES
+                    + random_states(random_inputs(4), 300)
+                    + random_states(np.random.default_rng([lab.test_seed(), 104]), 300)))
+
+
+def check_admission(may_start, states, what):
+    """Compare may_start over `states` with the rule, naming a known mistake when it is one."""
+    got = [may_start(*state) for state in states]
+    check_cases([f"may_start(n_started={n}, n_dropped={d}, version={v}, k={k}, B={B})"
+                 for n, d, v, k, B in states],
+                got, [n - d < (v + k + 1) * B for n, d, v, k, B in states], what, ADMISSION_RULE,
+                MISTAKES_2A.about(may_start))
+    assert all(isinstance(g, (bool, np.bool_)) for g in got), (
+        f"may_start must return a bool, got {[type(g).__name__ for g in got]}")
+
+
 def test_task2a_synchronous_when_k_is_0(scheduler):
-    states = [(n, 0, 0, 0, 4) for n in range(6)] + [(n, 0, 1, 0, 4) for n in range(3, 10)]
-    check_admission(scheduler.may_start, states,
+    check_admission(scheduler.may_start, SYNCHRONOUS_STATES,
                     "k = 0, B = 4: one batch, then wait for the update")
 
 
 def test_task2a_k_batches_ahead(scheduler):
-    states = [(n, 0, v, k, 4) for v, k in ((0, 1), (1, 2), (3, 1))
-              for n in (7, 8, 10, 12, 15, 16, 19, 20)]
-    check_admission(scheduler.may_start, states, "k >= 1, B = 4: k batches ahead")
+    check_admission(scheduler.may_start, AHEAD_STATES, "k >= 1, B = 4: k batches ahead")
 
 
 def test_task2a_dropped_free_their_place(scheduler):
-    states = [(n, d, 0, 1, 4) for n, d in ((8, 0), (8, 1), (10, 3), (11, 3), (12, 5), (13, 5),
-                                           (6, 2), (9, 0), (14, 2), (15, 2))]
-    check_admission(scheduler.may_start, states, "k = 1, B = 4, with dropped responses")
+    check_admission(scheduler.may_start, DROPPED_STATES, "k = 1, B = 4, with dropped responses")
 
 
 def test_task2a_random_states(scheduler):
@@ -369,132 +397,72 @@ def take(scheduler, tags, version, k, B, drop_stale=False, finished=None):
     return batch, list(dropped), finished  # a tuple is fine too, as in the simulator
 
 
-NO_BATCH = "returned no batch although B responses were waiting (take one when len >= B)"
+def rule_take(finished, version, k, B, drop_stale=False, *, drop_if="always", at_k=False,
+              lags_first=False, keep_dropped=False, rebind=False, more_than_B=False,
+              pick="first", remove_batch=True, sign=1):
+    """take_batch's docstring, step by step. The keywords after * are the known mistakes
+    (each one changes one step); their defaults are the rule."""
+    def lag(r):
+        return version - r["tag"]
+    if lags_first:
+        for r in finished:
+            r["lag"] = lag(r)
+    dropped = []
+    waiting = {"always": B, "batch": len(finished), "fresh": sum(lag(r) <= k for r in finished)}
+    if drop_stale and waiting[drop_if] >= B:
+        dropped = [r for r in finished if lag(r) > k or (at_k and lag(r) == k)]
+        for r in dropped:
+            r["dropped"] = True
+        kept = [r for r in finished if all(r is not d for d in dropped)]
+        if rebind:
+            finished = kept  # the caller's list keeps every response
+        elif not keep_dropped:
+            finished[:] = kept
+    if len(finished) < B + more_than_B:
+        return None, dropped
+    if pick in ("start", "length", "tag"):  # sorted by something else than finish order
+        batch = sorted(finished, key=lambda r: r[pick])[:B]
+        finished[:] = [r for r in finished if all(r is not b for b in batch)]
+    else:
+        batch = {"first": finished[:B], "last": finished[-B:], "lifo": finished[-B:][::-1]}[pick]
+        if remove_batch:
+            del finished[slice(None, B) if pick == "first" else slice(-B, None)]
+    for r in batch:
+        r["lag"] = sign * lag(r)
+    return batch, dropped
 
 
-def test_task2b_first_in_first_out(scheduler):
-    batch, dropped, finished = take(scheduler, [0, 0, 0, 0, 0], version=0, k=0, B=3)
-    check(ids(batch), [0, 1, 2], "take_batch on 5 finished responses (ids 0..4), B = 3: batch ids", [
-        (None, NO_BATCH),
-        ([4, 3, 2], "took the newest first (LIFO, e.g. pop()); the trainer takes the oldest"),
-        ([2, 3, 4], "took the last B; the oldest B come first in `finished`")])
-    check(ids(finished), [3, 4], "ids left in `finished` (change the list in place)",
-          [([0, 1, 2, 3, 4], "did not remove the batch from the caller's list `finished`: "
-                             "change it in place (del finished[:B]); finished = finished[B:] "
-                             "only rebinds the name")])
-    assert dropped == [], f"nothing may be dropped when drop_stale is False, got {ids(dropped)}"
+def queue(tags):
+    """(id, tag, start, length) of responses with these tags, finished in id order."""
+    return tuple((i, tag, float(i), 1.0) for i, tag in enumerate(tags))
 
 
-def test_task2b_takes_in_finish_order(scheduler):
-    # Finish order (the order in `finished`) differs from start order (ids), from length
-    # order and from tag order: only first in, first out gives ids [3, 1].
-    shapes = [(3, 0.2, 1), (1, 2.5, 2), (0, 4.0, 0), (4, 0.1, 2), (2, 2.3, 1)]  # id, length, tag
-    finished = [dict(response(i, tag), start=float(i), length=length, end=i + length)
-                for i, length, tag in shapes]
-    batch, _, left = take(scheduler, None, version=2, k=2, B=2, finished=finished)
-    check(ids(batch), [3, 1], "take_batch, B = 2, on `finished` with ids [3, 1, 0, 4, 2] (the "
-          "order they finished in), lengths [0.2, 2.5, 4, 0.1, 2.3], tags [1, 2, 0, 2, 1]: "
-          "batch ids", [
-              (None, NO_BATCH),
-              ([0, 1], "took the lowest ids (start order); take the first B of `finished`"),
-              ([4, 3], "took the shortest responses; take the first B of `finished`"),
-              ([0, 3], "took the oldest tags first; take the first B of `finished`"),
-              ([1, 4], "took the newest tags first; take the first B of `finished`"),
-              ([2, 4], "took the newest first (LIFO, e.g. pop()); the trainer takes the oldest"),
-              ([4, 2], "took the last B; the oldest B come first in `finished`")])
-    check(ids(left), [0, 4, 2], "ids left in `finished`, in their order")
-    check([r["lag"] for r in batch], [1, 0], "lags of the batch (version 2, tags [1, 2])")
+def outcome(take_batch, shapes, version, k, B, drop_stale):
+    """What take_batch does to fresh responses of these shapes ((id, tag, start, length), in
+    finish order), written out exactly: (batch ids or None, dropped ids sorted, ids left in
+    `finished`, and (id, lag, dropped) of every response)."""
+    finished = [dict(response(i, tag), start=start, end=start + length, length=length)
+                for i, tag, start, length in shapes]
+    given = list(finished)
+    batch, dropped = take_batch(finished, version, k, B, drop_stale)
+    return repr((ids(batch), sorted(ids(dropped)), ids(finished),
+                 [(r["id"], r["lag"], r["dropped"]) for r in given]))
 
 
-def test_task2b_lag_is_version_minus_tag(scheduler):
-    batch, _, _ = take(scheduler, [3, 1, 2], version=3, k=2, B=3)
-    lags = None if batch is None else [r["lag"] for r in batch]
-    check(lags, [0, 2, 1], "lags of a batch with tags [3, 1, 2] at version 3", [
-        (None, NO_BATCH),
-        ([0, -2, -1], "wrong sign: lag = version - tag (how many updates old), not tag - version"),
-        ([3, 1, 2], "set lag to the tag; lag = version - tag"),
-        ([3, 3, 3], "set lag to the version; lag = version - tag")])
+def take_mistake(why, mutant, **change):
+    return Mistake(why, functools.partial(outcome, functools.partial(rule_take, **change)), mutant)
 
 
-def test_task2b_waits_for_a_full_batch(scheduler):
-    batch, dropped, finished = take(scheduler, [0, 0], version=0, k=0, B=3)
-    assert batch is None, f"with 2 finished responses and B = 3, batch must be None, got {ids(batch)}"
-    check(ids(finished), [0, 1], "`finished` after an incomplete batch (nothing may be removed)")
-    assert [r["lag"] for r in finished] == [None, None], "responses not trained must keep lag None"
-
-
-def test_task2b_drops_only_beyond_k(scheduler):
-    # version 3, k = 1: lags 0, 2, 1, 1, 3 -> ids 1 and 4 are stale (lag > 1)
-    batch, dropped, finished = take(scheduler, [3, 1, 2, 2, 0], version=3, k=1, B=2,
-                                    drop_stale=True)
-    check(sorted(ids(dropped) or []), [1, 4], "dropped ids (any order): tags [3, 1, 2, 2, 0], "
-          "version 3, k = 1", [
-              ([1, 2, 3, 4], "dropped responses with lag == k; only lag > k is stale"),
-              ([], "dropped nothing although drop_stale=True")])
-    assert all(r["dropped"] is True for r in dropped or []), "set dropped = True on each dropped"
-    check(ids(batch), [0, 2], "batch ids after dropping (the oldest two fresh responses)",
-          [([0, 1], "left the dropped responses in `finished`; remove them from it")])
-    check(ids(finished), [3], "ids left in `finished`", [
-        ([1, 3, 4], "left the dropped responses in `finished`"),
-        ([0, 1, 2, 3, 4], "rebound the name (finished = [...]), so the caller's list never "
-                          "changed; change it in place, e.g. finished[:] = [...]")])
-
-
-def test_task2b_keeps_stale_unless_asked(scheduler):
-    batch, dropped, _ = take(scheduler, [0, 0], version=5, k=1, B=2)
-    assert dropped == [], f"drop_stale=False must drop nothing, got {ids(dropped)}"
-    check(ids(batch), [0, 1], "batch with drop_stale=False (lag 5 > k but nothing is dropped)",
-          [(None, NO_BATCH)])
-
-
-def test_task2b_drops_even_without_a_batch(scheduler):
-    batch, dropped, finished = take(scheduler, [1, 5], version=5, k=0, B=2, drop_stale=True)
-    check(sorted(ids(dropped) or []), [0], "dropped ids (tags [1, 5], version 5, k = 0, B = 2) "
-          "when no batch follows", [
-              ([], "only dropped when a full batch was there; drop first, always"),
-              ([0, 1], "dropped responses with lag == k; only lag > k is stale")])
-    assert batch is None and ids(finished) == [1], (
-        f"expected no batch and id 1 left in `finished`, got batch {ids(batch)}, "
-        f"finished {ids(finished)}")
-
-
-def test_task2b_drops_whatever_is_waiting(scheduler):
-    # version 4, k = 1, B = 3: tags below 3 are stale. Fewer than B waiting at all; then at
-    # least B waiting, of which fewer than, exactly and more than B stay fresh.
-    cases = [([1, 4], None, [0], [1]),
-             ([2, 4, 3, 1], None, [0, 3], [1, 2]),
-             ([2, 4, 3, 3, 1], [1, 2, 3], [0, 4], []),
-             ([4, 0, 3, 4, 3, 2], [0, 2, 3], [1, 5], [4])]
-    for tags, batch_ids, dropped_ids, left_ids in cases:
-        batch, dropped, left = take(scheduler, tags, version=4, k=1, B=3, drop_stale=True)
-        what = f"take_batch(tags {tags}, version=4, k=1, B=3, drop_stale=True)"
-        at_k = sorted(set(dropped_ids) | {i for i, t in enumerate(tags) if t == 3})
-        # (a mistake that gives the right answer on a case is left out: it cannot be told apart)
-        mistakes = [([], "only dropped when a full batch was there; drop first, always")]
-        if at_k != dropped_ids:
-            mistakes.append((at_k, "dropped responses with lag == k; only lag > k is stale"))
-        check(sorted(ids(dropped)), dropped_ids, f"{what}: dropped ids (any order)", mistakes)
-        check(ids(batch), batch_ids, f"{what}: batch ids",
-              [(None, NO_BATCH)] if batch_ids is not None else [])
-        not_taken = [i for i in range(len(tags)) if i not in (batch_ids or [])]
-        check(ids(left), left_ids, f"{what}: ids left in `finished`", [
-            (not_taken, "left the dropped responses in `finished`; remove them from it"),
-            (list(range(len(tags))), "rebound the name (finished = [...]), so the caller's "
-             "list never changed; change it in place, e.g. finished[:] = [...]")])
-        lags = [r["lag"] for r in dropped + left]
-        assert lags == [None] * len(lags), (
-            f"{what}: responses not trained (dropped or left waiting) must keep lag None, "
-            f"got lags {lags}.\n  Likely mistake: set lags on more than the batch (before "
-            "dropping, or on all of `finished`); set the lag of the batch only")
-
-
-def expected_take(tags, version, k, B, drop_stale):
-    """take_batch's docstring, as ids: (batch ids or None, sorted dropped ids, ids left)."""
-    stale = [i for i, tag in enumerate(tags) if drop_stale and version - tag > k]
-    fresh = [i for i in range(len(tags)) if i not in stale]
-    if len(fresh) < B:
-        return None, stale, fresh
-    return fresh[:B], stale, fresh[B:]
+# Finish order (the order in `finished`) differs from start order (ids), from length order
+# and from tag order: only first in, first out gives ids [3, 1] with B = 2.
+FINISH_ORDER = ((3, 1, 3.0, 0.2), (1, 2, 1.0, 2.5), (0, 0, 0.0, 4.0), (4, 2, 4.0, 0.1),
+                (2, 1, 2.0, 2.3))  # id, tag, start, length
+# version 4, k = 1, B = 3: tags below 3 are stale. Fewer than B waiting at all; then at
+# least B waiting, of which fewer than, exactly and more than B stay fresh.
+WAITING = [([1, 4], None, [0], [1]),  # tags, batch ids, dropped ids, ids left
+           ([2, 4, 3, 1], None, [0, 3], [1, 2]),
+           ([2, 4, 3, 3, 1], [1, 2, 3], [0, 4], []),
+           ([4, 0, 3, 4, 3, 2], [0, 2, 3], [1, 5], [4])]
 
 
 def random_queues(rng, n):
@@ -505,6 +473,149 @@ def random_queues(rng, n):
         tags = [int(t) for t in rng.integers(0, version + 1, size=rng.integers(0, 9))]
         cases.append((tags, version, k, B, bool(rng.integers(2))))
     return sorted(cases, key=lambda case: (len(case[0]), case[3]))
+
+
+def shuffled_queues(rng, n):
+    """n random take_batch inputs whose finish order is not the order of ids, lengths or tags."""
+    cases = []
+    for _ in range(n):
+        version, k, B = int(rng.integers(0, 6)), int(rng.integers(0, 3)), int(rng.integers(1, 5))
+        size = int(rng.integers(0, 10))
+        tags, lengths = rng.integers(0, version + 1, size=size), rng.permutation(size) + 0.5
+        cases.append((tuple((int(i), int(tags[i]), float(i), float(lengths[i]))
+                            for i in rng.permutation(size)), version, k, B, bool(rng.integers(2))))
+    return cases
+
+
+MISTAKES_2B = KnownMistakes(
+    right=functools.partial(outcome, rule_take),
+    mistakes=[
+        take_mistake("took the lowest ids (start order); take the first B of `finished`",
+                     "took the lowest ids (start order), not the first in `finished`",
+                     pick="start"),
+        take_mistake("took the shortest responses; take the first B of `finished`",
+                     "took the shortest responses first", pick="length"),
+        take_mistake("took the oldest tags first; take the first B of `finished`",
+                     "took the oldest tags first", pick="tag"),
+        take_mistake("only dropped when a full batch was there; drop first, always",
+                     "dropped only when B responses were waiting", drop_if="batch"),
+        take_mistake("only dropped when a full batch was there; drop first, always",
+                     "dropped only when B fresh responses were left for a batch", drop_if="fresh"),
+        take_mistake("set the lags of every waiting response before dropping; set the lag of "
+                     "the batch only", "set the lags before dropping", lags_first=True),
+        take_mistake("took the newest first (LIFO, e.g. pop()); the trainer takes the oldest",
+                     "LIFO instead of FIFO", pick="lifo"),
+        take_mistake("took the last B; the oldest B come first in `finished`",
+                     "took the newest B in order", pick="last"),
+        take_mistake("wrong sign: lag = version - tag (how many updates old), not tag - version",
+                     "lag with the wrong sign", sign=-1),
+        take_mistake("dropped responses with lag == k; only lag > k is stale",
+                     "dropped at lag == k", at_k=True),
+        take_mistake("left the dropped responses in `finished`; remove them from it",
+                     "left dropped responses in `finished`", keep_dropped=True),
+        take_mistake("rebound the name (finished = [...]), so the caller's list never changed; "
+                     "change it in place, e.g. finished[:] = [...]",
+                     "replaced the list instead of changing it in place", rebind=True),
+        take_mistake("did not remove the batch from the caller's list `finished`: change it in "
+                     "place (del finished[:B]); finished = finished[B:] only rebinds the name",
+                     "did not remove the batch from `finished`", remove_batch=False),
+        take_mistake("returned no batch although B responses were waiting (take one when "
+                     "len >= B)", "waited for more than B responses", more_than_B=True)],
+    probes=lambda: (
+        [(queue([0] * 5), 0, 0, 3, False), (FINISH_ORDER, 2, 2, 2, False),
+         (queue([3, 1, 2]), 3, 2, 3, False), (queue([0, 0]), 0, 0, 3, False),
+         (queue([3, 1, 2, 2, 0]), 3, 1, 2, True), (queue([0, 0]), 5, 1, 2, False),
+         (queue([1, 5]), 5, 0, 2, True)]
+        + [(queue(tags), 4, 1, 3, True) for tags, *_ in WAITING]
+        + [(queue(tags), *rest) for tags, *rest in random_queues(random_inputs(5), 200)]
+        + shuffled_queues(np.random.default_rng([lab.test_seed(), 105]), 200)),
+    observe=lambda take_batch, args: outcome(take_batch, *args))
+
+
+def test_task2b_first_in_first_out(scheduler):
+    hint = MISTAKES_2B.about(scheduler.take_batch)
+    batch, dropped, finished = take(scheduler, [0, 0, 0, 0, 0], version=0, k=0, B=3)
+    check(ids(batch), [0, 1, 2], "take_batch on 5 finished responses (ids 0..4), B = 3: batch ids",
+          hint)
+    check(ids(finished), [3, 4], "ids left in `finished` (change the list in place)", hint)
+    assert dropped == [], f"nothing may be dropped when drop_stale is False, got {ids(dropped)}"
+
+
+def test_task2b_takes_in_finish_order(scheduler):
+    finished = [dict(response(i, tag), start=start, length=length, end=start + length)
+                for i, tag, start, length in FINISH_ORDER]
+    batch, _, left = take(scheduler, None, version=2, k=2, B=2, finished=finished)
+    hint = MISTAKES_2B.about(scheduler.take_batch)
+    check(ids(batch), [3, 1], "take_batch, B = 2, on `finished` with ids [3, 1, 0, 4, 2] (the "
+          "order they finished in), lengths [0.2, 2.5, 4, 0.1, 2.3], tags [1, 2, 0, 2, 1]: "
+          "batch ids", hint)
+    check(ids(left), [0, 4, 2], "ids left in `finished`, in their order", hint)
+    check([r["lag"] for r in batch], [1, 0], "lags of the batch (version 2, tags [1, 2])", hint)
+
+
+def test_task2b_lag_is_version_minus_tag(scheduler):
+    batch, _, _ = take(scheduler, [3, 1, 2], version=3, k=2, B=3)
+    lags = None if batch is None else [r["lag"] for r in batch]
+    check(lags, [0, 2, 1], "lags of a batch with tags [3, 1, 2] at version 3",
+          MISTAKES_2B.about(scheduler.take_batch))
+
+
+def test_task2b_waits_for_a_full_batch(scheduler):
+    batch, dropped, finished = take(scheduler, [0, 0], version=0, k=0, B=3)
+    assert batch is None, f"with 2 finished responses and B = 3, batch must be None, got {ids(batch)}"
+    check(ids(finished), [0, 1], "`finished` after an incomplete batch (nothing may be removed)",
+          MISTAKES_2B.about(scheduler.take_batch))
+    assert [r["lag"] for r in finished] == [None, None], "responses not trained must keep lag None"
+
+
+def test_task2b_drops_only_beyond_k(scheduler):
+    # version 3, k = 1: lags 0, 2, 1, 1, 3 -> ids 1 and 4 are stale (lag > 1)
+    batch, dropped, finished = take(scheduler, [3, 1, 2, 2, 0], version=3, k=1, B=2,
+                                    drop_stale=True)
+    hint = MISTAKES_2B.about(scheduler.take_batch)
+    check(sorted(ids(dropped) or []), [1, 4], "dropped ids (any order): tags [3, 1, 2, 2, 0], "
+          "version 3, k = 1", hint)
+    assert all(r["dropped"] is True for r in dropped or []), "set dropped = True on each dropped"
+    check(ids(batch), [0, 2], "batch ids after dropping (the oldest two fresh responses)", hint)
+    check(ids(finished), [3], "ids left in `finished`", hint)
+
+
+def test_task2b_keeps_stale_unless_asked(scheduler):
+    batch, dropped, _ = take(scheduler, [0, 0], version=5, k=1, B=2)
+    assert dropped == [], f"drop_stale=False must drop nothing, got {ids(dropped)}"
+    check(ids(batch), [0, 1], "batch with drop_stale=False (lag 5 > k but nothing is dropped)",
+          MISTAKES_2B.about(scheduler.take_batch))
+
+
+def test_task2b_drops_even_without_a_batch(scheduler):
+    batch, dropped, finished = take(scheduler, [1, 5], version=5, k=0, B=2, drop_stale=True)
+    check(sorted(ids(dropped) or []), [0], "dropped ids (tags [1, 5], version 5, k = 0, B = 2) "
+          "when no batch follows", MISTAKES_2B.about(scheduler.take_batch))
+    assert batch is None and ids(finished) == [1], (
+        f"expected no batch and id 1 left in `finished`, got batch {ids(batch)}, "
+        f"finished {ids(finished)}")
+
+
+def test_task2b_drops_whatever_is_waiting(scheduler):
+    hint = MISTAKES_2B.about(scheduler.take_batch)
+    for tags, batch_ids, dropped_ids, left_ids in WAITING:
+        batch, dropped, left = take(scheduler, tags, version=4, k=1, B=3, drop_stale=True)
+        what = f"take_batch(tags {tags}, version=4, k=1, B=3, drop_stale=True)"
+        check(sorted(ids(dropped)), dropped_ids, f"{what}: dropped ids (any order)", hint)
+        check(ids(batch), batch_ids, f"{what}: batch ids", hint)
+        check(ids(left), left_ids, f"{what}: ids left in `finished`", hint)
+        check([r["lag"] for r in dropped + left], [None] * len(dropped + left),
+              f"{what}: lags of the responses not trained (dropped or left waiting), which "
+              "must stay None", hint)
+
+
+def expected_take(tags, version, k, B, drop_stale):
+    """take_batch's docstring, as ids: (batch ids or None, sorted dropped ids, ids left)."""
+    stale = [i for i, tag in enumerate(tags) if drop_stale and version - tag > k]
+    fresh = [i for i in range(len(tags)) if i not in stale]
+    if len(fresh) < B:
+        return None, stale, fresh
+    return fresh[:B], stale, fresh[B:]
 
 
 def check_queues(scheduler, cases, what):
@@ -519,10 +630,12 @@ def check_queues(scheduler, cases, what):
         shown.append(f"take_batch(`finished` with tags {tags}, version={version}, k={k}, B={B}, "
                      f"drop_stale={drop_stale})")
     wrong = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e]
-    assert not wrong, (
-        f"{what}: {len(wrong)} of {len(cases)} cases wrong; the smallest:\n"
-        f"  {shown[wrong[0]]} gave (batch ids, dropped ids, ids left, batch lags) = "
-        f"{got[wrong[0]]}, expected {expected[wrong[0]]} (ids are positions in `finished`)")
+    if wrong:
+        raise AssertionError(
+            f"{what}: {len(wrong)} of {len(cases)} cases wrong; the smallest:\n"
+            f"  {shown[wrong[0]]} gave (batch ids, dropped ids, ids left, batch lags) = "
+            f"{got[wrong[0]]}, expected {expected[wrong[0]]} (ids are positions in `finished`)"
+            + MISTAKES_2B.hint(scheduler.take_batch))
 
 
 def test_task2b_random_queues(scheduler):
@@ -673,86 +786,33 @@ W = np.array([[4.0, 0.25, 1.0],    # product 1
 LOGP_INFER = np.log([[0.2, 0.4, 0.5], [0.4, 0.1, 0.6], [0.3, 0.3, 0.9], [0.8, 0.5, 0.5]])
 LOGP_TRAIN = LOGP_INFER + np.log(W)
 SEQ = np.prod(W, axis=1, keepdims=True) * np.ones_like(W)
-for _table in (W, LOGP_INFER, LOGP_TRAIN, SEQ):
+# 1,600 tokens: 800 with ratio e, then 800 with ratio 1/e. Total ratio 1, but the
+# running product reaches e**800, far beyond float64's largest number (~e**709).
+LONG_INFER = np.full((1, 1600), -2.0)
+LONG_TRAIN = LONG_INFER + np.concatenate([np.ones(800), -np.ones(800)])[None, :]
+# Log-probabilities as low as -1000 (a response's summed log-probability is that low all the
+# time), with ratios near 1. exp() of anything below about -745 is 0 in float64.
+LOW_INFER = np.array([[-1000.0, -2.0, -900.0, -760.0, -0.5, -1000.0],
+                      [-3.0, -800.0, -1000.0, -1.0, -999.0, -750.0]])
+LOW_LOG_W = np.array([[0.25, -0.5, 0.1, -0.25, 0.5, -0.1],
+                      [0.3, 0.2, -0.2, -0.3, 0.05, -0.45]])
+LOW_TRAIN = LOW_INFER + LOW_LOG_W
+UNDERFLOW = np.log(np.nextafter(0, 1)) - np.log(2)  # -745.1: exp() below it is 0 in float64
+for _table in (W, LOGP_INFER, LOGP_TRAIN, SEQ, LONG_INFER, LONG_TRAIN, LOW_INFER, LOW_LOG_W,
+               LOW_TRAIN):
     _table.setflags(write=False)  # code that changes its inputs in place fails at once
 
 
 def weights(tis, scheme, C=2.0, logp_train=LOGP_TRAIN, logp_infer=LOGP_INFER):
     try:
-        return tis.importance_weights(logp_train, logp_infer, scheme, C)
+        with np.errstate(all="ignore"):
+            return tis.importance_weights(logp_train, logp_infer, scheme, C)
     except ValueError as error:
         if "read-only" not in str(error):
             raise
         raise AssertionError(  # the tables above are read-only on purpose
             f'importance_weights(..., "{scheme}") tried to change its input logp_train or '
             "logp_infer in place (e.g. with -=); compute a new array instead") from None
-
-
-def test_task3a_none_is_all_ones(tis):
-    check(weights(tis, "none"), np.ones((4, 3)), 'importance_weights(..., "none")')
-
-
-def test_task3a_token_ratio(tis):
-    check(weights(tis, "token"), W, 'importance_weights(..., "token") on the ratios W', [
-        (1 / W, "ratio upside down: w = pi_train / pi_infer = exp(logp_train - logp_infer)"),
-        (np.log(W), "returned log-ratios; exponentiate them")])
-
-
-def test_task3a_token_tis_caps_from_above(tis):
-    check(weights(tis, "token_tis"), np.minimum(W, 2.0), 'importance_weights(..., "token_tis", C=2)', [
-        (np.clip(W, 0.5, 2.0), "clipped from below as well; TIS only caps large weights"),
-        (W, "did not truncate"),
-        (np.minimum(1 / W, 2.0), "ratio upside down, then truncated"),
-        (np.minimum(W, np.exp(2.0)), "capped log w at C; in log space the cap is log C"),
-        (np.maximum(W, 2.0), "max where min is due: TIS keeps min(w, C), raising no weight")])
-    check(weights(tis, "token_tis", C=1.5), np.minimum(W, 1.5), "the same with C = 1.5",
-          [(np.minimum(W, 2.0), "ignored C (used 2)")])
-
-
-def test_task3a_sequence_product(tis):
-    check(weights(tis, "seq"), SEQ, 'importance_weights(..., "seq"): prod_t w_t on every token', [
-        (W, "per-token ratios; sequence IS uses the product over the whole sequence"),
-        (np.cumprod(W, axis=1), "running product; every token gets the full product"),
-        (1 / SEQ, "ratio upside down")])
-
-
-def test_task3a_sequence_tis(tis):
-    check(weights(tis, "seq_tis"), np.minimum(SEQ, 2.0), 'importance_weights(..., "seq_tis", C=2)', [
-        (np.prod(np.minimum(W, 2.0), axis=1, keepdims=True) * np.ones_like(W),
-         "truncated each token inside the product; truncate the product once"),
-        (np.minimum(np.prod(np.minimum(W, 2.0), axis=1, keepdims=True), 2.0) * np.ones_like(W),
-         "truncated each token inside the product; truncate the product once"),
-        (np.clip(SEQ, 0.5, 2.0), "clipped from below as well; TIS only caps large weights"),
-        (SEQ, "did not truncate"),
-        (np.minimum(SEQ, np.exp(2.0)), "capped log w at C; in log space the cap is log C")])
-
-
-def test_task3a_long_sequences_in_log_space(tis):
-    # 1,600 tokens: 800 with ratio e, then 800 with ratio 1/e. Total ratio 1, but the
-    # running product reaches e**800, far beyond float64's largest number (~e**709).
-    log_w = np.concatenate([np.ones(800), -np.ones(800)])[None, :]
-    logp_infer = np.full((1, 1600), -2.0)
-    for scheme in ("seq", "seq_tis"):
-        with np.errstate(all="ignore"):
-            got = tis.importance_weights(logp_infer + log_w, logp_infer, scheme, 2.0)
-        # the overflow hint is certain only if the same scheme is right on short sequences
-        overflow = not np.all(np.isfinite(got)) and same(
-            weights(tis, scheme), SEQ if scheme == "seq" else np.minimum(SEQ, 2.0))
-        assert same(got, np.ones((1, 1600))), (
-            f'importance_weights(..., "{scheme}") on a 1,600-token sequence whose ratios '
-            f"multiply to 1: expected all ones, got {show(got)}."
-            + ("\n  Likely mistake: overflow; multiply ratios by summing their logs, "
-               "then exponentiate once" if overflow else ""))
-
-
-def test_task3a_keeps_the_shape(tis):
-    rng = np.random.default_rng(0)
-    logp = np.log(rng.uniform(0.1, 1, size=(5, 7)))
-    for scheme in SCHEMES:
-        got = np.shape(weights(tis, scheme, logp_train=logp, logp_infer=logp))
-        assert got == (5, 7), (
-            f'importance_weights(..., "{scheme}") on (N, T) = (5, 7) inputs must return a (5, 7) '
-            f"array (one weight per token), got shape {got}")
 
 
 def capped(log_w, C):
@@ -772,47 +832,191 @@ def expected_weights(log_w, scheme, C):
                    "seq_tis": capped(log_seq, C)}[scheme])
 
 
-def wrong_weights(scheme, **by_scheme):
-    """A known mistake as a function of (log_w, C); schemes it does not touch are right."""
-    def weights(log_w, this_scheme, C):
-        if this_scheme in by_scheme:
-            return by_scheme[this_scheme](log_w, C)
-        return expected_weights(log_w, this_scheme, C)
-    return weights
+def weights_mistake(why, mutant, log_ratio=lambda lt, li: lt - li, **by_scheme):
+    """A known mistake of importance_weights, called like it: `log_ratio` from the
+    log-probabilities, then by_scheme[scheme](log_w, C) for the schemes it changes, the
+    rule for the others."""
+    def model(logp_train, logp_infer, scheme, C=2.0):
+        log_w = log_ratio(logp_train, logp_infer)
+        if scheme in by_scheme:
+            return by_scheme[scheme](log_w, C)
+        return expected_weights(log_w, scheme, C)
+    return Mistake(why, model, mutant)
 
 
-MISTAKES_3A = {
-    "ratio upside down: w = pi_train / pi_infer = exp(logp_train - logp_infer)":
-        lambda log_w, scheme, C: expected_weights(-log_w, scheme, C),
-    "returned log-weights; exponentiate them":
-        lambda log_w, scheme, C: (np.log(expected_weights(log_w, scheme, C))
-                                  if scheme != "none" else np.ones_like(log_w)),
-    "clipped from below as well; TIS only caps large weights": wrong_weights(
-        None, token_tis=lambda lw, C: np.exp(np.clip(lw, -np.log(C), np.log(C))),
-        seq_tis=lambda lw, C: np.exp(np.clip(sequence(lw), -np.log(C), np.log(C)))),
-    "ignored C (used 2)": wrong_weights(
-        None, token_tis=lambda lw, C: np.exp(capped(lw, 2.0)),
-        seq_tis=lambda lw, C: np.exp(capped(sequence(lw), 2.0))),
-    "capped log w at C; in log space the cap is log C": wrong_weights(
-        None, token_tis=lambda lw, C: np.exp(np.minimum(lw, C)),
-        seq_tis=lambda lw, C: np.exp(np.minimum(sequence(lw), C))),
-    "truncated each token inside the product; truncate the product once": wrong_weights(
-        None, seq_tis=lambda lw, C: np.exp(sequence(capped(lw, C)))),
-    "running product; every token gets the full product": wrong_weights(
-        None, seq=lambda lw, C: np.exp(np.cumsum(lw, axis=1)),
-        seq_tis=lambda lw, C: np.exp(capped(np.cumsum(lw, axis=1), C))),
-    "geometric mean of the ratios; sequence IS uses their product": wrong_weights(
-        None, seq=lambda lw, C: np.exp(np.broadcast_to(lw.mean(axis=1, keepdims=True), lw.shape)),
-        seq_tis=lambda lw, C: np.exp(capped(np.broadcast_to(lw.mean(axis=1, keepdims=True),
-                                                            lw.shape), C))),
-    "multiplied over the wrong axis (the batch); multiply over the tokens of each sequence":
-        wrong_weights(None, seq=lambda lw, C: np.exp(sequence(lw, axis=0)),
-                      seq_tis=lambda lw, C: np.exp(capped(sequence(lw, axis=0), C))),
-    '"token_tis" not truncated': wrong_weights(None, token_tis=lambda lw, C: np.exp(lw)),
-    '"seq_tis" not truncated': wrong_weights(None, seq_tis=lambda lw, C: np.exp(sequence(lw))),
-    '"none" must give weight 1 on every token, not 0':
-        wrong_weights(None, none=lambda lw, C: np.zeros_like(lw)),
-}
+def geometric(log_w):
+    return np.broadcast_to(log_w.mean(axis=1, keepdims=True), log_w.shape)
+
+
+def product(log_w):  # the product of the ratios, multiplied as they are: it overflows
+    return np.log(np.broadcast_to(np.prod(np.exp(log_w), axis=1, keepdims=True), log_w.shape))
+
+
+MISTAKES_3A = KnownMistakes(
+    right=lambda lt, li, scheme, C=2.0: expected_weights(lt - li, scheme, C),
+    mistakes=[
+        weights_mistake("ratio upside down: w = pi_train / pi_infer = exp(logp_train - "
+                        "logp_infer)", "ratio upside down (inferred over trained)",
+                        log_ratio=lambda lt, li: li - lt),
+        weights_mistake("computed the ratio as exp(logp_train) / exp(logp_infer); exponentiate "
+                        "the difference instead, exp(logp_train - logp_infer)",
+                        "ratio of exponentials (linear space): 0/0 at very low log-probabilities",
+                        log_ratio=lambda lt, li: np.log(np.exp(lt) / np.exp(li))),
+        weights_mistake("returned log-weights; exponentiate them", "returned the log-weights",
+                        token=lambda lw, C: lw, token_tis=lambda lw, C: capped(lw, C),
+                        seq=lambda lw, C: sequence(lw),
+                        seq_tis=lambda lw, C: capped(sequence(lw), C)),
+        weights_mistake("max where min is due: TIS keeps min(w, C), raising no weight",
+                        "max instead of min (raised every weight to C)",
+                        token_tis=lambda lw, C: np.exp(np.maximum(lw, np.log(C))),
+                        seq_tis=lambda lw, C: np.exp(np.maximum(sequence(lw), np.log(C)))),
+        weights_mistake("clipped from below as well; TIS only caps large weights",
+                        "clipped from below as well as above",
+                        token_tis=lambda lw, C: np.exp(np.clip(lw, -np.log(C), np.log(C))),
+                        seq_tis=lambda lw, C: np.exp(np.clip(sequence(lw), -np.log(C), np.log(C)))),
+        weights_mistake("ignored C (used 2)", "ignored C (always 2)",
+                        token_tis=lambda lw, C: np.exp(capped(lw, 2.0)),
+                        seq_tis=lambda lw, C: np.exp(capped(sequence(lw), 2.0))),
+        weights_mistake("capped log w at C; in log space the cap is log C",
+                        "capped log w at C instead of log C",
+                        token_tis=lambda lw, C: np.exp(np.minimum(lw, C)),
+                        seq_tis=lambda lw, C: np.exp(np.minimum(sequence(lw), C))),
+        weights_mistake("truncated each token inside the product; truncate the product once",
+                        "truncated each token inside the sequence product",
+                        seq_tis=lambda lw, C: np.exp(sequence(capped(lw, C)))),
+        weights_mistake("running product; every token gets the full product",
+                        "running product instead of the whole product",
+                        seq=lambda lw, C: np.exp(np.cumsum(lw, axis=1)),
+                        seq_tis=lambda lw, C: np.exp(capped(np.cumsum(lw, axis=1), C))),
+        weights_mistake("geometric mean of the ratios; sequence IS uses their product",
+                        "geometric mean of the ratios instead of their product",
+                        seq=lambda lw, C: np.exp(geometric(lw)),
+                        seq_tis=lambda lw, C: np.exp(capped(geometric(lw), C))),
+        weights_mistake("multiplied over the wrong axis (the batch); multiply over the tokens "
+                        "of each sequence", "summed the log-ratios over the batch axis",
+                        seq=lambda lw, C: np.exp(sequence(lw, axis=0)),
+                        seq_tis=lambda lw, C: np.exp(capped(sequence(lw, axis=0), C))),
+        weights_mistake("overflow: the ratios were multiplied as they are; multiply them by "
+                        "summing their logs, then exponentiate once",
+                        "multiplied ratios directly (overflow), not in log space",
+                        seq=lambda lw, C: np.exp(product(lw)),
+                        seq_tis=lambda lw, C: np.exp(capped(product(lw), C))),
+        weights_mistake('"token_tis" not truncated', "token_tis not truncated",
+                        token_tis=lambda lw, C: np.exp(lw)),
+        weights_mistake('"seq_tis" not truncated', "seq_tis not truncated",
+                        seq_tis=lambda lw, C: np.exp(sequence(lw))),
+        weights_mistake('"none" must give weight 1 on every token, not 0',
+                        '"none" gives zero weights', none=lambda lw, C: np.zeros_like(lw))],
+    probes=lambda: (
+        [(LOGP_TRAIN, LOGP_INFER, scheme, C) for scheme in SCHEMES for C in (2.0, 1.5)]
+        + [(LONG_TRAIN, LONG_INFER, scheme, 2.0) for scheme in SCHEMES]
+        + [(LOW_TRAIN, LOW_INFER, scheme, 2.0) for scheme in SCHEMES]
+        + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(random_inputs(6), 150)]
+        + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(
+            np.random.default_rng([lab.test_seed(), 106]), 150, low=-1000.0)]),
+    observe=lambda importance_weights, args: call_quietly(importance_weights, args))
+
+
+def call_quietly(function, args):
+    """function(*args) on copies of args, with numpy's overflow warnings off."""
+    with np.errstate(all="ignore"):
+        return feedback.call(function, args)
+
+
+def test_task3a_none_is_all_ones(tis):
+    check(weights(tis, "none"), np.ones((4, 3)), 'importance_weights(..., "none")',
+          MISTAKES_3A.about(tis.importance_weights))
+
+
+def test_task3a_token_ratio(tis):
+    check(weights(tis, "token"), W, 'importance_weights(..., "token") on the ratios W',
+          MISTAKES_3A.about(tis.importance_weights))
+
+
+def test_task3a_token_tis_caps_from_above(tis):
+    hint = MISTAKES_3A.about(tis.importance_weights)
+    check(weights(tis, "token_tis"), np.minimum(W, 2.0), 'importance_weights(..., "token_tis", C=2)',
+          hint)
+    check(weights(tis, "token_tis", C=1.5), np.minimum(W, 1.5), "the same with C = 1.5", hint)
+
+
+def test_task3a_sequence_product(tis):
+    check(weights(tis, "seq"), SEQ, 'importance_weights(..., "seq"): prod_t w_t on every token',
+          MISTAKES_3A.about(tis.importance_weights))
+
+
+def test_task3a_sequence_tis(tis):
+    check(weights(tis, "seq_tis"), np.minimum(SEQ, 2.0), 'importance_weights(..., "seq_tis", C=2)',
+          MISTAKES_3A.about(tis.importance_weights))
+
+
+def test_task3a_long_sequences_in_log_space(tis):
+    for scheme in ("seq", "seq_tis"):
+        check(weights(tis, scheme, 2.0, LONG_TRAIN, LONG_INFER), np.ones((1, 1600)),
+              f'importance_weights(..., "{scheme}") on a 1,600-token sequence whose ratios '
+              "multiply to 1 (their running product passes e**709, float64's largest)",
+              MISTAKES_3A.about(tis.importance_weights))
+
+
+def where_it_broke(got, expected, logp_train=LOW_TRAIN, logp_infer=LOW_INFER):
+    """For a failure on very low log-probabilities: which weights came out NaN, inf or 0
+    where they should not, and whether exp() underflows there ('' if none did)."""
+    if got is None or np.shape(got) != np.shape(expected):
+        return ""
+    with np.errstate(all="ignore"):
+        got = np.asarray(got, dtype=float)
+        broken = ~np.isfinite(got) | ((got == 0) & (expected != 0))
+    if not broken.any():
+        return ""
+    places = [tuple(int(i) for i in place) for place in np.argwhere(broken)]
+    text = (f"\n  {len(places)} weights came out NaN, inf or 0 where they should not, at "
+            f"(sequence, token) "
+            f"{', '.join(map(str, places[:6]))}{', ...' if len(places) > 6 else ''}")
+    low = np.minimum(logp_train, logp_infer) < UNDERFLOW
+    if all(low[place] for place in places):
+        text += ": each is a token whose log-probability is below -745"
+    elif all(low[row].any() for row, _ in places):
+        text += ": each is in a sequence holding a log-probability below -745"
+    else:
+        return text
+    return (text + ", where exp() gives 0 in float64 and a ratio exp(logp_train) / "
+            "exp(logp_infer) is 0/0. Work in log space: exp(logp_train - logp_infer)")
+
+
+def test_task3a_very_low_log_probabilities(tis):
+    for scheme in SCHEMES:
+        got = weights(tis, scheme, 2.0, LOW_TRAIN, LOW_INFER)
+        expected = expected_weights(LOW_LOG_W, scheme, 2.0)
+        check(got, expected, f'importance_weights(..., "{scheme}") on log-probabilities from '
+              "-1000 to -0.5 with ratios near 1 (LOW_TRAIN, LOW_INFER)",
+              MISTAKES_3A.about(tis.importance_weights), where_it_broke)
+
+
+def test_task3a_keeps_the_shape(tis):
+    rng = np.random.default_rng(0)
+    logp = np.log(rng.uniform(0.1, 1, size=(5, 7)))
+    for scheme in SCHEMES:
+        got = np.shape(weights(tis, scheme, logp_train=logp, logp_infer=logp))
+        assert got == (5, 7), (
+            f'importance_weights(..., "{scheme}") on (N, T) = (5, 7) inputs must return a (5, 7) '
+            f"array (one weight per token), got shape {got}")
+
+
+def random_ratios(rng, n, low=None):
+    """n random (log_w, logp_train, logp_infer, scheme, C), small arrays first: ratios from
+    e**-3 to e**3, pi_infer from 0.05 to 1 (or log-probabilities from `low` to 0)."""
+    cases = []
+    for _ in range(n):
+        N, T = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        log_w = rng.integers(-6, 7, size=(N, T)) / 2  # ratios from e**-3 to e**3
+        cases.append((log_w, str(rng.choice(SCHEMES)), float(rng.choice([1.0, 1.5, 2.0, 4.0]))))
+    cases.sort(key=lambda case: case[0].size)
+    with_logs = []
+    for log_w, scheme, C in cases:
+        logp_infer = (np.log(rng.uniform(0.05, 1.0, size=log_w.shape)) if low is None
+                      else rng.uniform(low, 0.0, size=log_w.shape))
+        with_logs.append((log_w, logp_infer + log_w, logp_infer, scheme, C))
+    return with_logs
 
 
 def unchanged(function, inputs, call_it):
@@ -827,26 +1031,16 @@ def unchanged(function, inputs, call_it):
 
 
 def test_task3a_random_ratios(tis):
-    rng = random_inputs(6)
-    cases = []
-    for _ in range(150):
-        N, T = int(rng.integers(1, 5)), int(rng.integers(1, 5))
-        log_w = rng.integers(-6, 7, size=(N, T)) / 2  # ratios from e**-3 to e**3
-        cases.append((log_w, str(rng.choice(SCHEMES)), float(rng.choice([1.0, 1.5, 2.0, 4.0]))))
-    cases.sort(key=lambda case: case[0].size)
-    got = []
-    for log_w, scheme, C in cases:
-        logp_infer = np.log(rng.uniform(0.05, 1.0, size=log_w.shape))
-        logp_train = logp_infer + log_w
-        got.append(unchanged("importance_weights",
-                             dict(logp_train=logp_train, logp_infer=logp_infer),
-                             lambda: tis.importance_weights(logp_train, logp_infer, scheme, C)))
+    cases = random_ratios(random_inputs(6), 150)
+    got = [unchanged("importance_weights", dict(logp_train=lt, logp_infer=li),
+                     lambda: tis.importance_weights(lt, li, scheme, C))
+           for _, lt, li, scheme, C in cases]
     check_cases([f"importance_weights(..., {scheme!r}, C={C}) with logp_train - logp_infer = "
-                 f"{log_w.tolist()}" for log_w, scheme, C in cases],
-                got, [expected_weights(*case) for case in cases],
+                 f"{log_w.tolist()}" for log_w, _, _, scheme, C in cases],
+                got, [expected_weights(log_w, scheme, C) for log_w, _, _, scheme, C in cases],
                 "importance_weights on random log-ratios",
                 "the five schemes of the docstring, from log_w = logp_train - logp_infer",
-                lambda: {why: [f(*case) for case in cases] for why, f in MISTAKES_3A.items()})
+                MISTAKES_3A.about(tis.importance_weights))
 
 
 # ---------------------------------------------------------------- Task 3b
@@ -860,44 +1054,9 @@ def loop_estimate(rewards, grad_logp, weights):
     return total / N
 
 
-def test_task3b_worked_example(tis):
-    got = tis.pg_estimate(np.array([3.0]), np.array([[[1.0], [3.0]]]), np.array([[1.0, 0.5]]))
-    check(got, [7.5], "pg_estimate(r=[3], grad_logp=[[[1], [3]]], weights=[[1, 0.5]])", [
-        ([12.0], "ignored the weights"), ([3.75], "averaged over tokens; sum them"),
-        ([3.75], "summed over the batch and averaged over the tokens: the axes are swapped"),
-        ([2.5], "ignored the rewards")])
-
-
-def test_task3b_matches_a_loop(tis):
-    rng = np.random.default_rng(3)
-    rewards, grad, w = rng.normal(size=4), rng.normal(size=(4, 3, 2)), rng.uniform(0, 2, (4, 3))
-    expected = loop_estimate(rewards, grad, w)
-    check(tis.pg_estimate(rewards, grad, w), expected,
-          "pg_estimate on random (N, T, D) = (4, 3, 2) inputs vs a plain loop", [
-              (4 * expected, "summed over the batch; average over the N sequences"),
-              (loop_estimate(rewards, grad, np.ones_like(w)), "ignored the weights"),
-              (expected / 3, "averaged over tokens; the tokens of a sequence are summed"),
-              (loop_estimate(np.ones(4), grad, w), "ignored the rewards")])
-
-
 def expected_estimate(rewards, grad, w):
     """pg_estimate's docstring: (1/N) sum_n r_n sum_t w_nt grad_nt."""
     return np.einsum("n,nt,ntd->d", rewards, w, grad) / len(rewards)
-
-
-MISTAKES_3B = {
-    "summed over the batch; average over the N sequences":
-        lambda r, g, w: expected_estimate(r, g, w) * len(r),
-    "ignored the weights": lambda r, g, w: expected_estimate(r, g, np.ones_like(w)),
-    "averaged over tokens; the tokens of a sequence are summed":
-        lambda r, g, w: expected_estimate(r, g, w) / w.shape[1],
-    "ignored the rewards": lambda r, g, w: expected_estimate(np.ones_like(r), g, w),
-    "squared the weights": lambda r, g, w: expected_estimate(r, g, w**2),
-    "subtracted the mean reward (a GRPO baseline); pg_estimate uses the rewards as they are":
-        lambda r, g, w: expected_estimate(r - r.mean(), g, w),
-    "summed over the batch and averaged over the tokens: the axes are swapped":
-        lambda r, g, w: expected_estimate(r, g, w) * len(r) / w.shape[1],
-}
 
 
 def random_batches(rng, n):
@@ -911,14 +1070,61 @@ def random_batches(rng, n):
     return sorted(cases, key=lambda case: case[1].size)
 
 
+def worked_example():
+    """pg_estimate's docstring example: (rewards, grad_logp, weights), fresh arrays."""
+    return np.array([3.0]), np.array([[[1.0], [3.0]]]), np.array([[1.0, 0.5]])
+
+
+def loop_batch():
+    """A fixed random batch of (N, T, D) = (4, 3, 2), fresh arrays."""
+    rng = np.random.default_rng(3)
+    return rng.normal(size=4), rng.normal(size=(4, 3, 2)), rng.uniform(0, 2, (4, 3))
+
+
+MISTAKES_3B = KnownMistakes(
+    right=expected_estimate,
+    mistakes=[
+        Mistake("summed over the batch; average over the N sequences",
+                lambda r, g, w: expected_estimate(r, g, w) * len(r),
+                "summed over the batch instead of averaging"),
+        Mistake("ignored the weights", lambda r, g, w: expected_estimate(r, g, np.ones_like(w)),
+                "ignored the weights"),
+        Mistake("averaged over tokens; the tokens of a sequence are summed",
+                lambda r, g, w: expected_estimate(r, g, w) / w.shape[1],
+                "averaged over tokens instead of summing"),
+        Mistake("ignored the rewards", lambda r, g, w: expected_estimate(np.ones_like(r), g, w),
+                "ignored the rewards"),
+        Mistake("squared the weights", lambda r, g, w: expected_estimate(r, g, w**2),
+                "squared the weights"),
+        Mistake("subtracted the mean reward (a GRPO baseline); pg_estimate uses the rewards as "
+                "they are", lambda r, g, w: expected_estimate(r - r.mean(), g, w),
+                "subtracted the mean reward (a GRPO baseline)"),
+        Mistake("summed over the batch and averaged over the tokens: the axes are swapped",
+                lambda r, g, w: expected_estimate(r, g, w) * len(r) / w.shape[1],
+                "summed over the batch and averaged over the tokens (axes swapped)")],
+    probes=lambda: ([worked_example(), loop_batch()] + random_batches(random_inputs(7), 150)
+                    + random_batches(np.random.default_rng([lab.test_seed(), 107]), 150)))
+
+
+def test_task3b_worked_example(tis):
+    check(tis.pg_estimate(*worked_example()), [7.5],
+          "pg_estimate(r=[3], grad_logp=[[[1], [3]]], weights=[[1, 0.5]])",
+          MISTAKES_3B.about(tis.pg_estimate))
+
+
+def test_task3b_matches_a_loop(tis):
+    check(tis.pg_estimate(*loop_batch()), loop_estimate(*loop_batch()),
+          "pg_estimate on random (N, T, D) = (4, 3, 2) inputs vs a plain loop",
+          MISTAKES_3B.about(tis.pg_estimate))
+
+
 def check_batches(tis, cases, what):
     got = [unchanged("pg_estimate", dict(rewards=r, grad_logp=g, weights=w),
                      lambda: tis.pg_estimate(r, g, w)) for r, g, w in cases]
     check_cases([f"pg_estimate(rewards={r.tolist()}, grad_logp={g.tolist()}, "
                  f"weights={w.tolist()})" for r, g, w in cases],
                 got, [expected_estimate(*case) for case in cases], what,
-                "g = (1/N) sum_n r_n sum_t w_nt * grad_logp_nt",
-                lambda: {why: [f(*case) for case in cases] for why, f in MISTAKES_3B.items()})
+                "g = (1/N) sum_n r_n sum_t w_nt * grad_logp_nt", MISTAKES_3B.about(tis.pg_estimate))
 
 
 def test_task3b_random_batches(tis):
@@ -941,8 +1147,7 @@ def tis_culprit(tis):
                      f"{log_w.tolist()}" for scheme in SCHEMES], got,
                     [expected_weights(log_w, scheme, 1.5) for scheme in SCHEMES],
                     "importance_weights", "the five schemes of the docstring",
-                    {why: [f(log_w, scheme, 1.5) for scheme in SCHEMES]
-                     for why, f in MISTAKES_3A.items()})
+                    MISTAKES_3A.about(tis.importance_weights))
         function, task = "pg_estimate", "3b"
         check_batches(tis, random_batches(rng, 50), "pg_estimate")
     except Exception as error:  # noqa: BLE001 (any failure points at that function)
@@ -1026,7 +1231,13 @@ MASK_INFER = np.log([[0.1, 0.4, 0.1], [0.2, 0.2, 0.2], [0.1, 0.1, 0.1], [0.2, 0.
 MASK_TRAIN = MASK_INFER + np.log(RATIOS)
 PRODUCTS = np.prod(RATIOS, axis=1, keepdims=True) * np.ones_like(RATIOS)
 GEO_MEANS = np.exp(np.log(RATIOS).mean(axis=1, keepdims=True)) * np.ones_like(RATIOS)
-for _table in (RATIOS, MASK_INFER, MASK_TRAIN, PRODUCTS, GEO_MEANS):
+# 1,600 tokens. Response 1: 800 ratios e, then 800 ratios 1/e (product 1, but the running
+# product reaches e**800, beyond float64's largest number, ~e**709). Response 2: every
+# ratio e**0.5 (product e**800: rejected; geometric mean e**0.5: kept).
+LONG_MASK_INFER = np.full((2, 1600), -2.0)
+LONG_MASK_TRAIN = LONG_MASK_INFER + np.stack([np.repeat([1.0, -1.0], 800), np.full(1600, 0.5)])
+for _table in (RATIOS, MASK_INFER, MASK_TRAIN, PRODUCTS, GEO_MEANS, LONG_MASK_INFER,
+               LONG_MASK_TRAIN):
     _table.setflags(write=False)
 
 
@@ -1034,76 +1245,140 @@ def in_band(values, low, high):
     return np.where((values >= low) & (values <= high), values, 0.0)
 
 
+def rule_mask(logp_train, logp_infer, level, low=0.5, high=2.0, *, upside_down=False,
+              seq_per_token=False, seq_mean=False, seq_overflow=False, geo_sum=False,
+              geo_arithmetic=False, band=None, use_low=True, use_high=True, edges=True,
+              clip=False, mask_only=False):
+    """masked_weights's docstring, step by step. The keywords after * are the known mistakes
+    (each one changes one step); their defaults are the rule."""
+    log_ratio = logp_infer - logp_train if upside_down else logp_train - logp_infer
+    if level == "seq" and not seq_per_token:
+        log_ratio = (product(log_ratio) if seq_overflow else
+                     np.broadcast_to((log_ratio.mean if seq_mean else log_ratio.sum)(
+                         axis=1, keepdims=True), log_ratio.shape))
+    if level == "geo":
+        log_ratio = np.broadcast_to(
+            np.log(np.exp(log_ratio).mean(axis=1, keepdims=True)) if geo_arithmetic else
+            (log_ratio.sum if geo_sum else log_ratio.mean)(axis=1, keepdims=True),
+            log_ratio.shape)
+    low, high = band or (low, high)
+    if clip:
+        return np.exp(np.clip(log_ratio, np.log(low), np.log(high)))
+    lowest, highest = np.log(low) if use_low else -np.inf, np.log(high) if use_high else np.inf
+    if edges:
+        inside = (lowest <= log_ratio) & (log_ratio <= highest)
+    else:
+        inside = (lowest < log_ratio) & (log_ratio < highest)
+    return inside.astype(float) if mask_only else np.exp(np.where(inside, log_ratio, -np.inf))
+
+
+def mask_mistake(why, mutant, **change):
+    return Mistake(why, functools.partial(rule_mask, **change), mutant)
+
+
+def random_masks(rng, n):
+    """n random (logp_train, logp_infer, level, low, high): ratios that are powers of 2 from
+    1/8 to 8, so products and band edges often meet exactly."""
+    cases = []
+    for _ in range(n):
+        N, T = int(rng.integers(1, 4)), int(rng.integers(1, 5))
+        logp_infer = np.log(rng.choice([0.1, 0.2, 0.4], size=(N, T)))
+        log_ratios = np.log(2.0) * rng.integers(-3, 4, size=(N, T))
+        low, high = [(0.5, 2.0), (0.7, 1.5), (0.25, 4.0), (0.0, 2.0), (0.2, 3.5)][rng.integers(5)]
+        cases.append((logp_infer + log_ratios, logp_infer, str(rng.choice(MASK_LEVELS)), low, high))
+    return cases
+
+
+MISTAKES_3C = KnownMistakes(
+    right=rule_mask,
+    mistakes=[
+        mask_mistake("rejected the ratios on the band's edges (low and high); the band includes "
+                     "them", "band without its edges (< instead of <=)", edges=False),
+        mask_mistake("clipped into the band; masking sets a ratio outside the band to 0",
+                     "clipped into the band instead of masking", clip=True),
+        mask_mistake("returned the 0/1 mask; keep the ratio where it is 1",
+                     "returned the 0/1 mask, not the kept ratios", mask_only=True),
+        mask_mistake("ratio upside down: w = exp(logp_train - logp_infer)", "ratio upside down",
+                     upside_down=True),
+        mask_mistake("ignored low: ratios below the band are rejected too",
+                     "no lower bound (ignored low)", use_low=False),
+        mask_mistake("ignored high: ratios above the band are rejected too",
+                     "no upper bound (ignored high)", use_high=False),
+        mask_mistake("ignored low and high (used 0.5 and 2)",
+                     "ignored low and high (always 0.5 and 2)", band=(0.5, 2.0)),
+        mask_mistake("masked each token; the sequence level tests the product of the "
+                     "response's ratios, once", "sequence level masks each token on its own",
+                     seq_per_token=True),
+        mask_mistake('used the product at level "geo"; it takes the T-th root (the mean of the '
+                     "log-ratios)", "geometric level uses the product", geo_sum=True),
+        mask_mistake("arithmetic mean of the ratios; the geometric mean is exp(mean of "
+                     "log-ratios)", "geometric level uses the arithmetic mean of the ratios",
+                     geo_arithmetic=True),
+        mask_mistake('used the geometric mean at level "seq"; that is level "geo"',
+                     "sequence level uses the geometric mean", seq_mean=True),
+        mask_mistake("overflow: the running product passed e**709; add the log-ratios, compare "
+                     "the sum with log(low) and log(high), exponentiate only what you keep",
+                     "multiplied ratios directly (overflow), not in log space",
+                     seq_overflow=True)],
+    probes=lambda: (
+        [(MASK_TRAIN, MASK_INFER, level, low, high) for level in MASK_LEVELS
+         for low, high in ((0.5, 2.0), (0.7, 1.5), (0.2, 3.5), (0.0, 2.0))]
+        + [(LONG_MASK_TRAIN, LONG_MASK_INFER, level) for level in MASK_LEVELS]
+        + [(LOW_TRAIN, LOW_INFER, level) for level in MASK_LEVELS]
+        + random_masks(np.random.default_rng([lab.test_seed(), 108]), 300)),
+    observe=lambda masked_weights, args: call_quietly(masked_weights, args))
+
+
 def test_task3c_token_mask_keeps_the_band(tis):
     check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "token"), in_band(RATIOS, 0.5, 2.0),
-          'masked_weights(..., "token") on the ratios RATIOS, band [0.5, 2]', [
-              (in_band(RATIOS, 0.5 + 1e-9, 2.0 - 1e-9),
-               "rejected the ratios on the band's edges (0.5 and 2); the band includes them"),
-              (np.clip(RATIOS, 0.5, 2.0), "clipped the ratios into the band; masking sets a "
-                                          "ratio outside the band to 0"),
-              (in_band(RATIOS, 0.5, 2.0) > 0, "returned the 0/1 mask; keep the ratio where it is 1"),
-              (in_band(1 / RATIOS, 0.5, 2.0), "ratio upside down: w = exp(logp_train - logp_infer)"),
-              (in_band(RATIOS, 0.0, 2.0), "ignored low: ratios below the band are rejected too"),
-              (in_band(RATIOS, 0.5, np.inf), "ignored high")])
+          'masked_weights(..., "token") on the ratios RATIOS, band [0.5, 2]',
+          MISTAKES_3C.about(tis.masked_weights))
 
 
 def test_task3c_sequence_mask_rejects_whole_responses(tis):
     check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "seq"), in_band(PRODUCTS, 0.5, 2.0),
-          'masked_weights(..., "seq"), band [0.5, 2]: the product of the ratios on every token', [
-              (in_band(RATIOS, 0.5, 2.0), "masked each token; the sequence level tests the "
-                                          "product of the response's ratios, once"),
-              (in_band(PRODUCTS, 0.5 + 1e-9, 2.0 - 1e-9),
-               "rejected a product exactly on the band's edge (2); the band includes it"),
-              (np.clip(PRODUCTS, 0.5, 2.0), "clipped the product into the band; masking sets "
-                                            "it to 0 outside"),
-              (in_band(GEO_MEANS, 0.5, 2.0), 'used the geometric mean; that is level "geo"'),
-              (in_band(PRODUCTS, 0.5, 2.0) > 0, "returned the 0/1 mask; keep the product")])
+          'masked_weights(..., "seq"), band [0.5, 2]: the product of the ratios on every token',
+          MISTAKES_3C.about(tis.masked_weights))
 
 
 def test_task3c_geometric_mean_level(tis):
-    got = tis.masked_weights(MASK_TRAIN, MASK_INFER, "geo", low=0.7, high=1.5)
-    arithmetic = RATIOS.mean(axis=1, keepdims=True) * np.ones_like(RATIOS)
-    check(got, in_band(GEO_MEANS, 0.7, 1.5),
-          'masked_weights(..., "geo", low=0.7, high=1.5): (prod_t w_t)**(1/T) on every token', [
-              (in_band(PRODUCTS, 0.7, 1.5), "used the product; the geo level takes its T-th root "
-                                            "(the mean of the log-ratios)"),
-              (in_band(arithmetic, 0.7, 1.5), "arithmetic mean of the ratios; the geometric mean "
-                                              "is exp(mean of log-ratios)"),
-              (in_band(GEO_MEANS, 0.5, 2.0), "ignored low and high (used 0.5 and 2)")])
+    check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "geo", low=0.7, high=1.5),
+          in_band(GEO_MEANS, 0.7, 1.5),
+          'masked_weights(..., "geo", low=0.7, high=1.5): (prod_t w_t)**(1/T) on every token',
+          MISTAKES_3C.about(tis.masked_weights))
 
 
 def test_task3c_band_comes_from_low_and_high(tis):
     # no ratio sits on these edges, so this test is about which band, not about its edges
+    hint = MISTAKES_3C.about(tis.masked_weights)
     check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "token", low=0.2, high=3.5),
-          in_band(RATIOS, 0.2, 3.5), 'masked_weights(..., "token", low=0.2, high=3.5)', [
-              (in_band(RATIOS, 0.5, 2.0), "ignored low and high (used 0.5 and 2)"),
-              (in_band(RATIOS, 0.5, 3.5), "ignored low (used 0.5)"),
-              (in_band(RATIOS, 0.2, 2.0), "ignored high (used 2)")])
+          in_band(RATIOS, 0.2, 3.5), 'masked_weights(..., "token", low=0.2, high=3.5)', hint)
     with np.errstate(divide="ignore"):  # low = 0 is allowed: no lower bound
         got = tis.masked_weights(MASK_TRAIN, MASK_INFER, "seq", low=0.0, high=2.0)
     check(got, in_band(PRODUCTS, 0.0, 2.0),
-          'masked_weights(..., "seq", low=0, high=2): an upper bound only, as in TRL')
+          'masked_weights(..., "seq", low=0, high=2): an upper bound only, as in TRL', hint)
 
 
 def test_task3c_long_responses_in_log_space(tis):
-    # 1,600 tokens. Response 1: 800 ratios e, then 800 ratios 1/e (product 1, but the running
-    # product reaches e**800, beyond float64's largest number, ~e**709). Response 2: every
-    # ratio e**0.5 (product e**800: rejected; geometric mean e**0.5: kept).
-    log_w = np.stack([np.repeat([1.0, -1.0], 800), np.full(1600, 0.5)])
-    logp_infer = np.full((2, 1600), -2.0)
     ones, zeros = np.ones(1600), np.zeros(1600)
+    hint = MISTAKES_3C.about(tis.masked_weights)
     with np.errstate(all="ignore"):
-        got = {level: tis.masked_weights(logp_infer + log_w, logp_infer, level)
+        got = {level: tis.masked_weights(LONG_MASK_TRAIN, LONG_MASK_INFER, level)
                for level in ("seq", "geo")}
     check(got["seq"], np.stack([ones, zeros]),
-          'masked_weights(..., "seq") on two 1,600-token responses (products 1 and e**800)', [
-              (np.stack([zeros, zeros]), "overflow: the running product of response 1 passed "
-                                         "e**709; add the log-ratios, compare the sum with "
-                                         "log(low) and log(high), exponentiate only what you keep"),
-              (np.stack([ones, np.full(1600, np.inf)]), "ignored high: a product above the band "
-                                                        "is rejected (weight 0)")])
+          'masked_weights(..., "seq") on two 1,600-token responses (products 1 and e**800)', hint)
     check(got["geo"], np.stack([ones, np.full(1600, np.exp(0.5))]),
-          'masked_weights(..., "geo") on the same responses (geometric means 1 and e**0.5)')
+          'masked_weights(..., "geo") on the same responses (geometric means 1 and e**0.5)', hint)
+
+
+def test_task3c_very_low_log_probabilities(tis):
+    for level in MASK_LEVELS:
+        with np.errstate(all="ignore"):
+            got = tis.masked_weights(LOW_TRAIN, LOW_INFER, level)
+        expected = rule_mask(LOW_TRAIN, LOW_INFER, level)
+        check(got, expected, f'masked_weights(..., "{level}") on log-probabilities from -1000 to '
+              "-0.5 with ratios near 1, all inside the band (LOW_TRAIN, LOW_INFER)",
+              MISTAKES_3C.about(tis.masked_weights), where_it_broke)
 
 
 def test_task3c_keeps_the_shape(tis):
@@ -1129,3 +1404,8 @@ def test_task3c_masking_tames_sequence_is(tis):
         f"at mismatch 0.6 the sequence mask should cut sequence IS's RMSE at least in half "
         f"({mask['rmse']:.4f} vs {seq['rmse']:.4f}) and pay a bias for it "
         f"(bias {mask['bias']:.4f})")
+
+
+# Every task's known mistakes, for tools/check_release.py (which checks each hint's precision).
+KNOWN_MISTAKES = {"1a": MISTAKES_1A, "1b": MISTAKES_1B, "1c": MISTAKES_1C, "2a": MISTAKES_2A,
+                  "2b": MISTAKES_2B, "3a": MISTAKES_3A, "3b": MISTAKES_3B, "3c": MISTAKES_3C}

@@ -31,6 +31,9 @@ def importance_weights(logp_train, logp_infer, scheme, C=2.0):
     Truncation caps a weight from above only: a weight below 1 is kept.
     Products of many ratios overflow or underflow, so work with logs:
     prod_s w_s = exp(sum_s log w_s), and min(x, C) = exp(min(log x, log C)).
+    Log-probabilities may be as low as -1000 (a token's rarely is, a response's
+    summed log-probability often is), and exp(-1000) is 0 in float64: take the
+    difference logp_train - logp_infer first, exponentiate only at the end.
 
     Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], C = 2:
       token     -> [[4, 0.25, 1]]      token_tis -> [[2, 0.25, 1]]
@@ -73,8 +76,9 @@ def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
                  on every token if it lies in the band, else 0
 
     Work in log space, as in Task 3a, and compare there too: log(low) <= log w <= log(high).
-    A product over thousands of tokens overflows; its logarithm does not. low = 0 means
-    no lower bound (log 0 = -inf).
+    A product over thousands of tokens overflows; its logarithm does not. Log-probabilities
+    may be as low as -1000, where exp() gives 0 in float64. low = 0 means no lower bound
+    (log 0 = -inf).
 
     Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], band [0.5, 2]:
       token -> [[0, 0, 1]]      seq -> [[1, 1, 1]]      geo -> [[1, 1, 1]]

@@ -1,38 +1,122 @@
 """Failure messages for the tests (given): expected vs got, and the likely mistake.
 
-A graded test calls `check(got, expected, what, mistakes)`. When it fails, the
+A graded test calls `check(got, expected, what, hint)`. When it fails, the
 student reads one message: what was computed, from which inputs, the expected
-and the actual value, and, when the actual value is exactly what one known
-mistake gives, which mistake that is.
+and the actual value, and, when the student's function certainly behaves like
+one known mistake, which mistake that is.
 
-A wrong hint sends a student to fix code that is right, so a hint is shown
-only when it is certain on the test's inputs: the value matches that mistake's
-and no other known mistake gives the same value. Two mistakes that agree on
-these inputs get no hint at all.
+A wrong hint sends a student to fix code that is right, so a hint is a
+hypothesis tested before it is shown. Each task's known mistakes are value
+models (functions that give what the mistaken code gives, written in the
+tests), gathered with a probe set in `KnownMistakes`: every input the task's
+tests use, plus seeded random inputs on which the mistakes disagree with one
+another. Mistake M is named only if the student's function agrees with M on
+every probe, and with the right answer on none of the probes where M differs
+from it. A mistake the lab does not know may agree with M on one test, but
+not on all of these; then no hint is shown. The probes run only after a test
+has failed, under a short time limit: a probe that errors or runs too long
+means no hint.
 """
+import copy
+import time
+from typing import Callable, NamedTuple
+
 import numpy as np
 
+import lab
+from lab.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
 
-def likely(got, mistakes):
-    """'Likely mistake: ...' if `got` equals the answer of exactly one known mistake.
 
-    mistakes: (wrong value, why) pairs. Several pairs may share a `why` (one
-    mistake, several forms); a value that matches two different `why`s is
-    ambiguous and gets no hint.
+class Mistake(NamedTuple):
+    why: str          # the hint: what the student did, and what the rule is
+    model: Callable   # called like the task function, gives what the mistaken code gives
+    mutant: str       # the corpus mutant it describes (tools/mutants.py, its `mistake`)
+
+
+def call(function, args):
+    """function(*args), on copies of the arguments (a probe must not change them)."""
+    return function(*copy.deepcopy(args))
+
+
+class KnownMistakes:
+    """The known mistakes of one task function, and the probes that tell them apart.
+
+    right:    the rule, called like the task function.
+    mistakes: Mistake(why, model, mutant) for each known mistake.
+    probes:   a function returning the probe inputs: a list of argument tuples.
+    observe:  observe(function, args) -> the value to compare (default: the return
+              value, on copies of args); it may call with keywords, or read what a
+              function changed in its arguments.
     """
-    matched = list(dict.fromkeys(why for wrong, why in mistakes if same(got, wrong)))
-    return f"\n  Likely mistake: {matched[0]}" if len(matched) == 1 else ""
+
+    def __init__(self, right, mistakes, probes, observe=call):
+        self.right, self.mistakes, self.probes, self.observe = right, mistakes, probes, observe
+        self._tables = {}  # seed -> (probes, right answers, each mistake's answers)
+        self._hints = {}   # id(function) -> (function, its hint or "")
+
+    def tables(self):
+        """(probes, right answers, {mistake: its answers}): the same for every student,
+        so worked out once per seed."""
+        seed = lab.test_seed()
+        if seed not in self._tables:
+            probes = self.probes()
+            with np.errstate(all="ignore"):  # a mistake may overflow: that is its answer
+                right = [self.right(*args) for args in probes]
+                answers = {m: [m.model(*args) for args in probes] for m in self.mistakes}
+            self._tables[seed] = probes, right, answers
+        return self._tables[seed]
+
+    def matches(self, function):
+        """The mistakes the function behaves like on every probe (a list of Mistakes).
+
+        One probe at a time, each answer compared and dropped at once (an answer may be
+        large), stopping as soon as no mistake is left. [] if a probe errs or the probes
+        run past HINT_LIMIT seconds."""
+        probes, right, answers = self.tables()
+        left = list(self.mistakes)
+        start = time.monotonic()
+        try:
+            with shorter_limit(HINT_LIMIT), np.errstate(all="ignore"):
+                for i, args in enumerate(probes):
+                    got = self.observe(function, args)
+                    left = [m for m in left if same(got, answers[m][i])
+                            and (same(answers[m][i], right[i]) or not same(got, right[i]))]
+                    if not left or time.monotonic() - start > HINT_LIMIT:  # (no alarm: Windows)
+                        return []
+        except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (no hint, that's all)
+            return []
+        return left
+
+    def hint(self, function):
+        """'\\n  Likely mistake: ...' if the function behaves like exactly one known
+        mistake (several models may share one `why`), else ''. Found once per function."""
+        cached = self._hints.get(id(function))
+        if cached is None or cached[0] is not function:
+            whys = list(dict.fromkeys(mistake.why for mistake in self.matches(function)))
+            hint = f"\n  Likely mistake: {whys[0]}" if len(whys) == 1 else ""
+            cached = self._hints[id(function)] = (function, hint)  # (kept alive: ids stay unique)
+        return cached[1]
+
+    def about(self, function):
+        """The hint for `function`, to be found only if a check fails: pass this to check()."""
+        return lambda: self.hint(function)
 
 
 def same(got, expected, rtol=1e-9, atol=1e-12):
-    """Numbers, lists or arrays equal in shape and (to rounding) in value."""
+    """Numbers, lists or arrays equal in shape and (to rounding) in value; NaN equals
+    NaN, so a model that overflows where the student's code does is confirmed. Other
+    values (lists with None in them, say) must be equal."""
     if got is None or expected is None:
         return got is expected
     try:
-        got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return got.shape == expected.shape and np.allclose(got, expected, rtol=rtol, atol=atol)
+        got_array, expected_array = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        try:
+            return type(got) is type(expected) and bool(got == expected)
+        except Exception:  # noqa: BLE001 (a value that cannot even be compared is not equal)
+            return False
+    return got_array.shape == expected_array.shape and bool(
+        np.allclose(got_array, expected_array, rtol=rtol, atol=atol, equal_nan=True))
 
 
 def show(value):
@@ -51,42 +135,36 @@ def show(value):
     return f"array({np.round(array, 6).tolist()})"
 
 
-def check(got, expected, what, mistakes=(), rtol=1e-9, atol=1e-12):
-    """Assert got == expected (to rounding), with a message a student can act on."""
-    hint = likely(got, mistakes)
-    if got is None and not hint:
-        hint = " (did you forget a return statement?)"
-    assert same(got, expected, rtol, atol), (
-        f"{what}: expected {show(expected)}, got {show(got)}.{hint}")
+def check(got, expected, what, hint=None, where=None, rtol=1e-9, atol=1e-12):
+    """Assert got == expected (to rounding), with a message a student can act on.
+
+    hint:  KnownMistakes.about(function), asked only when the check fails.
+    where: where(got, expected) -> text saying where the answer broke, if it can tell."""
+    if same(got, expected, rtol, atol):
+        return
+    found = (where(got, expected) if where else "") + (hint() if hint else "")
+    if got is None and not found:
+        found = " (did you forget a return statement?)"
+    raise AssertionError(f"{what}: expected {show(expected)}, got {show(got)}.{found}")
 
 
-def check_cases(cases, got, expected, what, rule, mistakes=()):
+def check_cases(cases, got, expected, what, rule, hint=None):
     """Assert a function gave the expected answer on every case, showing the smallest wrong one.
 
     cases:    the inputs, each a short readable string ("may_start(8, 1, 0, 1, 4)"),
               smallest first: the first wrong one is the counter-example shown.
     got, expected: the answers, one per case.
     rule:     the rule in words, printed with the failure.
-    mistakes: {why: the answers that mistake gives, one per case}, or a function
-              that returns it (called only on a failure, as it may be costly). The
-              hint comes from all the cases together, so it is shown only when
-              exactly one known mistake gives every answer the student gave.
+    hint:     KnownMistakes.about(function), asked only when a case is wrong.
     """
     wrong = [i for i, (g, e) in enumerate(zip(got, expected)) if not same(g, e)]
     if not wrong:
         return
-    hint = likely_everywhere(got, mistakes() if callable(mistakes) else mistakes)
-    if not hint and all(g is None for g in got):
-        hint = "\n  (did you forget a return statement?)"
+    found = hint() if hint else ""
+    if not found and all(g is None for g in got):
+        found = "\n  (did you forget a return statement?)"
     first = wrong[0]
     raise AssertionError(
         f"{what}: {len(wrong)} of {len(cases)} cases wrong. The rule: {rule}\n"
         f"  smallest wrong case: {cases[first]} returned {show(got[first])}, "
-        f"expected {show(expected[first])}{hint}")
-
-
-def likely_everywhere(got, mistakes):
-    """likely() over many cases: the mistake must match the student's answer on every case."""
-    matched = [why for why, answers in mistakes.items()
-               if len(answers) == len(got) and all(same(g, a) for g, a in zip(got, answers))]
-    return f"\n  Likely mistake: {matched[0]}" if len(matched) == 1 else ""
+        f"expected {show(expected[first])}{found}")

@@ -36,6 +36,7 @@ from pathlib import Path
 import lab
 
 TIME_LIMIT = float(os.environ.get("LAB_TIME_LIMIT", "5"))  # seconds; the harness tests set 1
+HINT_LIMIT = min(1.0, TIME_LIMIT / 5)  # seconds for checking a hint (lab/feedback.py)
 REFIRE = 0.5          # seconds between repeated attempts to stop overrunning code
 BACKSTOP = TIME_LIMIT  # seconds past the limit after which the whole process ends
 EXIT_STUCK = 3         # the exit status of a process ended by the backstop
@@ -156,6 +157,39 @@ class time_limit:
         if self.watchdog:
             faulthandler.cancel_dump_traceback_later()
             self.watchdog.leave()
+        return False
+
+
+class shorter_limit:
+    """A limit of `seconds` for optional work inside a time_limit (checking a hint, say):
+    TimeLimitExceeded after `seconds`, or at once if the enclosing limit has less than
+    twice that left, so the optional work never costs the test its own limit. The
+    enclosing limit's alarm is restored on the way out. Without an alarm signal
+    (Windows, threads) it sets nothing: the enclosing watchdog still applies."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        self.alarm = _has_alarm()
+        if not self.alarm:
+            return self
+        self.start = time.monotonic()
+        self.outer = signal.getitimer(signal.ITIMER_REAL)  # (seconds left, refire); 0: none
+        if self.outer[0] and self.outer[0] < 2 * self.seconds:
+            raise TimeLimitExceeded
+        self.previous = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds, REFIRE)
+        return self
+
+    def __exit__(self, *exc):
+        if self.alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+            left, refire = self.outer
+            if left:
+                spent = time.monotonic() - self.start
+                signal.setitimer(signal.ITIMER_REAL, max(left - spent, 1e-3), refire)
         return False
 
 

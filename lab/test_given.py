@@ -5,6 +5,8 @@ bug in the lab, not in your code. The stand-in functions they need are written
 here, so no task has to be done first.
 """
 import math
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -12,6 +14,8 @@ import pytest
 import toy
 from lab import staleness
 from lab.experiments import equal_hardware, lanes_per_gpu, staleness_sweep, timeline
+from lab.feedback import KnownMistakes, Mistake
+from lab.harness import HINT_LIMIT
 from lab.model_shapes import MODELS, ROUND_7B
 from scheduler_core import SchedulerError, assign_lanes, checked_lengths, run_simulation
 
@@ -380,3 +384,36 @@ def test_staleness_batch_lags_counts_each_update():
     assert staleness.batch_lags(trace, 2).tolist() == [[2, 0], [1, 1]]
     with pytest.raises(ValueError, match="B = 3"):
         staleness.batch_lags(trace, 3)
+
+
+# A toy task for the hints: the rule is 2x; one known mistake adds 2 instead (the same at
+# x = 2), another gives NaN at x = 3 (as code that overflows would).
+TOY_MISTAKES = KnownMistakes(
+    right=lambda x: 2.0 * x,
+    mistakes=[Mistake("added 2", lambda x: x + 2.0, "(none)"),
+              Mistake("NaN at 3", lambda x: np.nan if x == 3 else 2.0 * x, "(none)")],
+    probes=lambda: [(0,), (1,), (2,), (3,)])
+
+
+def test_a_hint_holds_on_every_probe():
+    def near_miss(x):  # adds 2 on three probes of four
+        return x + 2.0 if x < 3 else 7.0
+    assert "Likely mistake: added 2" in TOY_MISTAKES.hint(lambda x: x + 2.0)
+    assert TOY_MISTAKES.hint(near_miss) == ""
+    assert TOY_MISTAKES.hint(lambda x: 2.0 * x) == ""  # the rule itself
+    assert "Likely mistake: NaN at 3" in TOY_MISTAKES.hint(lambda x: 2.0 * x if x < 3 else np.nan)
+
+
+def test_a_hint_that_cannot_be_checked_is_not_shown():
+    def fails(x):
+        raise KeyError(x)
+
+    def loops(x):
+        while True:
+            pass
+    assert TOY_MISTAKES.hint(fails) == ""
+    start = time.monotonic()
+    assert TOY_MISTAKES.hint(loops) == ""
+    assert time.monotonic() - start < HINT_LIMIT + 1.5, "the probe outlived its limit"
+    if hasattr(signal, "getitimer"):  # the test's own time limit is armed again
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0

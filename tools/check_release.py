@@ -11,13 +11,17 @@
 4. mutants:   each wrong answer in tools/mutants.py, put in a student file,
               makes at least one test of its task fail, and each graded test
               fails for at least one of them (a test no mistake fails tests nothing).
-5. hints:     every "Likely mistake" line a mutant gets names its own mistake
-              (contains the mutant's `hint`; none at all if its hint is None), a
-              mutant with a hint gets it, and the reference triggers no hint
-              (no known mistake's answer equals the right one on a test's inputs).
+5. hints:     the precision of "Likely mistake" lines, both ways. Each known
+              mistake of the tests (lab.feedback.Mistake) names a mutant of its
+              task; that mutant behaves like the mistake's model on every probe,
+              gets the mistake's hint, and no other. A mutant no mistake names,
+              each near miss in tools/near_misses.py (caught, too) and the
+              reference get no hint at all. Every model differs from the rule on
+              some probe, and from every other mistake's model.
 Exits 1 if any check fails.
 """
 import inspect
+import itertools
 import json
 import math
 import os
@@ -34,14 +38,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402  (these need ROOT on the path first)
-import lab.feedback  # noqa: E402
 import test_rl_systems  # noqa: E402
+from lab.feedback import same  # noqa: E402
 from lab.harness import TimeLimitExceeded, time_limit  # noqa: E402
 from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
+from tools.near_misses import NEAR_MISSES  # noqa: E402
 
 TODO = "is not implemented yet"
 HINT = re.compile(r"Likely mistake: (.*)")
+KNOWN = test_rl_systems.KNOWN_MISTAKES  # task -> lab.feedback.KnownMistakes
 
 
 def pytest(reference=False):
@@ -112,7 +118,8 @@ def mutated_source(mutant):
 
 def failures(name, source):
     """Run the tests of student file `name` with `source` standing in for it
-    (as lab.load would import it); return {test: message} for the tests that fail.
+    (as lab.load would import it); return (the module, {test: message} for the tests
+    that fail).
 
     The tests are plain functions: calling them in this process (with the same time
     limit) is what pytest does, minus its start-up, which would cost a second per mutant.
@@ -131,70 +138,78 @@ def failures(name, source):
                 test(**fixtures)
         except (Exception, TimeLimitExceeded) as error:  # noqa: BLE001 (any of these fails a test)
             failed[test_name] = str(error) if isinstance(error, AssertionError) else repr(error)
-    return failed
+    return module, failed
 
 
-def hints_of_reference():
-    """Every hint the feedback functions find while the reference runs its tests (should be
-    none: a hint there means a known mistake gives the right answer on a test's inputs)."""
-    found = []
-    originals = {name: getattr(lab.feedback, name) for name in ("likely", "likely_everywhere")}
-
-    def recording(original):
-        def wrapper(*args, **kwargs):
-            hint = original(*args, **kwargs)
-            if hint:
-                found.append(hint.strip())
-            return hint
-        return wrapper
-
-    for name, original in originals.items():
-        setattr(lab.feedback, name, recording(original))
-    try:
-        failed = {}
-        for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
-            failed[name] = failures(name, (ROOT / "solutions" / name).read_text())
-    finally:
-        for name, original in originals.items():
-            setattr(lab.feedback, name, original)
-    return failed, found
+def hints_in(failed):
+    """Every "Likely mistake" line in the failure messages, without the prefix."""
+    return [line for message in failed.values() for line in HINT.findall(message)]
 
 
-def hint_problems(mutant, failed):
-    """The wrong or missing hints of one mutant, given its failure messages."""
+def task_function(module, task):
+    return getattr(module, lab.TASKS[task].what)
+
+
+def model_problems():
+    """Each known mistake names a corpus mutant of its task, differs from the rule on some
+    probe, and is told apart from every other mistake (with another `why`) by some probe."""
     problems = []
-    for test, message in failed.items():
-        for line in HINT.findall(message):
-            if mutant.hint is None or mutant.hint not in line:
-                problems.append(f"mutant {mutant.mistake!r} (Task {mutant.task}) got a hint that "
-                                f"is not its own in {test}: {line!r} (its hint: {mutant.hint!r})")
-    if mutant.hint is not None and not any(mutant.hint in line for message in failed.values()
-                                           for line in HINT.findall(message)):
-        problems.append(f"mutant {mutant.mistake!r} (Task {mutant.task}) never got its hint "
-                        f"{mutant.hint!r}")
+    names = {(mutant.task, mutant.mistake) for mutant in MUTANTS}
+    for task, known in KNOWN.items():
+        _, right, answers = known.tables()
+        for mistake, values in answers.items():
+            if (task, mistake.mutant) not in names:
+                problems.append(f"Task {task}: mistake {mistake.why!r} names {mistake.mutant!r}, "
+                                "which is not a mutant of this task in tools/mutants.py")
+            if all(same(v, r) for v, r in zip(values, right)):
+                problems.append(f"Task {task}: mistake {mistake.why!r} gives the right answer on "
+                                "every probe: it can never be named")
+        for (one, a), (other, b) in itertools.combinations(answers.items(), 2):
+            if one.why != other.why and all(same(x, y) for x, y in zip(a, b)):
+                problems.append(f"Task {task}: mistakes {one.why!r} and {other.why!r} agree on "
+                                "every probe: add a probe that tells them apart")
     return problems
 
 
 def check_mutants():
-    """Every mutant fails a test of its task and gets only its own hint, every graded test
-    fails for some mutant, and the unchanged reference fails nothing and triggers no hint.
-    Returns (problems, report lines, {task: (mutants, caught, with a precise hint)})."""
+    """Every mutant fails a test of its task; a mutant a known mistake names behaves like
+    that mistake's model on every probe and gets that hint and no other; every other
+    mutant, every near miss and the reference get no hint; every graded test fails for
+    some mutant. Returns (problems, report lines, {task: [mutants, caught, named by a known
+    mistake, got their own hint, got a wrong one]}, [near misses, caught, hinted],
+    the number of tasks in which the reference gets a hint)."""
     os.environ["RL_SOLUTIONS"] = "0"
-    problems, lines, counts = [], [], {}
-    failed, hints = hints_of_reference()
-    for name, tests in failed.items():
-        problems += [f"the reference as {name} fails {test}: {msg}" for test, msg in tests.items()]
-    problems += [f"the reference triggers a hint: {hint}" for hint in hints]
+    problems, lines, counts, near, reference_hints = [], [], {}, [0, 0, 0], 0
+    for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
+        module, failed = failures(name, (ROOT / "solutions" / name).read_text())
+        problems += [f"the reference as {name} fails {test}: {msg}" for test, msg in failed.items()]
+        for task, known in KNOWN.items():
+            hint = known.hint(task_function(module, task)) if lab.file_of(task) == name else ""
+            reference_hints += bool(hint)
+            if hint:
+                problems.append(f"the reference gets a hint in Task {task}: {hint.strip()}")
     if problems:
-        return problems, lines, counts
+        return problems, lines, counts, near, reference_hints
+    problems += model_problems()
     caught_by = {test: 0 for test in vars(test_rl_systems) if lab.task_of(test)}
     for mutant in MUTANTS:
-        total, caught, precise = counts.get(mutant.task, (0, 0, 0))
-        failed = failures(*mutated_source(mutant))
-        wrong_hints = hint_problems(mutant, failed) if failed else []
-        counts[mutant.task] = (total + 1, caught + bool(failed),
-                               precise + bool(failed and mutant.hint and not wrong_hints))
-        problems += wrong_hints
+        module, failed = failures(*mutated_source(mutant))
+        own = [m for m in KNOWN[mutant.task].mistakes if m.mutant == mutant.mistake]
+        hints = hints_in(failed)
+        wrong = [hint for hint in hints if hint not in {m.why for m in own}]
+        count = counts.setdefault(mutant.task, [0, 0, 0, 0, 0])
+        count[0] += 1
+        count[1] += bool(failed)
+        count[2] += bool(own)
+        count[3] += bool(own and hints and not wrong)
+        count[4] += bool(wrong)
+        about = f"mutant {mutant.mistake!r} (Task {mutant.task})"
+        problems += [f"{about} got a hint that is not its own: {hint!r}" for hint in wrong]
+        if own and not hints:
+            problems.append(f"{about} never got its hint {own[0].why!r}")
+        matched = KNOWN[mutant.task].matches(task_function(module, mutant.task))
+        problems += [f"{about} does not behave like its model {m.why!r} on every probe"
+                     for m in own if m not in matched]
         if not failed:
             problems.append(f"mutant not caught (Task {mutant.task}): {mutant.mistake}")
             continue
@@ -205,9 +220,20 @@ def check_mutants():
                      + message.replace("\n", " ")[:160])
     problems += [f"{test} fails for none of the mutants: add the mistake it guards against "
                  "to tools/mutants.py, or drop the test" for test, n in caught_by.items() if n == 0]
+    for miss in NEAR_MISSES:
+        module, failed = failures(*mutated_source(miss))
+        hints = hints_in(failed) + HINT.findall(KNOWN[miss.task].hint(task_function(module,
+                                                                                   miss.task)))
+        near[0] += 1
+        near[1] += bool(failed)
+        near[2] += bool(hints)
+        about = f"near miss {miss.mistake!r} (Task {miss.task})"
+        if not failed:
+            problems.append(f"{about} is not caught")
+        problems += [f"{about} got a hint: {hint!r}" for hint in dict.fromkeys(hints)]
     for name in STUDENT_FILES:
         sys.modules.pop(name[:-3], None)
-    return problems, lines, counts
+    return problems, lines, counts, near, reference_hints
 
 
 def main():
@@ -221,12 +247,16 @@ def main():
     print(f"skeleton: {'ok' if not found else 'FAILED'} ({graded} graded tests fail on a TODO, "
           f"{len(outcomes) - graded} tests of given code pass)")
     problems += found
-    found, lines, counts = check_mutants()
+    found, lines, counts, near, reference_hints = check_mutants()
+    named, own, wrong = (sum(c[i] for c in counts.values()) for i in (2, 3, 4))
     print(f"mutants and hints: {'ok' if not found else 'FAILED'}, {len(lines)} of {len(MUTANTS)} "
-          f"caught, {sum(c[2] for c in counts.values())} with a precise hint")
-    for task, (total, caught, precise) in counts.items():
-        print(f"  Task {task:<3} {total:>3} mutants, {caught:>3} caught, {precise:>3} with their "
-              "own hint")
+          f"mutants caught")
+    print(f"  corpus mutants with their own hint {own}/{named} ({len(MUTANTS) - named} more "
+          f"have no known mistake's model); wrong hints {wrong}; near misses hinted {near[2]} "
+          f"(of {near[0]}, {near[1]} caught); reference hinted {reference_hints}")
+    for task, (total, caught, named, own, wrong) in counts.items():
+        print(f"  Task {task:<3} {total:>3} mutants, {caught:>3} caught, {named:>3} with a model, "
+              f"{own:>3} get their own hint, {wrong} a wrong one")
     print("\n".join(lines))
     problems += found
     for problem in problems:
