@@ -2,13 +2,18 @@
 
 Top row: the memory bill and the scheduling experiment. Bottom row: the
 mismatch experiment. A part whose task is not implemented yet is drawn as a
-labelled placeholder panel.
+labelled placeholder panel. Each panel reads on its own: its lines are named at
+their right ends (no legend to look up elsewhere), and its settings are under its
+x-axis.
 """
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")  # draw to a file; no screen needed
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.collections import LineCollection, PolyCollection  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator  # noqa: E402
 
 from lab import PARTS  # noqa: E402
 from lab.model_shapes import GPU_GB  # noqa: E402
@@ -16,9 +21,13 @@ from lab.model_shapes import GPU_GB  # noqa: E402
 COLORS = {"none": "black", "token": "tab:blue", "token_tis": "tab:green", "seq": "tab:red",
           "seq_tis": "tab:orange", "token_mask": "tab:cyan", "seq_mask": "tab:pink",
           "geo_mask": "tab:olive"}
+# A marker per scheme too, so lines of close colours (or printed in grey) stay apart.
+MARKERS = {"none": "o", "token": "s", "token_tis": "^", "seq": "D", "seq_tis": "v",
+           "token_mask": "P", "seq_mask": "X", "geo_mask": "*"}
 # Panel titles, left to right, per part (also on a part's placeholder panels).
 TITLES = {"memory": ["Model state of a 7B model"],
-          "scheduling": ["Throughput vs synchronous", "Generation lanes busy", "Price: policy lag"],
+          "scheduling": ["Throughput, and lanes busy", "Price: policy lag",
+                         "Lag distribution at k = 1"],
           "mismatch": ["Bias vs mismatch", "Noise vs mismatch", "Total error vs mismatch",
                        "Bigger batches cut noise, not bias"],
           "length_sweep": ["Longer responses: relative error", "Does the mean estimate point right?",
@@ -34,7 +43,12 @@ def draw(results, path):
                          "grid.alpha": 0.3,
                          "axes.titley": 1.0})  # fixed: finding room above ticks is slow
     sweep = "length_sweep" in results  # run.py --length-sweep: a third row
-    fig, axes = plt.subplots(3 if sweep else 2, 4, figsize=(18, 13 if sweep else 8.5))
+    height = 13.5 if sweep else 9
+    fig, axes = plt.subplots(3 if sweep else 2, 4, figsize=(18, height))
+    # Fixed margins (in inches, whatever the height) instead of tight_layout, which lays
+    # out every label a second time. Set first: the line labels measure their panels.
+    fig.subplots_adjust(left=0.045, right=0.99, bottom=0.75 / height, top=1 - 0.75 / height,
+                        wspace=0.3, hspace=0.42)
     top, bottom = axes[:2]
     parts = [("memory", [top[0]], memory_panel),
              ("scheduling", top[1:], scheduling_panels),
@@ -55,9 +69,7 @@ def draw(results, path):
     for ax in fig.axes:
         ax.minorticks_off()  # a log axis has dozens of unlabelled ticks: slow to draw, no help
     fig.suptitle(f"RL systems on a laptop. Code under test: {results['code']}", fontsize=13)
-    # Fixed margins instead of tight_layout, which lays out every label a second time,
-    # and 90 dpi: the saved figure costs half as much and reads the same on a screen.
-    fig.subplots_adjust(left=0.045, right=0.99, bottom=0.07, top=0.91, wspace=0.3, hspace=0.3)
+    # 90 dpi: the saved figure costs half as much and reads the same on a screen.
     fig.savefig(path, dpi=90, pil_kwargs={"compress_level": 1})  # fast; the file is bigger
     plt.close(fig)
 
@@ -69,99 +81,222 @@ def placeholder(ax, text):
     ax.set_yticks([])
 
 
+# ---------------------------------------------------------------- helpers for every panel
+
+def label_ends(ax, lines, fontsize=8.5):
+    """Name each line at its right end, in its colour, inside the frame.
+
+    The x-axis is widened so the names fit right of the data; names that would overlap
+    are moved apart vertically, each joined to its line's end by a thin stroke.
+    (Call it once the panel's data, scales and x-ticks are set.)"""
+    fig = ax.get_figure()
+    box = ax.get_position()
+    width_pt, height_pt = 72 * box.width * fig.get_figwidth(), 72 * box.height * fig.get_figheight()
+    name_pt = 0.58 * fontsize * max(len(line.get_label()) for line in lines) + 22
+    widen_x(ax, min(0.45, name_pt / width_pt))
+    ax.set_ylim(ax.get_ylim())  # freeze the y-range: the names are placed against it
+    to_axes = ax.transData + ax.transAxes.inverted()
+    ends = [(line, to_axes.transform((line.get_xdata()[-1], line.get_ydata()[-1])))
+            for line in lines]
+    ends = [(line, end) for line, end in ends if all(map(math.isfinite, end))]
+    if not ends:  # nothing finite to name (a log axis of zeros, say)
+        return
+    gap = 1.2 * fontsize / height_pt  # one line of text, as a share of the panel's height
+    heights = spread([end[1] for _, end in ends], gap, low=gap / 2, high=1 - gap / 2)
+    x_text = max(end[0] for _, end in ends) + 16 / width_pt
+    for (line, end), y in zip(ends, heights):
+        ax.text(x_text + 2 / width_pt, y, line.get_label(), transform=ax.transAxes,
+                va="center", fontsize=fontsize, color=line.get_color())
+    # the strokes, in one collection: far cheaper to draw than an arrow per name
+    ax.add_collection(LineCollection(
+        [[end, (x_text, y)] for (_, end), y in zip(ends, heights)], transform=ax.transAxes,
+        colors=[line.get_color() for line, _ in ends], linewidths=0.6), autolim=False)
+
+
+def widen_x(ax, share):
+    """Widen the x-axis on the right so the data fill the left (1 - share) of the frame.
+    (Set the ticks first: ticks chosen after this would run on under the names.)"""
+    x0, x1 = ax.get_xlim()
+    if ax.get_xscale() == "log":
+        ax.set_xlim(x0, x0 * (x1 / x0) ** (1 / (1 - share)))
+    else:
+        ax.set_xlim(x0, x0 + (x1 - x0) / (1 - share))
+
+
+def spread(ys, gap, low, high):
+    """Positions near ys (any order), at least `gap` apart, kept within [low, high] where
+    there is room. Example: spread([0.5, 0.52], 0.1, 0, 1) = [0.5, 0.6]."""
+    order = sorted(range(len(ys)), key=ys.__getitem__)
+    placed = []
+    for i in order:  # upwards: each at least a gap above the one below
+        placed.append(max(min(max(ys[i], low), high), placed[-1] + gap if placed else low))
+    for j in range(len(placed) - 1, -1, -1):  # downwards: back under the top
+        placed[j] = min(placed[j], high if j == len(placed) - 1 else placed[j + 1] - gap)
+    out = [0.0] * len(ys)
+    for i, y in zip(order, placed):
+        out[i] = y
+    return out
+
+
+def log_ticks(axis, percent=False):
+    """Label a log axis in plain numbers: 1, 2 and 5 times each power of ten over a short
+    range (by default only the powers of ten are labelled, often just two of them)."""
+    low, high = axis.get_view_interval()
+    short = math.log10(high / low) <= 2.5
+    axis.set_major_locator(LogLocator(subs=(1, 2, 5) if short else (1,)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}" + "%" * percent))
+
+
+# ---------------------------------------------------------------- the panels
+
 def memory_panel(memory, ax):
     bars = {"PPO": memory["ppo_7b_gb"], "GRPO": memory["grpo_7b_gb"],
             "GRPO + LoRA": memory["grpo_lora_7b_gb"]}
     ax.bar(list(bars), list(bars.values()), color=["tab:red", "tab:blue", "tab:green"])
     for x, gb in enumerate(bars.values()):
         ax.text(x, gb, f"{gb:.3g} GB", ha="center", va="bottom")  # 252, 126, 14.6 as printed
-    ax.set_ylim(0, 1.1 * max(bars.values()))  # room for the tallest bar's label
-    ax.axhline(GPU_GB, color="gray", linestyle="--", label=f"one {GPU_GB} GB GPU")
+    ax.set_ylim(0, 1.18 * max(*bars.values(), GPU_GB))  # room above the tallest label
+    ax.axhline(GPU_GB, color="gray", linestyle="--")
+    ax.text(len(bars) - 0.55, GPU_GB, f"one {GPU_GB} GB GPU", ha="right", va="bottom",
+            fontsize=9, color="dimgray")
     ax.set_ylabel("GB (10^9 bytes), before activations and KV cache")
-    ax.legend(loc="upper right")
 
 
-def scheduling_panels(s, ax_gain, ax_util, ax_lag):
+def scheduling_panels(s, ax_gain, ax_lag, ax_tail):
     setup = f"{s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, train_time = {s['train_time']}"
-    for ax, key, ylabel in ((ax_gain, "throughput_gain", "x throughput of k = 0"),
-                            (ax_util, "utilization", "lane utilization (fraction)")):
-        ax.plot(s["k"], s[key], "o-", color="tab:purple", label=setup)
-        ax.legend(loc="lower right", fontsize=8)
-    ax_util.set_ylim(0, 1.05)
+    # Throughput and lanes busy rise together (the lanes are the work), so one panel
+    # shows both: the line is the throughput, the numbers on it the lanes busy.
+    ax_gain.plot(s["k"], s["throughput_gain"], "o-", color="tab:purple")
+    for k, gain, busy in zip(s["k"], s["throughput_gain"], s["utilization"]):
+        ax_gain.annotate(f"{busy:.0%}", (k, gain), xytext=(0, 7), textcoords="offset points",
+                         ha="center", fontsize=8.5, color="tab:purple")
+    ax_gain.set_ylim(0, 1.2 * max(s["throughput_gain"]))
+    ax_gain.set_xlim(s["k"][0] - 0.6, s["k"][-1] + 0.6)  # room for the first and last %
+    ax_gain.text(0.97, 0.05, "the % on each point: share of\ntime the lanes are generating",
+                 transform=ax_gain.transAxes, ha="right", va="bottom", fontsize=8.5)
     # The mean hides the tail: k bounds how far generation runs ahead, not how old
     # a trained response can be.
-    ax_lag.plot(s["k"], s["max_lag"], "^-", color="tab:red", label="max")
-    ax_lag.plot(s["k"], s["lag_p95"], "s-", color="tab:orange", label="95th percentile")
-    ax_lag.plot(s["k"], s["mean_lag"], "o-", color="tab:purple", label="mean")
-    ax_lag.plot(s["k"], s["k"], ":", color="gray", label="lag = k")
-    ax_lag.legend(title=setup, loc="upper left", fontsize=8, title_fontsize=7)
-    ax_lag.set_ylim(-0.5, 1.7 * max(s["max_lag"] + s["k"]) + 1)  # room for the legend on top
-    for ax, ylabel in ((ax_gain, "x throughput of k = 0"), (ax_util, "lane utilization (fraction)"),
+    lines = [ax_lag.plot(s["k"], s["max_lag"], "^-", color="tab:red", label="max")[0],
+             ax_lag.plot(s["k"], s["lag_p95"], "s-", color="tab:orange", label="95th pct")[0],
+             ax_lag.plot(s["k"], s["mean_lag"], "o-", color="tab:purple", label="mean")[0],
+             ax_lag.plot(s["k"], s["k"], ":", color="gray", label="lag = k")[0]]
+    ax_lag.set_ylim(-0.5, 1.08 * max(s["max_lag"] + s["k"]) + 0.5)
+    for ax, ylabel in ((ax_gain, "x throughput of k = 0"),
                        (ax_lag, "lag of trained responses (versions)")):
-        ax.set_xlabel("staleness bound k (versions ahead)")
+        ax.set_xlabel(f"staleness bound k (versions ahead)\n{setup}")
         ax.set_ylabel(ylabel)
         ax.set_xticks(s["k"])
+    label_ends(ax_lag, lines)
+    lag_tail_panel(s, ax_tail, setup)
+
+
+def lag_tail_panel(s, ax, setup, k=1):
+    """The share of trained responses at each lag, at staleness bound k: most are fresh,
+    and a few are many versions old."""
+    counts = s["lag_counts"][s["k"].index(k)]
+    n = sum(counts)
+    share = [100 * c / n for c in counts]
+    ax.bar(range(len(counts)), share, color="tab:purple")
+    ax.set_yscale("log")
+    ax.set_ylim(0.5 * min(x for x in share if x > 0), 100)
+    log_ticks(ax.yaxis, percent=True)
+    ax.set_xlim(-0.6, max(len(counts), k + 6) - 0.4)  # room right of the bound for the note
+    ax.axvline(k + 0.5, color="gray", linestyle=":")
+    older = sum(counts[k + 1:]) / n
+    ax.text(0.97, 0.97, f"right of the dotted line:\n{older:.1%} have lag > k = {k};\n"
+            f"the oldest has lag {len(counts) - 1}", transform=ax.transAxes, ha="right",
+            va="top", fontsize=8.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(f"lag (versions) of a trained response\n{setup}")
+    ax.set_ylabel("share of trained responses")
 
 
 def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
     """The four bottom panels; the masked schemes of Task 3c dashed, once it is done."""
     setup = f"batch of {m['batch_size']}, C = {m['C']}, {m['noise']} noise"
     schemes = m["schemes"] | (masking["schemes"] if masking else {})
+    lines = {ax_bias: [], ax_std: [], ax_rmse: []}
     for scheme, stats in schemes.items():
-        style = dict(color=COLORS[scheme], label=LABELS[scheme], marker=".",
+        style = dict(color=COLORS[scheme], label=LABELS[scheme].split(" (")[0],
+                     marker=MARKERS[scheme], markersize=5,
                      linestyle="--" if scheme.endswith("_mask") else "-")
-        ax_bias.plot(m["mismatch"], stats["bias"], **style)
-        ax_std.plot(m["mismatch"], [v**0.5 for v in stats["variance"]], **style)
-        ax_rmse.plot(m["mismatch"], stats["rmse"], **style)
+        for ax, values in ((ax_bias, stats["bias"]),
+                           (ax_std, [v**0.5 for v in stats["variance"]]),
+                           (ax_rmse, stats["rmse"])):
+            lines[ax] += ax.plot(m["mismatch"], values, **style)
     for ax, ylabel in ((ax_bias, "|| E[estimate] - true gradient ||"),
                        (ax_std, "standard deviation of the estimate"),
                        (ax_rmse, "RMSE = sqrt(bias^2 + variance)")):
-        ax.set_xlabel("mismatch (scale of the logit perturbation)")
+        ax.set_xlabel(f"mismatch (scale of the logit perturbation)\n{setup}")
         ax.set_ylabel(ylabel)
-    # one legend for the three panels (same curves), where the curves leave room for it
-    ax_rmse.legend(title=f"{setup}\n(the same lines in the three panels)", fontsize=8,
-                   title_fontsize=8, loc="upper left")
-    ax_std.set_yscale("log")
-    ax_rmse.set_yscale("log")
+        ax.set_xticks(m["mismatch"][::2])
+        if ax is not ax_bias:
+            ax.set_yscale("log")
+        label_ends(ax, lines[ax])
+        if ax is not ax_bias:
+            log_ticks(ax.yaxis)
 
     by = m["by_batch_size"]
+    lines = []
     for scheme in ("none", "seq_tis"):
-        ax_batch.plot(by["batch_size"], by[scheme]["bias"], "o-", color=COLORS[scheme],
-                      label=f"{LABELS[scheme]}: bias")
-        ax_batch.plot(by["batch_size"], [v**0.5 for v in by[scheme]["variance"]], "s--",
-                      color=COLORS[scheme], label=f"{LABELS[scheme]}: std")
+        name = LABELS[scheme].split(" (")[0]
+        lines += ax_batch.plot(by["batch_size"], by[scheme]["bias"], "o-", color=COLORS[scheme],
+                               label=f"{name}: bias")
+        lines += ax_batch.plot(by["batch_size"], [v**0.5 for v in by[scheme]["variance"]], "s--",
+                               color=COLORS[scheme], label=f"{name}: std")
     ax_batch.set_xscale("log", base=2)
     ax_batch.set_yscale("log")
-    ax_batch.set_xlabel("batch size (responses)")
+    ax_batch.set_xticks(by["batch_size"], [str(n) for n in by["batch_size"]])
+    ax_batch.set_xlabel(f"batch size (responses)\nmismatch {by['mismatch']}, "
+                        f"C = {m['C']}, {m['noise']} noise")
     ax_batch.set_ylabel("bias or standard deviation")
-    ax_batch.legend(title=f"mismatch {by['mismatch']}", fontsize=8, title_fontsize=8,
-                    loc="upper right")
+    label_ends(ax_batch, lines)
+    log_ticks(ax_batch.yaxis)
 
 
 def length_panels(s, ax_rmse, ax_cos, ax_zero, ax_legend):
-    """The length sweep's three panels; its legend gets a panel of its own (ax_legend),
-    as inside any of them it would hide the curves."""
-    setup = f"per-token mismatch {s['per_token_mismatch']}, batch of {s['batch_size']}"
-    for scheme, stats in s["schemes"].items():
-        # sequence IS is drawn wide, so sequence TIS on top of it leaves it visible
-        style = dict(color=COLORS[scheme], label=LABELS[scheme], marker=".",
-                     linestyle="--" if scheme.endswith("_mask") else "-",
-                     linewidth=4 if scheme == "seq" else 1.5)
-        ax_rmse.errorbar(s["T"], stats["rmse"], yerr=stats["rmse_stderr"], **style)
-        ax_cos.plot(s["T"], stats["cosine"], **style)
-        ax_zero.plot(s["T"], stats["zero_weight_share"], **style)
-    ax_rmse.axhline(1.0, color="gray", linestyle=":", label="an estimate that is always 0")
+    """The length sweep's three panels against T x KL, one line style per KL level (a
+    level of KL 0 has no place on that axis: it is printed only); its legend gets a panel
+    of its own (ax_legend), as inside any of them it would hide the curves."""
+    for level, linestyle in zip(s["levels"], LEVEL_STYLES):
+        if level["kl"] == 0:
+            continue
+        for scheme, stats in level["schemes"].items():
+            # sequence IS is drawn wide, so sequence TIS on top of it leaves it visible
+            style = dict(color=COLORS[scheme], linestyle=linestyle,
+                         marker="x" if scheme.endswith("_mask") else ".",
+                         linewidth=4 if scheme == "seq" else 1.5)
+            ax_rmse.errorbar(level["T_kl"], stats["rmse"], yerr=stats["rmse_stderr"], **style)
+            ax_cos.plot(level["T_kl"], stats["cosine"], **style)
+            ax_zero.plot(level["T_kl"], stats["zero_weight_share"], **style)
+    ax_rmse.axhline(1.0, color="gray", linestyle=":")
+    ax_cos.axhline(0.5, color="gray", linestyle=":")
+    ax_zero.axhline(0.5, color="gray", linestyle=":")
     ax_rmse.set_yscale("log")
-    for ax, ylabel in ((ax_rmse, "RMSE / ||true gradient||"),
+    for ax, ylabel in ((ax_rmse, "RMSE / ||true gradient|| (always 0: 1.0)"),
                        (ax_cos, "cos(mean estimate, true gradient)"),
                        (ax_zero, "share of token weights < 1e-6")):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(s["T"], [str(T) for T in s["T"]])
-        ax.set_xlabel("response length T (tokens); T = 6 exact, longer Monte Carlo")
+        ax.set_xscale("log")
+        ax.set_xlabel("T x KL: response length x per-token KL (nats)")
         ax.set_ylabel(ylabel)
     ax_legend.axis("off")
-    ax_legend.legend(*ax_rmse.get_legend_handles_labels(), title=setup, fontsize=9,
-                     title_fontsize=9, loc="center left")
+    ax_legend.legend(handles=length_legend(s), title=f"batch of {s['batch_size']}; T = 6 exact, "
+                     "longer Monte Carlo;\ndotted: collapse lines (cosine 0.5, half the "
+                     "weights 0)", fontsize=9, title_fontsize=8, loc="center left")
+
+
+def length_legend(s):
+    """Legend entries: one per scheme (colour), one per KL level (line style)."""
+    from matplotlib.lines import Line2D
+    schemes = s["levels"][0]["schemes"] if s["levels"] else {}
+    return ([Line2D([], [], color=COLORS[scheme], marker="x" if scheme.endswith("_mask") else ".",
+                    label=LABELS[scheme]) for scheme in schemes]
+            + [Line2D([], [], color="gray", linestyle=linestyle,
+                      label=f"KL {level['kl']:g} per token: T = {level['T'][0]} to {level['T'][-1]:,}")
+               for level, linestyle in zip(s["levels"], LEVEL_STYLES) if level["kl"] > 0])
+
+
+LEVEL_STYLES = ("-", "--", ":", "-.") * 4  # the line style of each KL level, in order
 
 
 # ---------------------------------------------------------------- the optional figures
@@ -199,6 +334,7 @@ def equal_hardware_panel(e, ax):
     ax.set_xlabel("g, GPUs that generate")
     ax.set_ylabel("throughput (trained responses per time unit)")
     ax.set_xticks(g if G <= 16 else g[::2])
+    ax.set_ylim(0, 1.6 * max(x + [e["sync_throughput"]]))  # the legend goes above the data
     ax.legend(title=f"{e['lanes_per_gpu']} lane(s) per GPU, update = {e['train_work']:g} "
                     f"GPU-time, B = {e['B']}", fontsize=8, title_fontsize=8, loc="upper left")
 
@@ -207,15 +343,19 @@ def draw_timeline(results, path):
     """Save the --timeline figure: one row per lane, one bar per response, the trainer below."""
     t = results["timeline"]
     runs = t["runs"] if t else [None, None]
-    fig, axes = plt.subplots(len(runs), 1, figsize=(15, 4.2 * len(runs)), sharex=True)
-    fig.subplots_adjust(left=0.06, right=0.86, top=0.95, bottom=0.08, hspace=0.2)
+    fig, axes = plt.subplots(len(runs), 1, figsize=(15, 5.2 * len(runs)), sharex=True)
+    fig.subplots_adjust(left=0.06, right=0.85, top=0.95, bottom=0.07, hspace=0.17)
     task = PARTS["timeline"][1]
+    # one colour per version drawn, the same in both panels: blue the oldest, red the newest
+    n_versions = 1 + max(len(run["updates"]) for run in runs) if t else 0
+    colors = plt.get_cmap("turbo")([0.05 + 0.9 * v / max(1, n_versions - 1)
+                                     for v in range(n_versions)])
     for k, (ax, run) in enumerate(zip(axes, runs)):  # the runs are k = 0 and k = 1
         if run is None:
             placeholder(ax, results["unavailable"]["Timeline"])
             ax.set_title(f"Timeline of the generation lanes at k = {k} (Task {task})")
         else:
-            timeline_panel(t, run, ax)
+            timeline_panel(t, run, ax, colors)
             caption = TIMELINE_CAPTIONS.get(run["k"], f"k = {run['k']}")
             ax.set_title(f"{caption}: lanes busy {run['busy']:.0%} of this window (Task {task})",
                          loc="left")
@@ -277,37 +417,48 @@ STALENESS_LABELS = {"none": "none (stale as on-policy)", "token_tis": "token TIS
 
 TIMELINE_CAPTIONS = {0: "k = 0, synchronous: every batch waits for its slowest response",
                      1: "k = 1: the lanes start the next batch while the trainer works"}
-# Version v is drawn in colour v mod 20: tab20's ten strong colours, then its ten pale ones.
-VERSION_COLORS = plt.get_cmap("tab20").colors[0::2] + plt.get_cmap("tab20").colors[1::2]
 
 
-def timeline_panel(t, run, ax):
-    """Bars [start, end) on each response's lane, coloured by the version that generated it;
-    the trainer's updates on a row of their own, coloured by the version they produce."""
+def timeline_panel(t, run, ax, colors):
+    """Bars [start, end) on each response's lane, in the colour of the version that generated
+    it (colors[v] for version v); the trainer's updates on a row of their own, in the colour
+    of the version they produce. Each bar wide enough for it says its version."""
     trainer_row = t["n_lanes"] + 1
     kept = [r for r in run["responses"] if not r["dropped"]]
     dropped = [r for r in run["responses"] if r["dropped"]]
     bars(ax, [(r["lane"], r["start"], r["end"]) for r in kept], 0.8, edgecolor="white",
-         linewidth=0.5, facecolor=[VERSION_COLORS[r["tag"] % 20] for r in kept])
+         linewidth=0.5, facecolor=[colors[r["tag"]] for r in kept])
     if dropped:
         bars(ax, [(r["lane"], r["start"], r["end"]) for r in dropped], 0.8, facecolor="lightgray",
              edgecolor="dimgray", hatch="////", label="dropped as stale")
-    bars(ax, [(trainer_row, start, end) for start, end in run["updates"]], 1.6, edgecolor="black",
-         facecolor=[VERSION_COLORS[(v + 1) % 20] for v in range(len(run["updates"]))])
-    for v, (start, end) in enumerate(run["updates"]):
-        ax.text((start + end) / 2, trainer_row, f"v{v + 1}", ha="center", va="center", fontsize=7)
-    for r in kept:  # the version on the bars wide enough to hold it
-        if min(r["end"], t["window"]) - r["start"] > 0.03 * t["window"]:
-            ax.text(r["start"] + 0.1, r["lane"], f"v{r['tag']}", va="center", fontsize=6)
+    updates = [(v + 1, start, end) for v, (start, end) in enumerate(run["updates"])]
+    bars(ax, [(trainer_row, start, end) for _, start, end in updates], 1.6, edgecolor="black",
+         facecolor=[colors[v] for v, _, _ in updates])
     ax.set_xlim(0, t["window"])
     ax.set_ylim(trainer_row + 1.2, -0.8)  # lane 0 on top, the trainer at the bottom
+    # The version numbers: as large as a lane's bar allows, on the bars wide enough for them.
+    box = ax.get_position()
+    fig = ax.get_figure()
+    bar_pt = 0.8 * 72 * box.height * fig.get_figheight() / (trainer_row + 2)
+    points_per_time = 72 * box.width * fig.get_figwidth() / t["window"]
+    fontsize = min(10, 0.75 * bar_pt)
+    if fontsize >= 6:  # below that (many lanes) no label would be legible
+        texts = [(r["lane"], r["start"], min(r["end"], t["window"]), r["tag"]) for r in kept]
+        texts += [(trainer_row, start, end, v) for v, start, end in updates]
+        for row, start, end, v in texts:
+            label = f"v{v}"
+            if (end - start) * points_per_time >= 0.65 * fontsize * len(label) + 6:
+                r, g, b, _ = colors[v]
+                ax.text(start + 3 / points_per_time, row, label, va="center", fontsize=fontsize,
+                        color="white" if 0.3 * r + 0.6 * g + 0.1 * b < 0.5 else "black")
     rows = list(range(0, t["n_lanes"], max(1, t["n_lanes"] // 16)))
-    ax.set_yticks(rows + [trainer_row], [f"lane {i}" for i in rows] + ["trainer"], fontsize=7)
+    ax.set_yticks(rows + [trainer_row], [f"lane {i}" for i in rows] + ["trainer"], fontsize=9)
     ax.grid(False)
-    ax.text(1.005, 0.5, "colour = policy version\nthat generated it\n(trainer: version\nit "
-            "produces)\nwhite = idle lane", transform=ax.transAxes, fontsize=8, va="center")
+    ax.text(1.008, 0.5, "colour = policy version\nthat generated it,\nblue oldest, red newest"
+            "\n(trainer: the version\nit produces)\n\nwhite = idle lane", transform=ax.transAxes,
+            fontsize=9.5, va="center")
     if dropped:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.008, 1.0), fontsize=9.5)
 
 
 def bars(ax, spans, height, **style):
