@@ -18,11 +18,12 @@ from pathlib import Path
 import lab
 import toy
 from lab import SCHEMES, harness
-from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS, c_sweep,
+from lab.experiments import (C_SWEEP, COLLAPSE_BUDGET, LARGE_MISMATCH, LENGTH_GRID,
+                             LENGTH_KLS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
                              timeline)
-from lab.gpu_model import gpu_comparison
+from lab.gpu_model import gpu_comparison, gpu_sweep
 from lab.gpu_presets import PRESETS
 from lab.staleness import TARGET_KL
 from lab.input_checks import ContractError
@@ -121,6 +122,9 @@ def print_gpu_model(g):
     for label, predicted, published, ratio in rows:
         print(f"  {label:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
     print(f"  {'speedup':<42}{g['speedup']:>9.2f}x{p['speedup']:>10.2f}x{g['ratio']['speedup']:>8.2f}")
+    if g["baseline"] != "colocated":
+        print(f"  had the synchronous run been colocated (all {g['gpus']} generate, then all "
+              f"train): {g['colocated']['hours']:.1f} h, speedup {g['colocated']['speedup']:.2f}x")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of the generation")
@@ -135,6 +139,23 @@ def print_gpu_model(g):
     print("  where each value comes from (lab/gpu_presets.py names the sources):")
     for what, source in g["notes"]:
         print(f"    {what}: {source}")
+
+
+def print_gpu_sweep(w):
+    print(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
+          f"seconds per step, synchronous (k = 0) against k = {w['k']}")
+    print(f"  {'':<26}{'S':>6}{'group':>7}{'cap':>8}{'sync s':>9}{'async s':>9}{'speedup':>9}"
+          f"{'max lag':>9}{'token lag':>11}")
+    for r in w["rows"]:
+        print(f"  {r['variant']:<26}{r['slots']:>6}{r['group_size']:>7}{r['max_len']:>8}"
+              f"{r['sync_seconds']:>9.1f}{r['async_seconds']:>9.1f}{r['speedup']:>8.2f}x"
+              f"{r['max_lag']:>9}{r['token_lag']:>11.2f}")
+    lanes = w["lanes"]
+    print(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
+          f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
+    for r in lanes["rows"]:
+        print(f"  {r['variant']:<26}" + "".join(f"{g:>7.2f}x" for g in r["gain"])
+              + "   max lag " + ", ".join(map(str, r["max_lag"])))
 
 
 def print_mismatch(m):
@@ -153,21 +174,40 @@ def print_masking(m):
 
 
 def print_length_sweep(s):
-    print(f"Length sweep: per-token mismatch {s['per_token_mismatch']}, batch of "
-          f"{s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: count of token 0, centred")
+    print(f"Length sweep: batch of {s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: "
+          "count of token 0, centred")
     if s["masked_skipped"]:
         print(f"  masked schemes skipped, {s['masked_skipped']}.")
+    for level in s["levels"]:
+        print_length_level(level)
+
+
+def print_length_level(level):
+    print(f"  per-token KL(pi_infer || pi_train) = {level['kl']:g} nats (mismatch scale "
+          f"{level['mismatch']:.4f}); T x KL from {level['T_kl'][0]:.3g} to {level['T_kl'][-1]:.3g}")
     for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
                        ("cosine", "cosine of the mean estimate with the true gradient"),
                        ("zero_weight_share", "share of token weights that are numerically 0")):
-        print(f"  {title}")
+        print(f"    {title}")
         width = 14 if key == "rmse" else 11
-        print(f"  {'T':>6}{'method':>12}" + "".join(f"{name:>{width}}" for name in s["schemes"]))
-        for i, T in enumerate(s["T"]):
+        print(f"    {'T':>6}{'T x KL':>9}{'method':>12}"
+              + "".join(f"{name:>{width}}" for name in level["schemes"]))
+        for i, T in enumerate(level["T"]):
             cells = [f"{stats[key][i]:.3f}" + (f"+-{stats['rmse_stderr'][i]:.3f}"
                                                 if key == "rmse" else "")
-                     for stats in s["schemes"].values()]
-            print(f"  {T:>6}{s['method'][i]:>12}" + "".join(f"{c:>{width}}" for c in cells))
+                     for stats in level["schemes"].values()]
+            print(f"    {T:>6}{level['T_kl'][i]:>9.3g}{level['method'][i]:>12}"
+                  + "".join(f"{c:>{width}}" for c in cells))
+    print("    collapse (cosine < 0.5 or over half the weights 0), as T x KL: "
+          + "; ".join(f"{scheme} {collapse_text(c)}" for scheme, c in level["collapse"].items()))
+
+
+def collapse_text(c):
+    """"at 10.1 (fine at 2.53)", "at 1 (the first T)" or "none up to 16.4"."""
+    if c["at"] is None:
+        return f"none up to {c['after']:.3g}"
+    return f"at {c['at']:.3g} " + (f"(fine at {c['after']:.3g})" if c["after"] is not None
+                                   else "(the first T)")
 
 
 def print_staleness(s):
@@ -249,11 +289,13 @@ def parser():
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
     p.add_argument("--length-sweep", action="store_true",
-                   help=f"measure every scheme at response lengths T = "
-                        f"{', '.join(map(str, LENGTHS))} (a per-token reward)")
-    p.add_argument("--length-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH),
-                   default=LARGE_MISMATCH,
-                   help="per-token mismatch of the length sweep")
+                   help=f"measure every scheme at response lengths T from "
+                        f"{', '.join(map(str, LENGTH_GRID))} (a per-token reward), up to "
+                        f"T x KL = {COLLAPSE_BUDGET}, at each per-token KL of --length-kl")
+    p.add_argument("--length-kl", type=bounded(float, 0, toy.MAX_KL), nargs="+",
+                   default=list(LENGTH_KLS),
+                   help="per-token KL(pi_infer || pi_train) of each level of the length sweep "
+                        "(nats; the mismatch scale that gives it is found exactly)")
     p.add_argument("--staleness", action="store_true",
                    help="also price Part 2's lag with Part 3's tools: the error of the gradient "
                         "and the gain per time unit at each k (a PNG of its own)")
@@ -275,6 +317,8 @@ def parser():
                         "(default: --gpus x --train-time)")
     p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
                    help="predict a published run's hours on the GPU model (docs/gpu-model.md)")
+    p.add_argument("--gpu-sweep", action="store_true",
+                   help="how the GPU model's speedup depends on S, group size and the length cap")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--solutions", action="store_true",
@@ -468,6 +512,11 @@ def main(argv=None):
             print_timeline, skipped)
     if args.preset:
         results["gpu_model"] = gpu_model(args.preset, skipped)
+    if args.gpu_sweep:
+        print()
+        results["gpu_sweep"] = attempt(
+            "gpu_sweep", lambda: gpu_sweep(lab.load("scheduler"), lab.load("memory")),
+            print_gpu_sweep, skipped)
     print()
     results["mismatch"] = attempt(
         "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
@@ -483,7 +532,7 @@ def main(argv=None):
     if args.length_sweep:
         print()
         results["length_sweep"] = attempt(
-            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_mismatch,
+            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_kl,
                                                  args.batch_size, args.C, args.noise),
             print_length_sweep, skipped)
 

@@ -13,7 +13,8 @@ from lab import gradescope
 import toy
 from tools.autograder import wire
 from tools.release import student_readme
-from tools.snapshots import RUNS, ROOT, SNAPSHOTS, checks, differences, quote_problems
+from tools.snapshots import (RUNS, ROOT, SNAPSHOTS, checks, differences, quote_problems,
+                             quoting_text)
 
 
 def test_student_readme_drops_instructor_parts():
@@ -77,10 +78,10 @@ def test_snapshot_tolerance_has_a_relative_and_an_absolute_part():
 
 
 def test_readme_quotes_hold_the_snapshots_and_catch_a_changed_number():
-    """Every README check holds against the stored snapshots (no runs), and fails once
-    one of its numbers changes: the Part 2 k = 1 gain, quoted in prose and in a table."""
+    """Every README and docs/ check holds against the stored snapshots (no runs), and fails
+    once one of its numbers changes: the Part 2 k = 1 gain, quoted in prose and in a table."""
     snapshots = {name: json.loads((SNAPSHOTS / f"{name}.json").read_text()) for name in RUNS}
-    readme = (ROOT / "README.md").read_text()
+    readme = quoting_text()
     problems, n_numbers = quote_problems(readme, snapshots)
     assert problems == [] and n_numbers >= len(checks())
     changed = copy.deepcopy(snapshots)
