@@ -18,11 +18,12 @@ from pathlib import Path
 import lab
 import toy
 from lab import SCHEMES, harness
-from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTHS, LONG, MAX_TOKENS, c_sweep,
+from lab.experiments import (C_SWEEP, COLLAPSE_BUDGET, LARGE_MISMATCH, LENGTH_GRID,
+                             LENGTH_KLS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
                              timeline)
-from lab.gpu_model import gpu_comparison
+from lab.gpu_model import gpu_comparison, gpu_sweep
 from lab.gpu_presets import PRESETS
 from lab.staleness import TARGET_KL
 from lab.input_checks import ContractError
@@ -121,6 +122,9 @@ def print_gpu_model(g):
     for label, predicted, published, ratio in rows:
         print(f"  {label:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
     print(f"  {'speedup':<42}{g['speedup']:>9.2f}x{p['speedup']:>10.2f}x{g['ratio']['speedup']:>8.2f}")
+    if g["baseline"] != "colocated":
+        print(f"  had the synchronous run been colocated (all {g['gpus']} generate, then all "
+              f"train): {g['colocated']['hours']:.1f} h, speedup {g['colocated']['speedup']:.2f}x")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of the generation")
@@ -135,6 +139,23 @@ def print_gpu_model(g):
     print("  where each value comes from (lab/gpu_presets.py names the sources):")
     for what, source in g["notes"]:
         print(f"    {what}: {source}")
+
+
+def print_gpu_sweep(w):
+    print(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
+          f"seconds per step, synchronous (k = 0) against k = {w['k']}")
+    print(f"  {'':<26}{'S':>6}{'group':>7}{'cap':>8}{'sync s':>9}{'async s':>9}{'speedup':>9}"
+          f"{'max lag':>9}{'token lag':>11}")
+    for r in w["rows"]:
+        print(f"  {r['variant']:<26}{r['slots']:>6}{r['group_size']:>7}{r['max_len']:>8}"
+              f"{r['sync_seconds']:>9.1f}{r['async_seconds']:>9.1f}{r['speedup']:>8.2f}x"
+              f"{r['max_lag']:>9}{r['token_lag']:>11.2f}")
+    lanes = w["lanes"]
+    print(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
+          f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
+    for r in lanes["rows"]:
+        print(f"  {r['variant']:<26}" + "".join(f"{g:>7.2f}x" for g in r["gain"])
+              + "   max lag " + ", ".join(map(str, r["max_lag"])))
 
 
 def print_mismatch(m):
@@ -153,21 +174,40 @@ def print_masking(m):
 
 
 def print_length_sweep(s):
-    print(f"Length sweep: per-token mismatch {s['per_token_mismatch']}, batch of "
-          f"{s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: count of token 0, centred")
+    print(f"Length sweep: batch of {s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: "
+          "count of token 0, centred")
     if s["masked_skipped"]:
         print(f"  masked schemes skipped, {s['masked_skipped']}.")
+    for level in s["levels"]:
+        print_length_level(level)
+
+
+def print_length_level(level):
+    print(f"  per-token KL(pi_infer || pi_train) = {level['kl']:g} nats (mismatch scale "
+          f"{level['mismatch']:.4f}); T x KL from {level['T_kl'][0]:.3g} to {level['T_kl'][-1]:.3g}")
     for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
                        ("cosine", "cosine of the mean estimate with the true gradient"),
                        ("zero_weight_share", "share of token weights that are numerically 0")):
-        print(f"  {title}")
+        print(f"    {title}")
         width = 14 if key == "rmse" else 11
-        print(f"  {'T':>6}{'method':>12}" + "".join(f"{name:>{width}}" for name in s["schemes"]))
-        for i, T in enumerate(s["T"]):
+        print(f"    {'T':>6}{'T x KL':>9}{'method':>12}"
+              + "".join(f"{name:>{width}}" for name in level["schemes"]))
+        for i, T in enumerate(level["T"]):
             cells = [f"{stats[key][i]:.3f}" + (f"+-{stats['rmse_stderr'][i]:.3f}"
                                                 if key == "rmse" else "")
-                     for stats in s["schemes"].values()]
-            print(f"  {T:>6}{s['method'][i]:>12}" + "".join(f"{c:>{width}}" for c in cells))
+                     for stats in level["schemes"].values()]
+            print(f"    {T:>6}{level['T_kl'][i]:>9.3g}{level['method'][i]:>12}"
+                  + "".join(f"{c:>{width}}" for c in cells))
+    print("    collapse (cosine < 0.5 or over half the weights 0), as T x KL: "
+          + "; ".join(f"{scheme} {collapse_text(c)}" for scheme, c in level["collapse"].items()))
+
+
+def collapse_text(c):
+    """"at 10.1 (fine at 2.53)", "at 1 (the first T)" or "none up to 16.4"."""
+    if c["at"] is None:
+        return f"none up to {c['after']:.3g}"
+    return f"at {c['at']:.3g} " + (f"(fine at {c['after']:.3g})" if c["after"] is not None
+                                   else "(the first T)")
 
 
 def print_staleness(s):
@@ -225,7 +265,7 @@ def bounded(kind, low, high=math.inf):
     return parse
 
 
-def parse_args(argv=None):
+def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=16, help="generation lanes")
@@ -249,11 +289,13 @@ def parse_args(argv=None):
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
     p.add_argument("--length-sweep", action="store_true",
-                   help=f"measure every scheme at response lengths T = "
-                        f"{', '.join(map(str, LENGTHS))} (a per-token reward)")
-    p.add_argument("--length-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH),
-                   default=LARGE_MISMATCH,
-                   help="per-token mismatch of the length sweep")
+                   help=f"measure every scheme at response lengths T from "
+                        f"{', '.join(map(str, LENGTH_GRID))} (a per-token reward), up to "
+                        f"T x KL = {COLLAPSE_BUDGET}, at each per-token KL of --length-kl")
+    p.add_argument("--length-kl", type=bounded(float, 0, toy.MAX_KL), nargs="+",
+                   default=list(LENGTH_KLS),
+                   help="per-token KL(pi_infer || pi_train) of each level of the length sweep "
+                        "(nats; the mismatch scale that gives it is found exactly)")
     p.add_argument("--staleness", action="store_true",
                    help="also price Part 2's lag with Part 3's tools: the error of the gradient "
                         "and the gain per time unit at each k (a PNG of its own)")
@@ -275,12 +317,19 @@ def parse_args(argv=None):
                         "(default: --gpus x --train-time)")
     p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
                    help="predict a published run's hours on the GPU model (docs/gpu-model.md)")
+    p.add_argument("--gpu-sweep", action="store_true",
+                   help="how the GPU model's speedup depends on S, group size and the length cap")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--solutions", action="store_true",
                    help="run the reference solutions (the same as RL_SOLUTIONS=1)")
     p.add_argument("--out", type=png_path, default="rl_systems.png",
                    help="where to save the figure; the numbers go next to it as .json")
+    return p
+
+
+def parse_args(argv=None):
+    p = parser()
     args = p.parse_args(argv)
     if args.batch * args.steps > MAX_RESPONSES:  # every trained response is kept in memory
         p.error(f"argument -B/--batch times --steps must be at most {MAX_RESPONSES}, "
@@ -300,13 +349,29 @@ def png_path(text):
     return path
 
 
-PART_LIMIT = 12 * harness.TIME_LIMIT  # 60 s per part; the reference needs about 2 (Part 3)
-session = {}     # main() fills it: the watchdog, the results so far and their file; Ctrl-C
-                 # sets "stopped", after which the parts left are not run
+session = {}     # main() fills it: the watchdog, the results so far and their file, the
+                 # flags; the part running sets "limit"; Ctrl-C sets "stopped", after which
+                 # the parts left are not run
+
+
+def part_limit(key, args):
+    """Seconds part `key` may run: 5 times its reference time (lab.PART_SECONDS, at the
+    default flags) times the extra work the flags ask for, and at least harness.TIME_LIMIT."""
+    def more(flag):  # how many times the default's work the flag asks for (at least 1)
+        return max(1.0, getattr(args, flag) / parser().get_default(flag))
+
+    work = 1.0
+    if key in ("scheduling", "drop_stale", "equal_hardware", "timeline", "staleness"):
+        work = more("batch") * more("steps")  # simulations of B * steps responses
+        if key == "equal_hardware":  # a simulation per split of the GPUs, of more lanes
+            work *= more("gpus") * args.lanes_per_gpu
+    elif key == "length_sweep":  # sampled batches of batch_size responses
+        work = more("batch_size")
+    return max(harness.TIME_LIMIT, 5 * lab.PART_SECONDS[key] * work)
 
 
 def attempt(key, experiment, show, unavailable):
-    """Run the part `key` of lab.PARTS under a time limit. If its task is not done yet,
+    """Run the part `key` of lab.PARTS under its time limit. If its task is not done yet,
     or fails, say so, note it in `unavailable` (the figure draws a placeholder) and
     return None. Ctrl-C stops this part and skips the rest; main() still saves."""
     part, task = lab.PARTS[key]
@@ -314,9 +379,10 @@ def attempt(key, experiment, show, unavailable):
         unavailable[part] = "not run: the run was interrupted"
         return None
     file = lab.file_of(next(t for t in lab.TASKS if t.startswith(task)))
+    session["limit"] = part_limit(key, session["args"])
     try:
         with harness.time_limit(f"{part} (Task {task}, {file})", session.get("watchdog"),
-                                PART_LIMIT):
+                                session["limit"]):
             result = experiment()
     except NotImplementedError as todo:
         if not str(todo):
@@ -339,7 +405,8 @@ def attempt(key, experiment, show, unavailable):
 def failed(part, task, error, unavailable):
     """Report a part that failed: in a task file (or its checks), or in given code."""
     if isinstance(error, harness.TimeLimitExceeded):
-        print(f"{part}: stopped after {PART_LIMIT:g} s, its time limit: {error}{where(error)}\n"
+        print(f"{part}: stopped after {session['limit']:.3g} s, its time limit: {error}"
+              f"{harness.where(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} ran too long: see its tests"
     elif harness.raised_in_given_code(error) and not isinstance(
@@ -356,16 +423,10 @@ def failed(part, task, error, unavailable):
     return None
 
 
-def where(error):
-    """' (stopped in scheduler.py, line 37, in may_start: ...)', or '' outside task files."""
-    frame = harness.student_frame(error)
-    return f" (stopped in {harness.location(frame)})" if frame else ""
-
-
 def stuck(label, seconds):
     """The backstop (from the watchdog thread): a part ignored its limit. Save the rest."""
-    print(f"\n{label} ignored its {PART_LIMIT:g} s time limit and was still running after "
-          f"{seconds:.0f} s (does it catch every exception, or turn off signals?); stopping.")
+    print(f"\n{label} ignored its {session['limit']:.3g} s time limit and was still running "
+          f"after {seconds:.0f} s (does it catch every exception, or turn off signals?); stopping.")
     part = label.split(" (")[0]
     session["results"]["unavailable"][part] = f"{part} ran too long"
     save(session["results"], session["out"])
@@ -424,7 +485,8 @@ def main(argv=None):
     sched = dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
                  train_time=args.train_time, sigma=args.sigma)
     results = dict(code=code, unavailable={})
-    session.update(results=results, out=args.out, watchdog=harness.Watchdog(abort=stuck))
+    session.update(results=results, out=args.out, args=args,
+                   watchdog=harness.Watchdog(abort=stuck))
     skipped = results["unavailable"]
     results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory"),
                                                                args.max_tokens),
@@ -450,6 +512,11 @@ def main(argv=None):
             print_timeline, skipped)
     if args.preset:
         results["gpu_model"] = gpu_model(args.preset, skipped)
+    if args.gpu_sweep:
+        print()
+        results["gpu_sweep"] = attempt(
+            "gpu_sweep", lambda: gpu_sweep(lab.load("scheduler"), lab.load("memory")),
+            print_gpu_sweep, skipped)
     print()
     results["mismatch"] = attempt(
         "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
@@ -465,7 +532,7 @@ def main(argv=None):
     if args.length_sweep:
         print()
         results["length_sweep"] = attempt(
-            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_mismatch,
+            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_kl,
                                                  args.batch_size, args.C, args.noise),
             print_length_sweep, skipped)
 

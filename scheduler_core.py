@@ -21,6 +21,7 @@ loop gives them plain ints it made itself, so their per-call checks would buy no
 """
 import heapq
 import inspect
+import itertools
 import math
 import numbers
 
@@ -78,14 +79,28 @@ def lognormal_lengths(sigma, seed):
 
 
 def checked_lengths(lengths):
-    """The given lengths, each checked as it is drawn (a generator or an endless
-    itertools.cycle works too: nothing is read ahead)."""
+    """The given lengths as an iterator, each length checked before the simulator reads it.
+    A list or tuple is checked a block at a time; any other iterable one length at a time,
+    as it is drawn, so a generator or an endless itertools.cycle works too."""
+    if isinstance(lengths, (list, tuple)):
+        return itertools.chain.from_iterable(_checked_blocks(lengths))
     try:
         lengths = iter(lengths)
     except TypeError:
         raise ValueError(f"lengths must be a list or other iterable of numbers, "
                          f"got {lengths!r}") from None
     return _each_checked(lengths)
+
+
+def _checked_blocks(lengths, size=4096):
+    for start in range(0, len(lengths), size):
+        block = lengths[start:start + size]
+        # One pass in C for the usual block of floats > 0; NaN or inf make the sum not finite.
+        if not (set(map(type, block)) == {float} and min(block) > 0.0
+                and math.isfinite(sum(block))):
+            for i, length in enumerate(block, start):
+                _check_length(i, length)
+        yield block
 
 
 def _each_checked(lengths):
@@ -220,12 +235,12 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
     """Call take_batch and make sure it followed the rules of Task 2b."""
     before = list(finished)
     answer = take_batch(finished, version, k, B, drop_stale)
-    state = (f"(version={version}, k={k}, B={B}, drop_stale={drop_stale}, "
-             f"n_started={n_started}, n_dropped={n_dropped}, "
-             f"responses in `finished` before the call: {len(before)})")
 
     def broken(rule):
-        return SchedulerError(f"take_batch broke a rule: {rule} {state}")
+        return SchedulerError(
+            f"take_batch broke a rule: {rule} (version={version}, k={k}, B={B}, "
+            f"drop_stale={drop_stale}, n_started={n_started}, n_dropped={n_dropped}, "
+            f"responses in `finished` before the call: {len(before)})")
 
     if not (isinstance(answer, tuple) and len(answer) == 2):
         raise broken(f"it must return a tuple (batch, dropped), got {answer!r}.")

@@ -280,14 +280,48 @@ def pair_sums(pairs, weights):
 
 
 def sample_responses(logits, n, T, rng):
-    """n responses of T tokens drawn from the bigram with these logits: (n, T) ints."""
+    """n responses of T tokens drawn from the bigram with these logits: (n, T) ints.
+    Token t is the number of the row's cumulative probabilities that a uniform draw
+    exceeds; one column of those per comparison keeps each step to a few 1-D lookups."""
     cdf = np.cumsum(token_probs(logits), axis=1)
-    cdf[:, -1] = 1.0  # no rounding gap above the last token
-    sequences = np.zeros((n, T), dtype=int)
+    columns = [cdf[:, b] for b in range(V - 1)]  # the last is 1: never exceeded
+    draws = rng.random((T, n))  # the same stream as T draws of n
+    sequences = np.empty((T, n), dtype=int)
     prev = np.full(n, START)
     for t in range(T):
-        prev = sequences[:, t] = (rng.random(n)[:, None] > cdf[prev]).sum(axis=1)
-    return sequences
+        prev = sequences[t] = sum(draws[t] > column[prev] for column in columns)
+    return sequences.T
+
+
+def per_token_kl(mismatch, noise="student_t"):
+    """KL(pi_infer || pi_train) per token, in nats, for the engine's logits
+    THETA + mismatch * b: each row's KL weighted by how often pi_infer visits the row in
+    the long run (its stationary distribution over tokens), the limit of the sequence KL
+    divided by T. Example: mismatch 0 gives 0; mismatch 0.6 gives about 0.16.
+    """
+    at_least("mismatch", mismatch, 0)
+    p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
+    row_kl = (q * (np.log(q) - np.log(p))).sum(axis=1)
+    # stationary: visits @ q[:V] = visits, visits summing to 1 (one equation replaced)
+    system = np.vstack([(q[:V] - np.eye(V)).T[:-1], np.ones(V)])
+    visits = np.linalg.solve(system, np.eye(V)[-1])
+    return float(visits @ row_kl[:V])
+
+
+KL_MISMATCH = 4.0  # the KL grows with the mismatch scale from 0 up to here (both noises),
+MAX_KL = 0.7       # to about 0.77 nats per token (student_t) and 1.1 (gaussian)
+
+
+def mismatch_for_kl(kl, noise="student_t"):
+    """The mismatch scale whose per_token_kl is `kl`, by bisection (to 1e-12 relative)
+    over 0 .. KL_MISMATCH, where the KL grows with the scale."""
+    at_least("kl", kl, 0)
+    at_most("kl", kl, MAX_KL, f"a mismatch scale up to {KL_MISMATCH} gives it")
+    low, high = 0.0, KL_MISMATCH
+    while high - low > 1e-12 * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if per_token_kl(middle, noise) < kl else (low, middle)
+    return (low + high) / 2
 
 
 def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, noise="student_t",

@@ -42,6 +42,12 @@ TASKS = {
 }
 # The student modules in task order: memory, scheduler, tis.
 STUDENT_MODULES = tuple(dict.fromkeys(task.module for task in TASKS.values()))
+# The tasks whose tests also run other tasks' functions: the end-to-end checks "2" and "3",
+# and Task 3c's comparison, which runs pg_estimate (3b).
+USES = {"2": ("2a", "2b"), "3": ("3a", "3b"), "3c": ("3b",)}
+# Given functions that sit in a student module for the student to call (simulate runs
+# Task 2's two functions): an error inside one is reported at the student's line that called it.
+GIVEN_FUNCTIONS = {"scheduler": ("simulate",)}
 
 # The weighting schemes of Task 3, in the order tables and the figure show them.
 SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
@@ -56,12 +62,22 @@ PARTS = {
     "equal_hardware": ("Equal hardware", "2"),
     "timeline": ("Timeline", "2"),
     "gpu_model": ("GPU model", "2"),  # Task 1's bytes too: a TODO there names its own task
+    "gpu_sweep": ("GPU sweep", "2"),
     "mismatch": ("Part 3", "3"),
     "c_sweep": ("C sweep", "3"),
     "masking": ("Masking", "3c"),
     "length_sweep": ("Length sweep", "3"),
     "staleness": ("Staleness", "3"),  # needs Part 2 (Task 2) too: run.py checks it first
 }
+
+# Wall-clock seconds each part takes with the reference solutions and the default flags,
+# measured on a busy 2-core machine (a quiet one takes about a third of that). run.py gives
+# a part 5 times this, times the extra work its flags ask for, and at least 5 s.
+# Every key of PARTS needs one (tools/test_tools.py checks).
+PART_SECONDS = {"memory": 0.01, "scheduling": 0.8, "drop_stale": 0.4, "equal_hardware": 1.6,
+                "timeline": 0.2, "gpu_model": 11.0, "gpu_sweep": 25.0, "mismatch": 1.3,
+                "c_sweep": 0.3,
+                "masking": 0.9, "length_sweep": 11.0, "staleness": 3.5}
 
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")
 
@@ -74,6 +90,11 @@ def task_of(test_name):
     """The task a test grades: test_task2b_fifo -> "2b", test_task3_x -> "3", test_toy_x -> None."""
     match = _TEST_NAME.match(test_name)
     return match[1] if match else None
+
+
+def task_of_function(name):
+    """The task whose function is `name`: "may_start" -> "2a"; None for any other name."""
+    return next((task for task, spec in TASKS.items() if spec.what == name), None)
 
 
 def file_of(task):

@@ -134,7 +134,7 @@ def gradient(name, answer, grad_logp, **_):
 
 def expect_shape(name, answer, shape, meaning):
     """A ContractError of the task of function `name` unless `answer` is a real array of `shape`."""
-    task = next(task for task, spec in lab.TASKS.items() if spec.what == name)
+    task = lab.task_of_function(name)
     where = f"{name} (Task {task}, {lab.file_of(task)})"
     if answer is None:
         raise ContractError(f"{where} returned None: did you forget the return statement?")

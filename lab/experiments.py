@@ -18,7 +18,15 @@ LARGE_MISMATCH = 0.6
 BATCH_SIZES = (1, 4, 16, 64, 256)
 C_SWEEP = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 10.0)
 LONG = 4  # a response "long" if over 4x the mean length (which is 1)
-LENGTHS = (6, 16, 64, 256, 1024)  # response lengths T of the length sweep
+# The length sweep: response lengths T, and the per-token KL(pi_infer || pi_train) of its
+# levels: the lab's Part 3 scale (0.16, about mismatch 0.6) and a realistic one (0.001;
+# see docs/long-responses.md for the sources).
+LENGTH_GRID = (6, 16, 64, 128, 256, 1024, 4096, 8192, 16_384)
+LENGTH_KLS = (0.16, 0.001)
+COLLAPSE_BUDGET = 16     # each level's T runs until T x KL reaches this
+COLLAPSE_COSINE = 0.5    # a scheme has collapsed once its mean estimate's cosine is below this
+COLLAPSE_ZEROS = 0.5     # ... or more than this share of its token weights are 0
+SEQUENCE_LEVEL = ("seq", "seq_tis", "seq_mask", "geo_mask")
 LENGTH_KEYS = ("rmse", "rmse_stderr", "cosine", "zero_weight_share")
 MAX_TOKENS = 16_384  # tokens of one response when Part 1 counts the lanes of a GPU
 STALENESS_KS = (0, 1, 2, 4, 8)  # the staleness table's k, then k = 1 with drop_stale
@@ -287,24 +295,61 @@ def masked_sweep(tis, batch_size=64, noise="student_t", low=0.5, high=2.0):
 
 # ---------------------------------------------------------------- Part 3 at real lengths
 
-def length_sweep(tis, mismatch=LARGE_MISMATCH, batch_size=64, C=2.0, noise="student_t",
-                 lengths=LENGTHS):
+def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
     """Relative RMSE, cosine and zero-weight share of every scheme against the response
-    length T at a fixed per-token mismatch (toy.length_stats), from the Task 3 module `tis`.
-    The masked schemes come in once Task 3c is done; until then `masked_skipped` says why."""
+    length T (toy.length_stats), at each per-token KL in `kls` (the engine's mismatch scale
+    that gives it exactly, toy.mismatch_for_kl), from the Task 3 module `tis`; the T of
+    each level come from length_grid. The masked schemes come in once Task 3c is done;
+    until then `masked_skipped` says why. Each level also says where each sequence-level
+    scheme collapses (collapse_point)."""
     functions = {scheme: scheme_weights(tis, scheme, C) for scheme in SCHEMES}
     try:
         functions |= masked_functions(tis)
         skipped = None
     except NotImplementedError as todo:
         skipped = str(todo)
-    runs = [toy.length_stats(functions, tis.pg_estimate, T, mismatch, batch_size, noise)
-            for T in lengths]
-    schemes = {scheme: {key: [run["schemes"][scheme][key] for run in runs]
-                        for key in LENGTH_KEYS} for scheme in functions}
-    return dict(T=list(lengths), per_token_mismatch=mismatch, batch_size=batch_size, C=C,
-                noise=noise, method=[run["method"] for run in runs], schemes=schemes,
-                masked_skipped=skipped)
+    levels = []
+    for kl in kls:
+        mismatch, lengths = toy.mismatch_for_kl(kl, noise), length_grid(kl)
+        runs = [toy.length_stats(functions, tis.pg_estimate, T, mismatch, batch_size, noise,
+                                 n_batches=length_batches(T)) for T in lengths]
+        schemes = {scheme: {key: [run["schemes"][scheme][key] for run in runs]
+                            for key in LENGTH_KEYS} for scheme in functions}
+        T_kl = [T * kl for T in lengths]
+        levels.append(dict(kl=kl, mismatch=mismatch, T=list(lengths), T_kl=T_kl,
+                           n_batches=[length_batches(T) for T in lengths],
+                           method=[run["method"] for run in runs], schemes=schemes,
+                           collapse={scheme: collapse_point(schemes[scheme], T_kl)
+                                     for scheme in SEQUENCE_LEVEL if scheme in schemes}))
+    return dict(batch_size=batch_size, C=C, noise=noise, levels=levels, masked_skipped=skipped)
+
+
+def length_grid(kl):
+    """The T of LENGTH_GRID up to the first with T * kl >= COLLAPSE_BUDGET (or up to 1024
+    with no mismatch): every level runs past the sequence-level mismatch budget where the
+    sequence-level schemes collapse. Example: kl = 0.16 -> 6, 16, 64, 128."""
+    lengths = []
+    for T in LENGTH_GRID:
+        lengths.append(T)
+        if T * kl >= COLLAPSE_BUDGET or (kl == 0 and T >= 1024):
+            break
+    return lengths
+
+
+def length_batches(T):
+    """Monte Carlo batches at length T: 32 up to T = 1024, then fewer so that the sweep
+    stays a few seconds (a token costs the same at every T): 4 at 4096, 2 beyond."""
+    return 32 if T <= 1024 else 4 if T <= 4096 else 2
+
+
+def collapse_point(stats, T_kl):
+    """The first T * KL of a level at which a scheme has collapsed (the cosine of its mean
+    estimate below COLLAPSE_COSINE, or more than COLLAPSE_ZEROS of its token weights 0),
+    and the T * KL just before it: dict(at=..., after=...), None where it did not."""
+    for i, t_kl in enumerate(T_kl):
+        if stats["cosine"][i] < COLLAPSE_COSINE or stats["zero_weight_share"][i] > COLLAPSE_ZEROS:
+            return dict(at=t_kl, after=T_kl[i - 1] if i > 0 else None)
+    return dict(at=None, after=T_kl[-1])
 
 
 def scheme_weights(tis, scheme, C):

@@ -258,29 +258,48 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
 
 
 def length_panels(s, ax_rmse, ax_cos, ax_zero, ax_legend):
-    """The length sweep's three panels; its legend gets a panel of its own (ax_legend),
-    as inside any of them it would hide the curves."""
-    setup = f"per-token mismatch {s['per_token_mismatch']}, batch of {s['batch_size']}"
-    for scheme, stats in s["schemes"].items():
-        # sequence IS is drawn wide, so sequence TIS on top of it leaves it visible
-        style = dict(color=COLORS[scheme], label=LABELS[scheme], marker=".",
-                     linestyle="--" if scheme.endswith("_mask") else "-",
-                     linewidth=4 if scheme == "seq" else 1.5)
-        ax_rmse.errorbar(s["T"], stats["rmse"], yerr=stats["rmse_stderr"], **style)
-        ax_cos.plot(s["T"], stats["cosine"], **style)
-        ax_zero.plot(s["T"], stats["zero_weight_share"], **style)
-    ax_rmse.axhline(1.0, color="gray", linestyle=":", label="an estimate that is always 0")
+    """The length sweep's three panels against T x KL, one line style per KL level (a
+    level of KL 0 has no place on that axis: it is printed only); its legend gets a panel
+    of its own (ax_legend), as inside any of them it would hide the curves."""
+    for level, linestyle in zip(s["levels"], LEVEL_STYLES):
+        if level["kl"] == 0:
+            continue
+        for scheme, stats in level["schemes"].items():
+            # sequence IS is drawn wide, so sequence TIS on top of it leaves it visible
+            style = dict(color=COLORS[scheme], linestyle=linestyle,
+                         marker="x" if scheme.endswith("_mask") else ".",
+                         linewidth=4 if scheme == "seq" else 1.5)
+            ax_rmse.errorbar(level["T_kl"], stats["rmse"], yerr=stats["rmse_stderr"], **style)
+            ax_cos.plot(level["T_kl"], stats["cosine"], **style)
+            ax_zero.plot(level["T_kl"], stats["zero_weight_share"], **style)
+    ax_rmse.axhline(1.0, color="gray", linestyle=":")
+    ax_cos.axhline(0.5, color="gray", linestyle=":")
+    ax_zero.axhline(0.5, color="gray", linestyle=":")
     ax_rmse.set_yscale("log")
-    for ax, ylabel in ((ax_rmse, "RMSE / ||true gradient||"),
+    for ax, ylabel in ((ax_rmse, "RMSE / ||true gradient|| (always 0: 1.0)"),
                        (ax_cos, "cos(mean estimate, true gradient)"),
                        (ax_zero, "share of token weights < 1e-6")):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(s["T"], [str(T) for T in s["T"]])
-        ax.set_xlabel("response length T (tokens); T = 6 exact, longer Monte Carlo")
+        ax.set_xscale("log")
+        ax.set_xlabel("T x KL: response length x per-token KL (nats)")
         ax.set_ylabel(ylabel)
     ax_legend.axis("off")
-    ax_legend.legend(*ax_rmse.get_legend_handles_labels(), title=setup, fontsize=9,
-                     title_fontsize=9, loc="center left")
+    ax_legend.legend(handles=length_legend(s), title=f"batch of {s['batch_size']}; T = 6 exact, "
+                     "longer Monte Carlo;\ndotted: collapse lines (cosine 0.5, half the "
+                     "weights 0)", fontsize=9, title_fontsize=8, loc="center left")
+
+
+def length_legend(s):
+    """Legend entries: one per scheme (colour), one per KL level (line style)."""
+    from matplotlib.lines import Line2D
+    schemes = s["levels"][0]["schemes"] if s["levels"] else {}
+    return ([Line2D([], [], color=COLORS[scheme], marker="x" if scheme.endswith("_mask") else ".",
+                    label=LABELS[scheme]) for scheme in schemes]
+            + [Line2D([], [], color="gray", linestyle=linestyle,
+                      label=f"KL {level['kl']:g} per token: T = {level['T'][0]} to {level['T'][-1]:,}")
+               for level, linestyle in zip(s["levels"], LEVEL_STYLES) if level["kl"] > 0])
+
+
+LEVEL_STYLES = ("-", "--", ":", "-.") * 4  # the line style of each KL level, in order
 
 
 # ---------------------------------------------------------------- the optional figures

@@ -8,35 +8,35 @@ conftest.py loads it; its time limits live in lab/harness.py.
   a blank message. Output your code printed is cut to its first lines.
 * Importing a task file, setting up a test and running it each have a time limit of
   TIME_LIMIT seconds (lab/harness.py); a session stuck past it is ended by a backstop.
+  Once a task's function has run past its limit, the later tests of that task and of
+  the tasks that use it (lab.USES) get SHORT_LIMIT: one loop costs seconds, not minutes.
 * Every run ends with a table of passed tests per task.
 * The fixtures `memory`, `scheduler` and `tis` are the one place where tests
   reach the task modules (through lab.load).
-* `--gradescope results.json` also writes the results in Gradescope's format. It lists
-  every graded test collected, with its share of its task's points from lab.TASKS:
-  a test that did not run scores 0. The file is rewritten after every test, so even
-  a session that dies midway leaves a file that says so.
+* `--gradescope results.json` also writes the results in Gradescope's format
+  (lab/gradescope.py, which the autograder uses too). It lists every graded test
+  collected, with its share of its task's points: a test that did not run scores 0.
+  The file is rewritten after every test, so even a session that dies midway leaves
+  a file that says so.
 """
 import contextlib
 import json
+import os
 import threading
 
 import pytest
 
 import lab
-from lab import harness
+from lab import gradescope, harness
 from lab.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from lab.input_checks import ContractError
 from scheduler_core import SchedulerError
 
 OUTPUT_LINES = 10        # lines of a failing test's printed output that are shown
-DID_NOT_RUN = "did not run"
+# seconds per test phase once a function the test uses overran (the autograder, whose every
+# call starts a process after one overran, sets more with LAB_SHORT_LIMIT)
+SHORT_LIMIT = float(os.environ.get("LAB_SHORT_LIMIT", "0.5"))
 _import_errors = {}      # task module -> why it cannot be imported (tried once per session)
-
-
-def where(error):
-    """' (stopped in scheduler.py, line 37, in may_start)' for the innermost task-file frame."""
-    frame = harness.student_frame(error)
-    return f" (stopped in {harness.location(frame).split(': ')[0]})" if frame else ""
 
 
 def load(name):
@@ -47,7 +47,7 @@ def load(name):
             return lab.load(name)
         except TimeLimitExceeded as error:
             _import_errors[name] = (f"{name}.py cannot be imported: importing it ran for "
-                                    f"more than {TIME_LIMIT:g} s: {error}{where(error)}")
+                                    f"more than {TIME_LIMIT:g} s: {error}{harness.where(error)}")
         except lab.TaskFileError as error:
             _import_errors[name] = str(error)
     raise lab.TaskFileError(_import_errors[name])
@@ -98,12 +98,15 @@ def pytest_configure(config):
     except ValueError as error:
         raise pytest.UsageError(str(error))
     path = config.getoption("gradescope")
-    if path and harness.cannot_write(path):
-        raise pytest.UsageError(f"--gradescope {path}: {harness.cannot_write(path)}")
+    problem = path and harness.cannot_write(path)
+    if problem:
+        raise pytest.UsageError(f"--gradescope {path}: {problem}")
     config.lab_tests = {}     # graded test name -> task, every one collected
     config.lab_selected = []  # the graded tests meant to run (after -k)
     config.lab_results = {}   # test name -> (task, passed, message)
     config.lab_shown = {}     # import error -> the test that showed it first
+    config.lab_overran = {}   # task -> (its function, the test) that first ran past the limit
+    config.lab_limit = TIME_LIMIT  # the limit of the test phase running now
     config.lab_watchdog = harness.Watchdog(lambda label, seconds: abort(config, label, seconds))
 
 
@@ -117,15 +120,15 @@ def pytest_collection_modifyitems(config, items):
     config.lab_tests.update((item.name, lab.task_of(item.name)) for item in items
                             if lab.task_of(item.name))
     for item in items:
-        item.repr_failure = short_failure(item.repr_failure)
+        item.repr_failure = short_failure(item, item.repr_failure)
 
 
-def short_failure(repr_failure):
+def short_failure(item, repr_failure):
     """An item's repr_failure that skips pytest's traceback where the lab's one-line message
     replaces it anyway (see pytest_runtest_makereport): formatting 50 tracebacks of TODOs
     would double the time of a run on the stubs."""
     def shortened(excinfo, *args, **kwargs):
-        text, short = message(excinfo.value)
+        text, short = message(excinfo.value, item)
         return text if short else repr_failure(excinfo, *args, **kwargs)
     return shortened
 
@@ -141,12 +144,38 @@ def label(item):
     return f"{item.name} (Task {task}, {lab.file_of(task)})" if task else item.name
 
 
+def limit_of(item):
+    """(seconds, why) of a test's time limit: TIME_LIMIT, or SHORT_LIMIT once a function of
+    its task, or of a task its task uses, has run past its limit in an earlier test."""
+    task = lab.task_of(item.name)
+    for slow, (function, test) in item.config.lab_overran.items():
+        if task == slow or slow in lab.USES.get(task, ()):
+            return SHORT_LIMIT, (f" (the short limit: {function} already ran past "
+                                 f"{TIME_LIMIT:g} s in {test})")
+    return TIME_LIMIT, ""
+
+
+def overran(item, error):
+    """Note the task whose function ran past the limit: the function the student's innermost
+    line is in (may_start in a test of Task 2, say), else the test's own task."""
+    frame = harness.student_frame(error)
+    task = lab.task_of_function(frame.name) if frame else None
+    if task is None:
+        task = lab.task_of(item.name)
+    if task is not None:
+        item.config.lab_overran.setdefault(
+            task, (frame.name if frame and frame.name == lab.TASKS[task].what
+                   else f"Task {task}", item.name))
+
+
 def limited(item):
     """The time limit for one phase of a test: all but the tools' own tests, which run
     whole pytest sessions (tools/test_harness.py)."""
     if item.path.parent.name == "tools":
         return contextlib.nullcontext()
-    return time_limit(label(item), item.config.lab_watchdog)
+    item.lab_limit = limit_of(item)
+    item.config.lab_limit = item.lab_limit[0]
+    return time_limit(label(item), item.config.lab_watchdog, item.lab_limit[0])
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -167,14 +196,15 @@ def pytest_runtest_teardown(item):
         yield
 
 
-def message(error):
-    """(text, short) for a failure: the lab's own text for its checks and TODOs, else the
-    type, text and the student's line (harness.describe). `short`: the text can replace
-    pytest's traceback (always, except for an error with no frame in a task file)."""
+def message(error, item):
+    """(text, short) for a failure of test `item`: the lab's own text for its checks and
+    TODOs, else the type, text and the student's line (harness.describe). `short`: the text
+    can replace pytest's traceback (always, except for an error with no frame in a task file)."""
     text = str(error)
     if isinstance(error, TimeLimitExceeded):
-        return (f"TimeLimitExceeded: this test ran for more than {TIME_LIMIT:g} s: {text}"
-                f"{where(error)}", True)
+        limit, why = getattr(item, "lab_limit", (TIME_LIMIT, ""))
+        return (f"TimeLimitExceeded: this test ran for more than {limit:g} s{why}: {text}"
+                f"{harness.where(error)}", True)
     if isinstance(error, lab.TaskFileError):
         return text, True
     if isinstance(error, NotImplementedError) and text:
@@ -206,7 +236,9 @@ def pytest_runtest_makereport(item, call):
     text = ""
     if report.failed:
         error = call.excinfo.value
-        text, short = message(error)
+        text, short = message(error, item)
+        if isinstance(error, TimeLimitExceeded):
+            overran(item, error)
         shown = item.config.lab_shown
         if isinstance(error, lab.TaskFileError) and shown.setdefault(text, item.name) != item.name:
             report.longrepr = f"{text.split(':')[0]} (the reason is shown above, at {shown[text]})"
@@ -275,7 +307,7 @@ def abort(config, label, seconds):
     if capture:
         capture.suspend_global_capture()
     name = label.split()[0]
-    text = (f"{label} ignored its {TIME_LIMIT:g} s time limit and was still running after "
+    text = (f"{label} ignored its {config.lab_limit:g} s time limit and was still running after "
             f"{seconds:.0f} s (does it catch every exception, or turn off signals?), so grading "
             "stopped here. Tests that did not run score 0.")
     if lab.task_of(name):
@@ -289,7 +321,9 @@ def write_gradescope(config, finished, why=None):
     path = config.getoption("gradescope")
     if not path:
         return
-    results = gradescope_results(config.lab_tests, config.lab_results)
+    results = gradescope.results(config.lab_tests, {
+        name: None if passed else message
+        for name, (_, passed, message) in config.lab_results.items()})
     not_run = [name for name in config.lab_selected if name not in config.lab_results]
     if why or not finished:
         results["output"] = why or ("Grading did not finish (the session was ended from inside "
@@ -299,22 +333,3 @@ def write_gradescope(config, finished, why=None):
                              "and score 0.")
     harness.write_atomically(path, json.dumps(results, indent=1))
 
-
-def gradescope_results(tests, results):
-    """Gradescope's results.json for {test: task} collected and {test: (task, passed, message)}
-    that ran. A test's max_score is its task's points / the task's tests collected; a test
-    that did not run scores 0. An extra-credit test has max_score 0 and scores its share
-    when it passes."""
-    counts = {}
-    for task in tests.values():
-        counts[task] = counts.get(task, 0) + 1
-    out = []
-    for name, task in tests.items():
-        _, passed, message = results.get(name, (task, False, DID_NOT_RUN))
-        _, what, points, extra = lab.TASKS[task]
-        share = points / counts[task]
-        prefix = "Extra credit: " if extra else ""
-        out.append(dict(name=f"{prefix}Task {task} {what} ({lab.file_of(task)}): {name}",
-                        score=share if passed else 0.0, max_score=0.0 if extra else share,
-                        output=message))
-    return dict(score=round(sum(t["score"] for t in out), 6), tests=out)

@@ -208,17 +208,50 @@ def lab_frames(error):
     return [f for f in frames if f.filename.startswith(str(ROOT)) or is_task_file(f.filename)]
 
 
+def is_student_frame(frame):
+    """True for a frame of code the student wrote: in a task file, outside its given
+    functions (lab.GIVEN_FUNCTIONS, such as scheduler.simulate)."""
+    if not is_task_file(frame.filename):
+        return False
+    module = Path(frame.filename).name.strip("<>").split()[0][:-3]  # "<tis.py under test>"
+    return frame.name not in lab.GIVEN_FUNCTIONS.get(module, ())
+
+
+def student_frames(error):
+    """The traceback frames of `error` (outermost first), each with True if it is code the
+    student wrote. A frame stopped on its function's first line (a decorator or the def) is
+    not: a time limit that strikes as a call begins has caught none of its lines running."""
+    tb = error.__traceback__
+    return [(summary, is_student_frame(summary) and lineno != frame.f_code.co_firstlineno)
+            for summary, (frame, lineno) in zip(traceback.extract_tb(tb), traceback.walk_tb(tb))]
+
+
 def student_frame(error):
-    """The innermost traceback frame of `error` in a task file, or None."""
-    frames = [f for f in lab_frames(error) if is_task_file(f.filename)]
+    """The innermost traceback frame of `error` in code the student wrote, or None."""
+    frames = [frame for frame, theirs in student_frames(error) if theirs]
     return frames[-1] if frames else None
 
 
 def raised_in_given_code(error):
-    """True if `error` was raised in given code while no task file was running: with a
-    task-file frame on the way (a check called from it, say), the error is the task's."""
-    frames = lab_frames(error)
-    return bool(frames) and not any(is_task_file(frame.filename) for frame in frames)
+    """True if `error` was raised in given code while no student code was running: with a
+    frame of the student's on the way (a check called from it, say), the error is the task's."""
+    return bool(lab_frames(error)) and student_frame(error) is None
+
+
+def where(error):
+    """' (stopped in scheduler.py, line 37, in may_start)' at the innermost line the student
+    wrote, or '' if the error passed through none. If given code that the student called
+    (simulate, say) ran it, the student's call is named too: a slow call of given code
+    stops in given code or in whichever of the student's functions it was running."""
+    frames = student_frames(error)
+    theirs = [i for i, (_, mine) in enumerate(frames) if mine]
+    if not theirs:
+        return ""
+    inner, outer = frames[theirs[-1]][0], frames[theirs[0]][0]
+    text = f" (stopped in {location(inner).split(': ')[0]}"
+    if not all(mine for _, mine in frames[theirs[0]:theirs[-1] + 1]):
+        text += f", run by given code called from {location(outer).split(': ')[0]}"
+    return text + ")"
 
 
 def location(frame):
@@ -241,7 +274,7 @@ def describe(error):
 # ---------------------------------------------------------------- files never half-written
 
 def cannot_write(path):
-    """'' if a file can be written at `path`, else what is in the way, in a few words."""
+    """What is in the way of writing a file at `path`, in a few words; None if nothing is."""
     path = Path(path)
     if path.is_dir():
         return f"{path} is a folder"
@@ -249,7 +282,7 @@ def cannot_write(path):
         return f"the folder {path.parent} does not exist"
     try:
         with tempfile.NamedTemporaryFile(dir=path.parent):
-            return ""
+            return None
     except OSError as error:
         return f"cannot write in the folder {path.parent} ({error.strerror})"
 

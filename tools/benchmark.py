@@ -1,6 +1,6 @@
-"""How fast run.py and the test suite are, against bare imports (for instructors; not a test).
+"""How fast run.py, the test suite and the simulator are, as ratios (for instructors; not a test).
 
-    python tools/benchmark.py            # 5 runs each, medians
+    python tools/benchmark.py            # 5 runs of each command, 9 of each simulation
     python tools/benchmark.py --runs 9
 
 Wall-clock times depend on the machine, so the targets are ratios to a bare
@@ -10,10 +10,21 @@ reference solutions (RL_SOLUTIONS=1) so every part runs:
     run.py (default flags) / bare imports   target <= 3
     the test suite         / bare imports   target <= 2
 
+and, for the simulator (64 lanes, B = 64, k = 2, 1,000 steps, the same given
+lengths), the reference `simulate` against `run_simulation` called directly with
+the same answers unchecked (its own rule checks on take_batch's answers stay):
+
+    simulate / unchecked run_simulation      target <= 1.1
+
+For information, the same run as a plain SimPy model of the same rules (SimPy is
+not a dependency of the lab: `pip install simpy` to see this line).
+
 Measure in a fresh virtual environment: pytest plugins installed system-wide
 (pytest-benchmark, say) slow the suite down and a student's venv has none.
 """
 import argparse
+import gc
+import inspect
 import os
 import statistics
 import subprocess
@@ -22,8 +33,16 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import scheduler_core  # noqa: E402  (these need ROOT on the path first)
+from solutions import scheduler  # noqa: E402
+
 TARGETS = {"run.py": 3.0, "test suite": 2.0}
+SIMULATION = dict(n_lanes=64, B=64, k=2, n_steps=1000)
+SIMULATE_TARGET = 1.1
 
 
 def seconds(command):
@@ -34,10 +53,99 @@ def seconds(command):
     return time.perf_counter() - start
 
 
+def simpy_time(n_lanes, B, k, n_steps, lengths, train_time=1.0):
+    """The simulated time of the same run as a plain SimPy model: lanes and a trainer as
+    processes, admission by may_start's rule, first-in first-out batches (no drops)."""
+    import simpy
+    env = simpy.Environment()
+    finished = []  # tags of the finished responses, oldest first
+    state = dict(version=0, started=0, trainer_waits=env.event(), update=env.event())
+    lengths = iter(lengths)
+
+    def lane():
+        while True:
+            while state["started"] >= (state["version"] + k + 1) * B:
+                yield state["update"]  # admission refused until the next update
+            state["started"] += 1
+            tag = state["version"]
+            yield env.timeout(next(lengths))
+            finished.append(tag)
+            if not state["trainer_waits"].triggered:
+                state["trainer_waits"].succeed()
+
+    def trainer():
+        while state["version"] < n_steps:
+            while len(finished) < B:
+                state["trainer_waits"] = env.event()
+                yield state["trainer_waits"]
+            del finished[:B]
+            yield env.timeout(train_time)
+            state["version"] += 1
+            update, state["update"] = state["update"], env.event()
+            update.succeed()
+
+    for _ in range(n_lanes):
+        env.process(lane())
+    env.run(until=env.process(trainer()))
+    return env.now
+
+
+def simulator_ratios(runs):
+    """Median seconds of the reference simulate, of run_simulation with the same answers
+    unchecked, and (if SimPy is installed) of the SimPy model, interleaved run by run."""
+    n = SIMULATION
+    lengths = np.random.default_rng(0).lognormal(-1.25**2 / 2, 1.25, 70_000).tolist()
+    unchecked = inspect.unwrap(scheduler.may_start), inspect.unwrap(scheduler.take_batch)
+    runs_of = {
+        "simulate": lambda: scheduler.simulate(**n, lengths=lengths)["time"],
+        "unchecked": lambda: scheduler_core.run_simulation(
+            n["n_lanes"], n["B"], n["k"], n["n_steps"], 1.0, iter(lengths), *unchecked)["time"],
+    }
+    try:
+        import simpy  # noqa: F401
+        runs_of["SimPy"] = lambda: simpy_time(**n, lengths=lengths)
+    except ImportError:
+        print("  SimPy model: skipped (SimPy is not installed; `pip install simpy` to compare)")
+    times = {name: [] for name in runs_of}
+    simulated = {}
+    for _ in range(runs):
+        for name, run in runs_of.items():
+            gc.collect()  # the last run's garbage is not this run's cost
+            start = time.process_time()  # CPU seconds: less swayed by a busy machine
+            simulated[name] = run()
+            times[name].append(time.process_time() - start)
+    return {name: statistics.median(t) for name, t in times.items()}, simulated
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per command (median taken)")
-    runs = parser.parse_args(argv).runs
+    parser.add_argument("--simulations", type=int, default=9,
+                        help="runs per simulation (median taken)")
+    parser.add_argument("--only-simulator", action="store_true",
+                        help="skip run.py and the test suite")
+    args = parser.parse_args(argv)
+    ok = simulator_report(args.simulations)
+    if not args.only_simulator:
+        ok &= commands_report(args.runs)
+    return 0 if ok else 1
+
+
+def simulator_report(runs):
+    seconds_of, simulated = simulator_ratios(runs)
+    ratio = seconds_of["simulate"] / seconds_of["unchecked"]
+    print(f"Simulator, {SIMULATION}, given lengths, CPU time, median of {runs} interleaved runs:")
+    print(f"  simulate {seconds_of['simulate']:.3f} s, unchecked run_simulation "
+          f"{seconds_of['unchecked']:.3f} s: {ratio:.2f}x (target <= {SIMULATE_TARGET:g}x)"
+          f"{'' if ratio <= SIMULATE_TARGET else '  OVER'}")
+    if "SimPy" in seconds_of:
+        print(f"  SimPy model of the same rules {seconds_of['SimPy']:.3f} s: simulate takes "
+              f"{seconds_of['simulate'] / seconds_of['SimPy']:.2f}x its time (simulated time "
+              f"{simulated['SimPy']:.2f} vs {simulated['simulate']:.2f})")
+    return ratio <= SIMULATE_TARGET
+
+
+def commands_report(runs):
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         commands = {"bare imports": [python, "-c", "import numpy, matplotlib.pyplot"],
@@ -59,7 +167,7 @@ def main(argv=None):
         ok &= ratio <= target
         print(f"  {name:<13} {median[name]:6.2f} s  = {ratio:4.2f}x bare imports "
               f"(target <= {target:g}x){'' if ratio <= target else '  OVER'}")
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":

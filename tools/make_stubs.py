@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from lab import STUDENT_MODULES, TASKS, file_of  # noqa: E402  (needs ROOT on the path first)
+from lab import GIVEN_FUNCTIONS, STUDENT_MODULES, TASKS, file_of  # noqa: E402  (ROOT first)
 
 STUDENT_FILES = tuple(module + ".py" for module in STUDENT_MODULES)
 TASK_FUNCTIONS = {task.what for task in TASKS.values()}
@@ -104,8 +104,14 @@ def stub_region(region, name):
 
 def only_the_todo(stub, name):
     """Check that each task function of student file `name` is its docstring, TODO comments
-    and the NotImplementedError, nothing else (given checks belong in its decorator)."""
+    and the NotImplementedError, nothing else (given checks belong in its decorator), and
+    that every other function there is one of the file's lab.GIVEN_FUNCTIONS."""
     for node in ast.parse(stub).body:
+        if isinstance(node, ast.FunctionDef) and node.name not in TASK_FUNCTIONS \
+                and node.name not in GIVEN_FUNCTIONS.get(name[:-3], ()):
+            raise MarkerError(f"solutions/{name}: {node.name} is neither a task function nor "
+                              "in lab.GIVEN_FUNCTIONS (which tells given code from the student's "
+                              "when an error is reported)")
         if isinstance(node, ast.FunctionDef) and node.name in TASK_FUNCTIONS:
             body = node.body[1:] if ast.get_docstring(node) is not None else node.body
             if not (len(body) == 1 and isinstance(body[0], ast.Raise)):

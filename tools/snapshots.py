@@ -46,7 +46,7 @@ RUNS = {
     "lanes_64": ["--lanes", "64"],
     "timeline": ["--timeline"],
     "length_sweep": ["--length-sweep"],
-    "length_sweep_no_mismatch": ["--length-sweep", "--length-mismatch", "0"],
+    "length_sweep_no_mismatch": ["--length-sweep", "--length-kl", "0"],
     "equal_hardware": ["--equal-hardware"],
     **{f"equal_hardware_work_{w}": ["--equal-hardware", "--train-work", str(w)]
        for w in (1, 4, 8, 32, 64, 128)},
@@ -56,7 +56,58 @@ RUNS = {
     "equal_hardware_gpus_24": ["--equal-hardware", "--gpus", "24"],
     "staleness": ["--staleness"],
     "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
+    "gpu_model": ["--preset", "all", "--gpu-sweep"],
 }
+
+
+def gpu(name, path, fmt):
+    """A cell of docs/gpu-model.md: preset `name`'s value at `path` (preset names hold dots,
+    so the path starts inside the preset)."""
+    return ("gpu_model", "gpu_model", lambda g: fmt.format(value_at(g[name], path)))
+
+
+def gpu_quote(words, name, path, fmt):
+    return (words, *gpu(name, path, fmt))
+
+
+def within(g, key, low, high):
+    """How many of the presets' ratios `key` (sync, asynchronous, speedup) lie in [low, high]."""
+    return str(sum(low <= run["ratio"][key] <= high for run in g.values()))
+
+
+def gpu_preset_row(name):
+    cells = []
+    for part in ("sync", "asynchronous"):
+        cells += [gpu(name, f"{part}.hours", "{:.1f}"),
+                  gpu(name, f"published.{'sync' if part == 'sync' else 'async'}_hours", "{:.1f}"),
+                  gpu(name, f"ratio.{part}", "{:.2f}")]
+    cells += [gpu(name, "speedup", "{:.2f}"), gpu(name, "published.speedup", "{:.2f}"),
+              gpu(name, "ratio.speedup", "{:.2f}")]
+    return (f"| {name} | {{}} / {{}} ({{}}) | {{}} / {{}} ({{}}) | {{}}× / {{}}× ({{}}) |", cells)
+
+
+def gpu_split_row(name):
+    return (f"| {name} | {{}} | {{}}× | {{}}× |",
+            [("gpu_model", "gpu_model", lambda g: f"{g[name]['best']['gen_gpus']} / "
+                                                  f"{g[name]['gpus'] - g[name]['best']['gen_gpus']}"),
+             gpu(name, "best_speedup", "{:.2f}"), gpu(name, "speedup", "{:.2f}")])
+
+
+def gpu_sweep_row(i, label):
+    base = f"gpu_sweep.rows.{i}"
+    return (f"| {label} | {{}} | {{}} | {{}} | {{}}× | {{}} | {{}} |",
+            [("gpu_model", f"{base}.slots", "{}"), ("gpu_model", f"{base}.sync_seconds", "{:.1f}"),
+             ("gpu_model", f"{base}.async_seconds", "{:.1f}"),
+             ("gpu_model", f"{base}.speedup", "{:.2f}"), ("gpu_model", f"{base}.max_lag", "{}"),
+             ("gpu_model", f"{base}.token_lag", "{:.2f}")])
+
+
+def lane_row(i, label):
+    base = f"gpu_sweep.lanes.rows.{i}"
+    return (f"| {label} | {{}}× | {{}}× | {{}} |",
+            [("gpu_model", f"{base}.gain.1", "{:.2f}"), ("gpu_model", f"{base}.gain.2", "{:.2f}"),
+             ("gpu_model", f"{base}.max_lag.1", "{}")])
+
 
 # (the README's words, with {} where the number goes; snapshot; path in the JSON; format).
 # A format is a format string, or a function of the value at the path for what a format
@@ -186,44 +237,61 @@ QUOTES = [
     ("nothing is truncated (C ≥ {})", "c_sweep", "c_sweep.C.8", "{:g}"),
     ("to 0.069 from C = {} on", "c_sweep", "c_sweep.C.7", "{:g}"),
     # At real lengths
-    ("its mismatch (per token, {} by default)", "length_sweep", "length_sweep.per_token_mismatch",
+    ("with no mismatch (`--length-kl 0`) every scheme then has a relative RMSE of about {} at",
+     "length_sweep_no_mismatch", "length_sweep.levels.0.schemes.none.rmse",
+     lambda rmse: f"{sum(rmse) / len(rmse):.2f}"),  # mean
+    ("at every T from 6 to {}, so what", "length_sweep_no_mismatch", "length_sweep.levels.0.T.-1",
      "{}"),
     ("and batches of {}, and grows T", "length_sweep", "length_sweep.batch_size", "{}"),
-    ("grows T to {}.", "length_sweep", "length_sweep.T.-1", "{}"),
-    ("scheme then has a relative RMSE of about {} at every T", "length_sweep_no_mismatch",
-     "length_sweep.schemes.none.rmse", lambda rmse: f"{sum(rmse) / len(rmse):.2f}"),  # mean
-    ("at T = 64 it is below 1e-6 for {} of the responses", "length_sweep",
-     "length_sweep.schemes.seq_tis.zero_weight_share.2", "{:.0%}"),
-    ("at T = 256 for {},", "length_sweep", "length_sweep.schemes.seq_tis.zero_weight_share.3",
-     "{:.1%}"),
-    ("its relative RMSE exactly {}", "length_sweep", "length_sweep.schemes.seq_tis.rmse.-1",
-     "{:.3f}"),
-    ("nowhere (cosine {})", "length_sweep", "length_sweep.schemes.seq_tis.cosine.-1", "{:.2f}"),
-    ("in practice ({} ± 3.7 at T = 64", "length_sweep", "length_sweep.schemes.seq.rmse.2",
-     "{:.1f}"),
-    ("(10.1 ± {} at T = 64", "length_sweep", "length_sweep.schemes.seq.rmse_stderr.2", "{:.1f}"),
-    ("(from {} at T = 6 down to", "length_sweep", "length_sweep.schemes.token.cosine.0",
+    ("The sweep runs two levels, `--length-kl {}` (scales", "length_sweep", "length_sweep.levels",
+     lambda levels: " ".join(f"{level['kl']:g}" for level in levels)),
+    ("(scales {}), each from", "length_sweep", "length_sweep.levels",
+     lambda levels: " and ".join(f"{level['mismatch']:.4f}" for level in levels)),
+    ("sequence TIS holds at T = 64 (cosine {}, 19%", "length_sweep",
+     "length_sweep.levels.0.schemes.seq_tis.cosine.2", "{:.2f}"),
+    ("(cosine 0.80, {} of weights 0)", "length_sweep",
+     "length_sweep.levels.0.schemes.seq_tis.zero_weight_share.2", "{:.0%}"),
+    ("gone at T = 128 ({} zero)", "length_sweep",
+     "length_sweep.levels.0.schemes.seq_tis.zero_weight_share.3", "{:.0%}"),
+    ("still points the right way (cosine {}, no zero weights)", "length_sweep",
+     "length_sweep.levels.1.schemes.seq_tis.cosine.5", "{:.2f}"),
+    ("T = 4,096 it bends ({})", "length_sweep", "length_sweep.levels.1.schemes.seq_tis.cosine.6",
      "{:.2f}"),
-    ("down to {} and 0.80 at T = 1024", "length_sweep", "length_sweep.schemes.token.cosine.-1",
-     "{:.2f}"),
-    ("and {} at T = 1024), and are", "length_sweep", "length_sweep.schemes.token_tis.cosine.-1",
-     "{:.2f}"),
+    ("at T = 16,384 {} of its weights are 0", "length_sweep",
+     "length_sweep.levels.1.schemes.seq_tis.zero_weight_share.8", "{:.0%}"),
+    ("(the cosine there, {}, rests on two batches", "length_sweep",
+     "length_sweep.levels.1.schemes.seq_tis.cosine.8", "{:.2f}"),
+    ("rests on {} batches; the zero share", "length_sweep", "length_sweep.levels.1.n_batches.8",
+     lambda n: {2: "two", 4: "four"}.get(n, str(n))),
+    ("The lab's collapses fall between {} at both levels", "length_sweep", "length_sweep.levels",
+     lambda levels: collapse_span(levels)),
+    ("at KL 0.001 it rejects {} of the responses at T = 256", "length_sweep",
+     "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.4", "{:.0%}"),
+    ("and {} at T = 1,024 (at KL 0.16", "length_sweep",
+     "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.5", "{:.0%}"),
+    ("(at KL 0.16 it rejects {} at T = 6, though", "length_sweep",
+     "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
+    ("still points the right way: cosine {}).", "length_sweep",
+     "length_sweep.levels.0.schemes.seq_mask.cosine.0", "{:.2f}"),
+    ("keep a cosine of at least {} at every T of both levels", "length_sweep", "length_sweep.levels",
+     lambda levels: f"{min(min(l['schemes'][s]['cosine']) for l in levels for s in ('token', 'token_tis')) - 0.005:.2f}"),
+    ("both levels, {} at T = 16,384 at the realistic KL", "length_sweep",
+     "length_sweep.levels.1.schemes.token_tis.cosine.8", "{:.2f}"),
+    ("The naive estimate's cosine falls to {} at T = 16,384", "length_sweep",
+     "length_sweep.levels.1.schemes.none.cosine.8", "{:.2f}"),
     ("at mismatch 0.6 ({}, against 0.116", "default", "masking.schemes.seq_mask.rmse.6", "{:.3f}"),
     ("against {} for sequence TIS and", "default", "mismatch.schemes.seq_tis.rmse.6", "{:.3f}"),
     ("and {} for sequence IS), even", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
     ("masking whole responses whose ratio leaves [{}, 2]", "default", "masking.low", "{:g}"),
     ("whose ratio leaves [0.5, {}]", "default", "masking.high", "{:g}"),
     ("even though it rejects {} of the responses", "length_sweep",
-     "length_sweep.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
-    ("rejects everything ({} at T = 64)", "length_sweep",
-     "length_sweep.schemes.seq_mask.zero_weight_share.2", "{:.0%}"),
+     "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
     ("rejects a steady {} of tokens", "length_sweep",
-     "length_sweep.schemes.token_mask.zero_weight_share.2", "{:.0%}"),
-    ("its bias shows (cosine {} against", "length_sweep",
-     "length_sweep.schemes.token_mask.cosine.-1", "{:.2f}"),
-    ("against {} for token IS)", "length_sweep", "length_sweep.schemes.token.cosine.-1", "{:.2f}"),
-    ("for every response ({} rejected)", "length_sweep",
-     "length_sweep.schemes.geo_mask.zero_weight_share.0", "{:.0%}"),
+     "length_sweep.levels.0.schemes.token_mask.zero_weight_share.2", "{:.0%}"),
+    ("right way (cosine {} at T = 128", "length_sweep",
+     "length_sweep.levels.0.schemes.token_mask.cosine.3", "{:.2f}"),
+    ("against {} for token IS).", "length_sweep", "length_sweep.levels.0.schemes.token.cosine.3",
+     "{:.2f}"),
     # The speedup at equal hardware
     ("The {} of Part 2 compares", "default", "scheduling.throughput_gain.1", "{:.2f}×"),
     ("(`--gpus`, default {})", "equal_hardware", "equal_hardware.gpus", "{}"),
@@ -262,6 +330,55 @@ QUOTES = [
     ("**Why k stops mattering past k = 2.** {} lanes", "default", "scheduling.n_lanes", "{}"),
     ("and the trainer could take {} (B = 32", "default", "scheduling",
      lambda run: f"{run['B'] / run['train_time']:g}"),
+    # docs/gpu-model.md
+    gpu_quote("That gives σ = {} and a mean", "areal-1.5b", "sigma", "{:.2f}"),
+    gpu_quote("and a mean of {} tokens for AReaL", "areal-1.5b", "mean_len", "{:,.0f}"),
+    gpu_quote("is verl's mean length: {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
+    ("25% on the speedup. {} of the 6 hours land within 1.5×", "gpu_model", "gpu_model",
+     lambda g: str(int(within(g, "sync", 2 / 3, 1.5)) + int(within(g, "asynchronous", 2 / 3, 1.5)))),
+    ("land within 1.5×, and {} of the 3 speedups within 25%", "gpu_model", "gpu_model",
+     lambda g: within(g, "speedup", 0.75, 1.25)),
+    ("step of areal-1.5b takes {} s instead of", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
+     "{:.1f}"),
+    ("s instead of {} s: 30.0 h", "gpu_model", "gpu_sweep.rows.0.sync_seconds", "{:.1f}"),
+    ("s: {} h for the 1000 steps", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
+     lambda seconds: f"{seconds * 1000 / 3600:.1f}"),
+    gpu_quote("against the published {} h and the", "areal-1.5b", "published.sync_hours",
+              "{:.1f}"),
+    gpu_quote("h and the {} h with the overhead", "areal-1.5b", "sync.hours", "{:.1f}"),
+    ("and areal-1.5b's synchronous prediction becomes {}× the published", "gpu_model",
+     "gpu_model", lambda g: f"{g['areal-1.5b']['ratio']['sync'] / 4:.2f}"),
+    gpu_quote("bound by the trainer ({} s per step", "verl-7b", "asynchronous.seconds", "{:.1f}"),
+    gpu_quote("decomposes as generation {} s (published", "verl-7b", "sync.generation_seconds",
+              "{:.1f}"),
+    ("and training {} s (published `old_log_prob`", "gpu_model", "gpu_model",
+     lambda g: f"{g['verl-7b']['sync']['seconds'] - g['verl-7b']['sync']['generation_seconds']:.1f}"),
+    gpu_quote("the model would predict {} h (1.5B)", "areal-1.5b", "colocated.hours", "{:.1f}"),
+    gpu_quote("(1.5B) and {} h (7B)", "areal-7b", "colocated.hours", "{:.1f}"),
+    gpu_quote("and speedups of {}× and", "areal-1.5b", "colocated.speedup", "{:.2f}"),
+    gpu_quote("× and {}×, against the published", "areal-7b", "colocated.speedup", "{:.2f}"),
+    ("Part 2's lane model gives {}× at 1 lane per GPU", "equal_hardware", "equal_hardware.speedup",
+     "{:.2f}"),
+    ("leaves {} slots per engine", "gpu_model", "gpu_sweep.rows.3.slots", "{}"),
+    ("cuts the gain of asynchrony to {}×.", "gpu_model", "gpu_sweep.rows.2.speedup", "{:.2f}"),
+    ("the same responses give {}× instead of", "gpu_model", "gpu_sweep.rows.4.speedup", "{:.2f}"),
+    ("× instead of {}×, but lags", "gpu_model", "gpu_sweep.rows.0.speedup", "{:.2f}"),
+    ("lags of up to {} versions instead of", "gpu_model", "gpu_sweep.rows.4.max_lag", "{}"),
+    ("versions instead of {}.", "gpu_model", "gpu_sweep.rows.0.max_lag", "{}"),
+    ("raises the speedup to {}×, halving", "gpu_model", "gpu_sweep.rows.5.speedup", "{:.2f}"),
+    ("halving it lowers it to {}×.", "gpu_model", "gpu_sweep.rows.6.speedup", "{:.2f}"),
+    ("at k = 1 from {} to", "gpu_model", "gpu_sweep.lanes.rows.0.max_lag.1", "{}"),
+    ("from 12 to {}.", "gpu_model", "gpu_sweep.lanes.rows.2.max_lag.1", "{}"),
+    gpu_quote("the head lag averages {} versions per group", "areal-1.5b", "asynchronous.mean_lag",
+              "{:.2f}"),
+    gpu_quote("versions per group and {} per token", "areal-1.5b",
+              "asynchronous.head_token_lag", "{:.2f}"),
+    gpu_quote("lags by {} on average", "areal-1.5b", "asynchronous.token_lag", "{:.2f}"),
+    gpu_quote("an update ends: head lag {} per group", "verl-7b", "asynchronous.mean_lag",
+              "{:.2f}"),
+    gpu_quote("per group and {} per token, token lag", "verl-7b", "asynchronous.head_token_lag",
+              "{:.2f}"),
+    gpu_quote("per token, token lag {}.", "verl-7b", "asynchronous.token_lag", "{:.2f}"),
     # docs/staleness.md
     ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
     ("That gives η = {}.", "staleness", "staleness.step", "{:.3f}"),
@@ -340,29 +457,36 @@ def best_row(s, scheme):
     return f"k = {row['k']}" + (" with stale responses dropped" if row["drop_stale"] else "")
 
 # Table rows: (the row, with {} for each number; one (snapshot, path, format) per {})
-LENGTH_COLUMNS = ["none", "token", "token_tis", "seq", "seq_tis", "token_mask", "seq_mask",
-                  "geo_mask"]
 WORKS = [1, 4, 8, 16, 32, 64, 128]  # the --train-work columns of the equal-hardware table
+LENGTH_COSINES = ["none", "token_tis", "seq_tis", "seq_mask", "geo_mask"]
+COLLAPSE_ROWS = {"seq": "sequence IS", "seq_tis": "sequence TIS",
+                 "seq_mask": "sequence mask [0.5, 2]", "geo_mask": "geometric mask [0.5, 2]"}
 
 
-def length_cell(scheme, i, fmt="{:.3f}", stderr=True):
-    """One 'rmse±stderr' cell of the At real lengths table: (words, [(snapshot, path, format)])."""
-    path = f"length_sweep.schemes.{scheme}"
-    cells = [("length_sweep", f"{path}.rmse.{i}", fmt)]
-    if stderr:
-        cells.append(("length_sweep", f"{path}.rmse_stderr.{i}", fmt))
-    return "±".join(["{}"] * len(cells)), cells
+def length_row(level, i):
+    """Row i of level `level` of the At real lengths table."""
+    path = f"length_sweep.levels.{level}"
+    cells = [("length_sweep", f"{path}.kl", "{:g}"), ("length_sweep", f"{path}.T.{i}", "{:,}"),
+             ("length_sweep", f"{path}.T_kl.{i}", "{:.3g}")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.cosine.{i}", "{:.2f}") for s in LENGTH_COSINES]
+    cells += [("length_sweep", f"{path}.schemes.{s}.zero_weight_share.{i}", zero_share)
+              for s in ("seq_tis", "seq_mask")]
+    return "| {} | {} | {} | {} / {} / {} / {} / {} | {} / {} |", cells
 
 
-def length_row(label, i, bold=(), two_digits=(), no_stderr=()):
-    """Row i of the At real lengths table; `label` has a {} for its T."""
-    words, cells = f"| {label} |", [("length_sweep", f"length_sweep.T.{i}", "{}")]
-    for scheme in LENGTH_COLUMNS:
-        cell, found = length_cell(scheme, i, "{:.2f}" if scheme in two_digits else "{:.3f}",
-                                  stderr=i > 0 and scheme not in no_stderr)
-        words += f" **{cell}** |" if scheme in bold else f" {cell} |"
-        cells += found
-    return words, cells
+def collapse_cell(c):
+    """A collapse point as the table says it: "10.2 to 20.5", "≤ 0.96 (the first T)", "none
+    up to 16.4"."""
+    if c["at"] is None:
+        return f"none up to {c['after']:.3g}"
+    return f"≤ {c['at']:.3g} (the first T)" if c["after"] is None else f"{c['after']:.3g} to {c['at']:.3g}"
+
+
+def collapse_span(levels):
+    """"8.19 and 20.5": the smallest T x KL where a sequence IS or TIS weight still held and
+    the largest where it had collapsed, over all levels."""
+    points = [level["collapse"][s] for level in levels for s in ("seq", "seq_tis")]
+    return f"{min(c['after'] for c in points):.2g} and {max(c['at'] for c in points):.3g}"
 
 
 def zero_share(share):
@@ -389,6 +513,13 @@ def staleness_row(i):
 
 
 TABLE_ROWS = [
+    *[gpu_preset_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
+    *[gpu_split_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
+    *[gpu_sweep_row(i, label) for i, label in enumerate(
+        ("as published (paged KV)", "no per-step overhead", "S = 16", "S reserved at the cap",
+         "groups of 1", "cap × 2", "cap / 2"))],
+    *[lane_row(i, label) for i, label in enumerate(
+        ("one by one", "groups of 8 (B = 4 groups)", "one by one, cap at 4× the mean"))],
     *[staleness_row(i) for i in range(6)],
     ("| lab, gain per update vs k = 0, none |" + " {} |" * 5,
      [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "none"))
@@ -396,18 +527,12 @@ TABLE_ROWS = [
     ("| lab, gain per update vs k = 0, token TIS |" + " {} |" * 5,
      [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "token_tis"))
       for i in range(5)]),
-    length_row("{} (exact)", 0, bold={"seq_tis"}),
-    length_row("{}", 1, bold={"seq_tis"}),
-    length_row("{}", 2, two_digits={"seq"}),
-    length_row("{}", 3, no_stderr={"seq", "seq_tis", "seq_mask"}),
-    length_row("{}", 4, no_stderr={"seq", "seq_tis", "seq_mask"}),
-    ("| cosine at {} |" + " {} |" * len(LENGTH_COLUMNS),
-     [("length_sweep", "length_sweep.T.4", "{}")]
-     + [("length_sweep", f"length_sweep.schemes.{s}.cosine.4", "{:.2f}") for s in LENGTH_COLUMNS]),
-    ("| zero weights at {} / {} |" + " {} / {} |" * len(LENGTH_COLUMNS),
-     [("length_sweep", f"length_sweep.T.{i}", "{}") for i in (2, 4)]
-     + [("length_sweep", f"length_sweep.schemes.{s}.zero_weight_share.{i}", zero_share)
-        for s in LENGTH_COLUMNS for i in (2, 4)]),
+    # the two levels of the default run: 4 and 9 lengths (lab.experiments.length_grid)
+    *[length_row(0, i) for i in range(4)],
+    *[length_row(1, i) for i in range(9)],
+    *[(f"| {name} | {{}} | {{}} |",
+       [("length_sweep", f"length_sweep.levels.{level}.collapse.{scheme}", collapse_cell)
+        for level in (0, 1)]) for scheme, name in COLLAPSE_ROWS.items()],
     ("| `--train-work` |" + " {} |" * len(WORKS),
      [(equal_hardware_snapshot(w), "equal_hardware.train_work", "{:g}") for w in WORKS]),
     ("| best split (generate / train) |" + " {} |" * len(WORKS),
@@ -512,6 +637,12 @@ def draws_problems(readme):
             if line not in flat(readme)]
 
 
+def quoting_text():
+    """README.md and the docs/ pages, where the quotes may be."""
+    return "\n".join(path.read_text() for path in
+                     [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--update", action="store_true", help="rewrite the snapshots")
@@ -534,8 +665,7 @@ def main(argv=None):
                   f"{'matches' if not found else 'DIFFERS from'} tools/snapshots/{name}.json")
             problems += [f"{name}: {problem}" for problem in found]
     readme = (ROOT / "README.md").read_text()
-    docs = readme + "".join(path.read_text() for path in sorted((ROOT / "docs").glob("*.md")))
-    found, n_numbers = quote_problems(docs, snapshots)
+    found, n_numbers = quote_problems(quoting_text(), snapshots)
     print(f"README.md and docs/: {len(found)} of {len(checks())} quotes differ "
           f"({n_numbers} numbers checked)")
     problems += found

@@ -21,9 +21,11 @@ import lab
 import test_rl_systems
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = dict(LAB_TIME_LIMIT="1")  # limit 1 s, backstop 1 s later; run.py parts 12 s
+FAST = dict(LAB_TIME_LIMIT="1")  # limit 1 s, backstop 1 s later; run.py parts 5x their time
 EXTRA = sum(t.points for t in lab.TASKS.values() if t.extra)  # scored on top of the 100
 TESTS_2A = sum(lab.task_of(name) == "2a" for name in vars(test_rl_systems))
+TESTS_2 = sum(lab.task_of(name) == "2" for name in vars(test_rl_systems))
+PART_2_LIMIT = f"{5 * lab.PART_SECONDS['scheduling']:.3g} s"  # run.py's, above FAST's 1 s
 
 # Broken student code, appended to a reference file: a later `def` replaces the reference's.
 SWALLOW = """
@@ -51,6 +53,7 @@ def may_start(n_started, n_dropped, version, k, B):
             pass
 """
 IMPORT_LOOP = "\nwhile True:\n    pass\n"
+SLOW_CALL = "\nprint(simulate(16, 32, 1, n_steps=30000))\n"  # a debug call at the bottom
 BARE_ASSERT = "\ndef kv_cache_bytes(*args, **kwargs):\n    assert False\n"
 BARE_RAISE = "\ndef kv_cache_bytes(*args, **kwargs):\n    raise NotImplementedError\n"
 HUGE_PRINT = ("\ndef kv_cache_bytes(*args, **kwargs):\n"
@@ -138,6 +141,63 @@ def test_limit_cannot_be_swallowed(tmp_path):
                if not name.startswith("test_task2b"))
 
 
+
+def loop_in(source, task, condition="True"):
+    """`source` with a loop `while condition` at the top of task `task`'s solution region."""
+    region = f"    # BEGIN SOLUTION task{task}\n"
+    return source.replace(region, f"    while {condition}:\n        pass\n" + region)
+
+
+def test_loop_costs_one_limit_then_short_ones(tmp_path):
+    dest = lab_copy(tmp_path, memory=None, scheduler=None, tis=None)
+    student = dest / "scheduler.py"
+    student.write_text(loop_in(student.read_text(), "2a"))
+    code, out, seconds, tests, _ = grade(dest)
+    assert code == 1 and seconds < 45, (code, seconds)  # one 1 s limit, then 0.5 s each
+    assert out.count("this test ran for more than 1 s:") == 1, out
+    short = "ran for more than 0.5 s (the short limit: may_start already ran past 1 s in test_task2a"
+    assert out.count(short) == TESTS_2A + TESTS_2 - 1, out  # 2a's tests, and Task 2's, use it
+    assert task_points(tests, "test_task2b") == 15 and task_points(tests, "test_task1") == 35
+    assert task_points(tests, "test_task2a") == task_points(tests, "test_task2_") == 0
+
+
+def test_loop_on_some_inputs_still_earns_the_tests_it_passes(tmp_path):
+    dest = lab_copy(tmp_path, memory=None, scheduler=None)
+    student = dest / "scheduler.py"
+    student.write_text(loop_in(student.read_text(), "2b", condition="drop_stale"))
+    code, out, seconds, tests, _ = grade(dest, "-k", "task2b")
+    assert code == 1 and seconds < 30, (code, seconds)
+    assert "(the short limit: take_batch already ran past 1 s" in out, out
+    assert tests["test_task2b_first_in_first_out"][0] > 0  # never asks to drop
+    assert tests["test_task2b_drops_even_without_a_batch"][0] == 0
+
+
+def test_slow_call_at_the_bottom_is_reported_at_that_line(tmp_path):
+    dest = lab_copy(tmp_path, scheduler=SLOW_CALL)
+    line = (dest / "scheduler.py").read_text().splitlines().index(SLOW_CALL.strip()) + 1
+    code, out, seconds = run(dest, "-m", "pytest", "-q", "-k", "task2a")
+    assert code == 1 and seconds < 30, (code, seconds)
+    assert f"scheduler.py, line {line}, in <module>)" in out, out  # not simulate's line
+
+
+@pytest.mark.parametrize("wrong", ['w if scheme != "none" else 1.0',  # a scalar for "none"
+                                   'w[:, :1] if scheme == "seq" else w'])  # (N, 1) for "seq"
+def test_wrong_3a_shape_is_task_3a_contract_error_in_the_claims_tests(tmp_path, wrong):
+    dest = lab_copy(tmp_path, tis=(
+        "\nright = importance_weights.__wrapped__\n\n\n"
+        "@checked(contracts.importance_weights, returns=contracts.token_weights)\n"
+        "def importance_weights(logp_train, logp_infer, scheme, C=2.0):\n"
+        f"    w = right(logp_train, logp_infer, scheme, C)\n    return {wrong}\n"))
+    code, out, seconds, tests, _ = grade(dest, "-k", "task3_")
+    failed = [output for name, (score, _, output) in tests.items()
+              if name.startswith("test_task3_") and score == 0]
+    assert code == 1 and failed, out
+    assert all(output.startswith("ContractError: importance_weights (Task 3a, tis.py) must "
+                                 "return an array of shape") for output in failed), failed
+    assert "pg_estimate" not in out and "toy.py" not in out, out
+
+
+
 @pytest.mark.parametrize("how", ["alarm turned off by the student", "no SIGALRM (as on Windows)"])
 def test_limit_without_alarm_signal(tmp_path, how):
     dest = lab_copy(tmp_path, scheduler=NO_ALARM)
@@ -148,7 +208,8 @@ def test_limit_without_alarm_signal(tmp_path, how):
     code, out, seconds = run(dest, *("-m", "pytest") if not python else (), "-q", "-k", "task2a",
                              python=python)
     assert code == 1 and seconds < 30, (code, seconds, out)
-    assert out.count("TimeLimitExceeded: this test ran for more than 1 s") == TESTS_2A, out
+    assert out.count("TimeLimitExceeded: this test ran for more than 1 s:") == 1, out
+    assert out.count("ran for more than 0.5 s (the short limit: may_start") == TESTS_2A - 1, out
     assert "in may_start)" in out
 
 
@@ -266,7 +327,7 @@ def test_run_part_loop_is_stopped_and_files_saved(tmp_path):
     dest = lab_copy(tmp_path, memory=None, scheduler=SWALLOW)
     code, out, seconds = run(dest, "run.py")
     assert code == 0 and seconds < 60, (code, seconds, out)
-    assert "Part 2: stopped after 12 s, its time limit" in out and "in take_batch" in out
+    assert f"Part 2: stopped after {PART_2_LIMIT}, its time limit" in out and "in take_batch" in out
     saved = json.loads((dest / "rl_systems.json").read_text())
     assert saved["memory"] and saved["scheduling"] is None and saved["images"] == ["rl_systems.png"]
     assert (dest / "rl_systems.png").stat().st_size > 10_000
@@ -286,7 +347,7 @@ def test_run_backstop_saves_parts_done(tmp_path):
                     .replace("n_started, n_dropped, version, k, B", "*args, **kwargs"))
     code, out, seconds = run(dest, "run.py", env=dict(LAB_TIME_LIMIT="0.25"))
     assert code == 3 and seconds < 30, (code, seconds, out)
-    assert "Part 2 (Task 2, scheduler.py) ignored its 3 s time limit" in out, out
+    assert f"Part 2 (Task 2, scheduler.py) ignored its {PART_2_LIMIT} time limit" in out, out
     assert json.loads((dest / "rl_systems.json").read_text())["memory"]
 
 

@@ -48,6 +48,10 @@ def test_student_function_holds_only_the_todo():
         only_the_todo(stub(region), "memory.py")
 
 
+def test_every_part_of_run_py_has_a_reference_time():
+    assert set(lab.PART_SECONDS) == set(lab.PARTS)  # run.py's time limits come from them
+
+
 def test_loader_rejects_unknown_values(monkeypatch):
     monkeypatch.setenv("RL_SOLUTIONS", "yes")
     with pytest.raises(ValueError, match="RL_SOLUTIONS must be"):
