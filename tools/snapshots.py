@@ -56,6 +56,7 @@ RUNS = {
     "equal_hardware_gpus_24": ["--equal-hardware", "--gpus", "24"],
     "staleness": ["--staleness"],
     "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
+    "staleness_mismatch_0.6": ["--staleness", "--staleness-mismatch", "0.6"],
 }
 
 # (the README's words, with {} where the number goes; snapshot; path in the JSON; format).
@@ -333,6 +334,20 @@ QUOTES = [
      lambda rows: share_of_k0(rows, 4, "token_tis")),
     ("of each update against {} uncorrected)", "staleness", "staleness.rows",
      lambda rows: share_of_k0(rows, 4, "none")),
+    ("(`--staleness-mismatch {}`), the uncorrected", "staleness_mismatch_0.6",
+     "staleness.mismatch", "{}"),
+    ("the uncorrected estimate points worse (cosine {} at k = 0", "staleness_mismatch_0.6",
+     "staleness.rows.0.schemes.none.cosine", "{:.3f}"),
+    ("against {} for token TIS and", "staleness_mismatch_0.6",
+     "staleness.rows.0.schemes.token_tis.cosine", "{:.3f}"),
+    ("and {} for sequence TIS) yet", "staleness_mismatch_0.6",
+     "staleness.rows.0.schemes.seq_tis.cosine", "{:.3f}"),
+    ("time unit ({} at k = 1, against", "staleness_mismatch_0.6",
+     "staleness.rows.1.schemes.none.gain_per_time", "{:.4f}"),
+    ("at k = 1, against {})", "staleness_mismatch_0.6", "staleness.rows.1.schemes",
+     lambda v: f"{v['token_tis']['gain_per_time']:.4f} and {v['seq_tis']['gain_per_time']:.4f}"),
+    ("every scheme: {} is the best row for all three", "staleness_mismatch_0.6", "staleness",
+     lambda s: " and ".join(sorted({best_row(s, n) for n in s["best"]}))),
     ("the uncorrected k = 1 run is still {}× the", "staleness", "staleness.rows",
      lambda rows: speedup(rows, 1, "none")),
     ("synchronous one at 0.01 nats per update, and only {}× at 0.1", "staleness_kl_0.1",
