@@ -23,7 +23,7 @@ from lab.experiments import (C_SWEEP, COLLAPSE_BUDGET, LARGE_MISMATCH, LENGTH_GR
                              drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
                              memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
                              timeline)
-from lab.gpu_model import gpu_comparison
+from lab.gpu_model import gpu_comparison, gpu_sweep
 from lab.gpu_presets import PRESETS
 from lab.staleness import TARGET_KL
 from lab.input_checks import ContractError
@@ -122,6 +122,9 @@ def print_gpu_model(g):
     for label, predicted, published, ratio in rows:
         print(f"  {label:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
     print(f"  {'speedup':<42}{g['speedup']:>9.2f}x{p['speedup']:>10.2f}x{g['ratio']['speedup']:>8.2f}")
+    if g["baseline"] != "colocated":
+        print(f"  had the synchronous run been colocated (all {g['gpus']} generate, then all "
+              f"train): {g['colocated']['hours']:.1f} h, speedup {g['colocated']['speedup']:.2f}x")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of the generation")
@@ -136,6 +139,23 @@ def print_gpu_model(g):
     print("  where each value comes from (lab/gpu_presets.py names the sources):")
     for what, source in g["notes"]:
         print(f"    {what}: {source}")
+
+
+def print_gpu_sweep(w):
+    print(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
+          f"seconds per step, synchronous (k = 0) against k = {w['k']}")
+    print(f"  {'':<26}{'S':>6}{'group':>7}{'cap':>8}{'sync s':>9}{'async s':>9}{'speedup':>9}"
+          f"{'max lag':>9}{'token lag':>11}")
+    for r in w["rows"]:
+        print(f"  {r['variant']:<26}{r['slots']:>6}{r['group_size']:>7}{r['max_len']:>8}"
+              f"{r['sync_seconds']:>9.1f}{r['async_seconds']:>9.1f}{r['speedup']:>8.2f}x"
+              f"{r['max_lag']:>9}{r['token_lag']:>11.2f}")
+    lanes = w["lanes"]
+    print(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
+          f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
+    for r in lanes["rows"]:
+        print(f"  {r['variant']:<26}" + "".join(f"{g:>7.2f}x" for g in r["gain"])
+              + "   max lag " + ", ".join(map(str, r["max_lag"])))
 
 
 def print_mismatch(m):
@@ -297,6 +317,8 @@ def parser():
                         "(default: --gpus x --train-time)")
     p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
                    help="predict a published run's hours on the GPU model (docs/gpu-model.md)")
+    p.add_argument("--gpu-sweep", action="store_true",
+                   help="how the GPU model's speedup depends on S, group size and the length cap")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     p.add_argument("--solutions", action="store_true",
@@ -490,6 +512,11 @@ def main(argv=None):
             print_timeline, skipped)
     if args.preset:
         results["gpu_model"] = gpu_model(args.preset, skipped)
+    if args.gpu_sweep:
+        print()
+        results["gpu_sweep"] = attempt(
+            "gpu_sweep", lambda: gpu_sweep(lab.load("scheduler"), lab.load("memory")),
+            print_gpu_sweep, skipped)
     print()
     results["mismatch"] = attempt(
         "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),

@@ -1289,6 +1289,39 @@ def random_masks(rng, n):
     return cases
 
 
+def level_statistic(log_w, level):
+    """The log of what masked_weights tests on each token: its ratio, the product or the
+    geometric mean of its response's ratios."""
+    if level == "token":
+        return log_w
+    return np.broadcast_to((log_w.sum if level == "seq" else log_w.mean)(axis=1, keepdims=True),
+                           log_w.shape)
+
+
+def random_bands(rng, n):
+    """n random (logp_train, logp_infer, level, low, high), small first. Every tested ratio
+    is at least 0.1% away from the band's edges (so no rounding decides a case), and in
+    about half the cases one lies just outside an edge, by 0.1% to 2%."""
+    cases = []
+    while len(cases) < n:
+        N, T = int(rng.integers(1, 4)), int(rng.integers(1, 5))
+        level = str(rng.choice(MASK_LEVELS))
+        low, high = [(0.5, 2.0), (0.7, 1.5), (0.25, 4.0), (0.2, 3.5)][rng.integers(4)]
+        log_w = rng.normal(0.0, 0.6, size=(N, T))
+        if rng.random() < 0.5:  # move response 0 (or its last token) just past an edge
+            edge = np.log([low, high][rng.integers(2)])
+            step = np.sign(edge) * rng.uniform(1e-3, 2e-2)
+            shift = edge + step - level_statistic(log_w, level)[0, -1]
+            log_w[0, -1 if level == "token" else slice(None)] += (
+                shift if level != "seq" else shift / T)
+        statistic = level_statistic(log_w, level)
+        if np.min(np.abs(statistic[..., None] - np.log([low, high]))) < 1e-3:
+            continue
+        logp_infer = np.log(rng.uniform(0.05, 1.0, size=(N, T)))
+        cases.append((logp_infer + log_w, logp_infer, level, low, high))
+    return sorted(cases, key=lambda case: case[0].size)
+
+
 MISTAKES_3C = KnownMistakes(
     right=rule_mask,
     mistakes=[
@@ -1325,6 +1358,7 @@ MISTAKES_3C = KnownMistakes(
          for low, high in ((0.5, 2.0), (0.7, 1.5), (0.2, 3.5), (0.0, 2.0))]
         + [(LONG_MASK_TRAIN, LONG_MASK_INFER, level) for level in MASK_LEVELS]
         + [(LOW_TRAIN, LOW_INFER, level) for level in MASK_LEVELS]
+        + random_bands(random_inputs(8), 150)
         + random_masks(np.random.default_rng([lab.test_seed(), 108]), 300)),
     observe=lambda masked_weights, args: call_quietly(masked_weights, args))
 
@@ -1379,6 +1413,17 @@ def test_task3c_very_low_log_probabilities(tis):
         check(got, expected, f'masked_weights(..., "{level}") on log-probabilities from -1000 to '
               "-0.5 with ratios near 1, all inside the band (LOW_TRAIN, LOW_INFER)",
               MISTAKES_3C.about(tis.masked_weights), where_it_broke)
+
+
+def test_task3c_random_bands(tis):
+    cases = random_bands(random_inputs(8), 150)
+    with np.errstate(divide="ignore"):
+        got = [tis.masked_weights(*case) for case in cases]
+    check_cases([f"masked_weights(..., {level!r}, low={low}, high={high}) with logp_train - "
+                 f"logp_infer = {np.round(lt - li, 4).tolist()}" for lt, li, level, low, high in cases],
+                got, [rule_mask(*case) for case in cases], "masked_weights on random ratios",
+                "keep the ratio (token), product (seq) or geometric mean (geo) where it lies "
+                "in [low, high], else 0", MISTAKES_3C.about(tis.masked_weights))
 
 
 def test_task3c_keeps_the_shape(tis):

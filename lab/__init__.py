@@ -62,6 +62,7 @@ PARTS = {
     "equal_hardware": ("Equal hardware", "2"),
     "timeline": ("Timeline", "2"),
     "gpu_model": ("GPU model", "2"),  # Task 1's bytes too: a TODO there names its own task
+    "gpu_sweep": ("GPU sweep", "2"),
     "mismatch": ("Part 3", "3"),
     "c_sweep": ("C sweep", "3"),
     "masking": ("Masking", "3c"),
@@ -74,7 +75,8 @@ PARTS = {
 # a part 5 times this, times the extra work its flags ask for, and at least 5 s.
 # Every key of PARTS needs one (tools/test_tools.py checks).
 PART_SECONDS = {"memory": 0.01, "scheduling": 0.8, "drop_stale": 0.4, "equal_hardware": 1.6,
-                "timeline": 0.2, "gpu_model": 11.0, "mismatch": 1.3, "c_sweep": 0.3,
+                "timeline": 0.2, "gpu_model": 11.0, "gpu_sweep": 25.0, "mismatch": 1.3,
+                "c_sweep": 0.3,
                 "masking": 0.9, "length_sweep": 11.0, "staleness": 3.5}
 
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")

@@ -47,10 +47,12 @@ class KnownMistakes:
     observe:  observe(function, args) -> the value to compare (default: the return
               value, on copies of args); it may call with keywords, or read what a
               function changed in its arguments.
+    limit:    seconds the student's function gets for all the probes together.
     """
 
-    def __init__(self, right, mistakes, probes, observe=call):
+    def __init__(self, right, mistakes, probes, observe=call, limit=HINT_LIMIT):
         self.right, self.mistakes, self.probes, self.observe = right, mistakes, probes, observe
+        self.limit = limit
         self._tables = {}  # seed -> (probes, right answers, each mistake's answers)
         self._hints = {}   # id(function) -> (function, its hint or "")
 
@@ -71,17 +73,17 @@ class KnownMistakes:
 
         One probe at a time, each answer compared and dropped at once (an answer may be
         large), stopping as soon as no mistake is left. [] if a probe errs or the probes
-        run past HINT_LIMIT seconds."""
+        run past the limit."""
         probes, right, answers = self.tables()
         left = list(self.mistakes)
         start = time.monotonic()
         try:
-            with shorter_limit(HINT_LIMIT), np.errstate(all="ignore"):
+            with shorter_limit(self.limit), np.errstate(all="ignore"):
                 for i, args in enumerate(probes):
                     got = self.observe(function, args)
                     left = [m for m in left if same(got, answers[m][i])
                             and (same(answers[m][i], right[i]) or not same(got, right[i]))]
-                    if not left or time.monotonic() - start > HINT_LIMIT:  # (no alarm: Windows)
+                    if not left or time.monotonic() - start > self.limit:  # (no alarm: Windows)
                         return []
         except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (no hint, that's all)
             return []
@@ -109,6 +111,8 @@ def same(got, expected, rtol=1e-9, atol=1e-12):
     if got is None or expected is None:
         return got is expected
     try:
+        if np.shape(got) != np.shape(expected):  # before copying what may be a large answer
+            return False
         got_array, expected_array = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
     except (TypeError, ValueError, OverflowError):
         try:

@@ -27,11 +27,11 @@ from gpu_core import Linear, run_gpu_simulation
 from lab.gpu_presets import MFU, PRESETS, PROMPT_TOKENS, SIGMA, STEP_OVERHEAD
 
 SHARD = 8       # simulate 1/SHARD of the GPUs and of each batch
-WINDOW = 6      # steps measured after the warm-up
+WINDOW = 8      # steps measured after the warm-up of 2 (k + 1) steps
 KS = (1, 2, 4)
 
 
-def costs(memory, preset, engines_gpus, train_gpus, forwards):
+def costs(memory, preset, engines_gpus, train_gpus, forwards, overhead=STEP_OVERHEAD):
     """(step, train, slots): an engine's decode-step cost, the trainer's update cost
     (Linear, seconds) and the responses an engine holds at once.
 
@@ -46,7 +46,7 @@ def costs(memory, preset, engines_gpus, train_gpus, forwards):
     weights = memory.model_state_bytes(0, int(m.params))          # 2 bytes each, bf16
     kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, 1)
     bandwidth = tp * gpu.bandwidth
-    step = Linear(STEP_OVERHEAD + weights / bandwidth, kv / bandwidth)
+    step = Linear(overhead + weights / bandwidth, kv / bandwidth)
     train = Linear(0.0, (6 + 2 * forwards) * m.params / (train_gpus * gpu.flops * MFU))
     sample = np.array(list(itertools.islice(lengths(preset, seed=99), 20_000)), float)
     context = PROMPT_TOKENS + (sample**2).mean() / (2 * sample.mean())
@@ -63,17 +63,28 @@ def lengths(preset, seed=0):
         yield from np.minimum(draw, preset.max_len).astype(int).tolist()
 
 
-def run(scheduler, memory, preset, gen_gpus, train_gpus, k, forwards, warmup):
-    """One steady-state measurement: seconds per step, lags, and the run itself."""
-    step, train, slots = costs(memory, preset, gen_gpus, train_gpus / SHARD, forwards)
+def run(scheduler, memory, preset, gen_gpus, train_gpus, k, forwards, slots=None,
+        warmup=None, window=WINDOW, overhead=STEP_OVERHEAD):
+    """One steady-state measurement: seconds per step over `window` steps after `warmup`
+    (2 (k + 1) by default), lags, and the run itself. slots: responses per engine at most,
+    if not the paged-KV number of `costs`; overhead: seconds per decode step beyond the
+    roofline.
+
+    Long responses finish late, so the first batches after the start are short ones;
+    the warm-up lets the pool of responses in flight fill. On areal-1.5b at k = 4 this
+    window is within 4% of a 50-step one.
+    """
+    warmup = warmup or 2 * (k + 1)
+    step, train, paged = costs(memory, preset, gen_gpus, train_gpus / SHARD, forwards, overhead)
+    slots = slots or paged
     engines = gen_gpus // preset.tp // SHARD
     B = preset.prompts // SHARD
     # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
-    r = run_gpu_simulation(engines, slots, B, k, warmup + WINDOW, preset.group_size, step,
+    r = run_gpu_simulation(engines, slots, B, k, warmup + window, preset.group_size, step,
                            train, lengths(preset), inspect.unwrap(scheduler.may_start),
                            inspect.unwrap(scheduler.take_batch), prompt=PROMPT_TOKENS)
     u = r["updates"]
-    seconds = (u[-1][1] - u[warmup - 1][1]) / WINDOW
+    seconds = (u[-1][1] - u[warmup - 1][1]) / window
     return dict(seconds=seconds, mean_lag=r["mean_lag"], max_lag=r["max_lag"],
                 head_token_lag=r["head_token_lag"], token_lag=r["token_lag"], slots=slots,
                 engines=engines * SHARD), r
@@ -83,15 +94,16 @@ def gpu_comparison(scheduler, memory, name):
     """Predicted against published hours for preset `name` (see the module docstring)."""
     p = PRESETS[name]
     hours = lambda seconds: seconds * p.n_steps / 3600  # noqa: E731
+    colocated, colocated_run = run(scheduler, memory, p, p.gpus, p.gpus, 0, p.sync_forwards)
     if p.baseline == "colocated":
-        sync, sync_run = run(scheduler, memory, p, p.gpus, p.gpus, 0, p.sync_forwards, 1)
+        sync, sync_run = colocated, colocated_run
     else:
         sync, sync_run = run(scheduler, memory, p, p.gen_gpus, p.gpus - p.gen_gpus, 0,
-                             p.sync_forwards, 1)
+                             p.sync_forwards)
     unit = p.tp * SHARD  # GPUs per simulated engine: splits move in these steps
 
     def split(g, k):
-        result, _ = run(scheduler, memory, p, g, p.gpus - g, k, p.async_forwards, k + 2)
+        result, _ = run(scheduler, memory, p, g, p.gpus - g, k, p.async_forwards)
         return dict(gen_gpus=g, k=k, hours=hours(result["seconds"]), **result)
 
     published = split(p.gen_gpus, p.k)
@@ -112,6 +124,8 @@ def gpu_comparison(scheduler, memory, name):
         k=p.k, n_steps=p.n_steps, baseline=p.baseline, mfu=MFU, step_overhead=STEP_OVERHEAD,
         shard=SHARD, slots=sync["slots"],
         sync=dict(hours=sync_hours, seconds=sync["seconds"], **generation(sync_run)),
+        colocated=dict(hours=hours(colocated["seconds"]), seconds=colocated["seconds"],
+                       speedup=hours(colocated["seconds"]) / published["hours"]),
         asynchronous=published, by_k=by_k,
         splits=sorted(coarse.values(), key=lambda s: s["gen_gpus"]), best=best,
         speedup=sync_hours / published["hours"], best_speedup=sync_hours / best["hours"],
@@ -133,3 +147,69 @@ def generation(r, engine=0, points=200):
     stride = max(1, len(log) // points)
     return dict(generation_seconds=end - start, tail_share=tail,
                 tokens_per_second=[list(x) for x in log[::stride]])
+
+
+def gpu_sweep(scheduler, memory, name="areal-1.5b"):
+    """How the equal-hardware speedup depends on S, group size and the length cap: preset
+    `name` at its published split, synchronous (its baseline, k = 0) against k = its bound,
+    changing one thing at a time:
+      no overhead           the roofline alone: no per-step overhead
+      S = 16                a small decode batch per engine
+      S reserved            KV reserved at the maximum length (Part 1's lanes per GPU)
+      groups of 1           the same responses per batch, admitted one by one
+      cap x 2, cap / 2      the same median and shape, cut at another length
+    Admitted one by one, long responses are deferred for many steps before the pool of
+    responses in flight settles, so that row measures 30 steps after 40 of warm-up.
+    """
+    p = PRESETS[name]
+    _, _, paged = costs(memory, p, p.gen_gpus, 1, 0)
+    m = p.model
+    weights = memory.model_state_bytes(0, int(m.params))
+    kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, PROMPT_TOKENS + p.max_len)
+    reserved = math.floor((p.memory_fraction * p.tp * p.gpu.memory_gb * 1e9 - weights) / kv)
+    ones = p._replace(prompts=p.prompts * p.group_size, group_size=1)
+    variants = (("as published (paged KV)", p, paged), ("no per-step overhead", p, paged),
+                ("S = 16", p, 16),
+                ("S reserved at the cap", p, reserved), ("groups of 1", ones, None),
+                ("cap x 2", p._replace(max_len=2 * p.max_len), None),
+                ("cap / 2", p._replace(max_len=p.max_len // 2), None))
+    rows = []
+    for label, q, slots in variants:
+        long = dict(warmup=40, window=30) if q.group_size == 1 else {}
+        overhead = 0.0 if label == "no per-step overhead" else STEP_OVERHEAD
+        sync, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_forwards,
+                      slots, overhead=overhead)
+        asyn, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, q.k,
+                      q.async_forwards, slots, overhead=overhead, **long)
+        rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
+                         max_len=q.max_len, sync_seconds=sync["seconds"],
+                         async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
+                         max_lag=asyn["max_lag"], token_lag=asyn["token_lag"]))
+    return dict(preset=name, k=p.k, gen_gpus=p.gen_gpus, gpus=p.gpus, rows=rows,
+                lanes=lane_groups(scheduler))
+
+
+def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps=200,
+                tick=0.01):
+    """Part 2's default lanes, run on gpu_core as lanes (S = 1, a step of `tick` time units
+    per token, lengths = ceil(lognormal / tick) tokens): throughput gain over k = 0 and max
+    lag for k = 0, 1, 2, with responses admitted one by one or in groups of 8 (B = 4
+    groups of 8), and with lengths cut at 4x the mean."""
+    def lengths(cap):
+        rng = np.random.default_rng(0)
+        while True:
+            draw = np.ceil(rng.lognormal(-sigma**2 / 2, sigma, 4096) / tick)
+            yield from np.minimum(draw, cap).astype(int).tolist()
+
+    rows = []
+    for label, group, cap in (("one by one", 1, 10**9), ("groups of 8", 8, 10**9),
+                              ("one by one, cap 4x mean", 1, round(4 / tick))):
+        runs = [run_gpu_simulation(n_lanes, 1, B // group, k, n_steps, group, Linear(tick, 0.0),
+                                   Linear(train_time, 0.0), lengths(cap),
+                                   inspect.unwrap(scheduler.may_start),
+                                   inspect.unwrap(scheduler.take_batch)) for k in (0, 1, 2)]
+        rows.append(dict(variant=label, k=[0, 1, 2],
+                         gain=[r["throughput"] / runs[0]["throughput"] for r in runs],
+                         max_lag=[r["max_lag"] for r in runs]))
+    return dict(n_lanes=n_lanes, B=B, sigma=sigma, train_time=train_time, n_steps=n_steps,
+                rows=rows)

@@ -267,6 +267,8 @@ MUTANTS += [
     Mutant("3c", "one weight per response, shape (N, 1)",
            "np.broadcast_to(log_ratio.mean(axis=1, keepdims=True), log_ratio.shape)",
            "log_ratio.mean(axis=1, keepdims=True)"),
+    Mutant("3c", "band 1% wider than [low, high] (a tolerance at the edges)", BAND,
+           "inside = (np.log(low * 0.99) <= log_ratio) & (log_ratio <= np.log(high * 1.01))"),
     Mutant("3c", "rejected ratios get weight 1 instead of 0",
            "return np.exp(np.where(inside, log_ratio, -np.inf))",
            "return np.exp(np.where(inside, log_ratio, 0.0))"),

@@ -57,7 +57,58 @@ RUNS = {
     "staleness": ["--staleness"],
     "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
     "staleness_mismatch_0.6": ["--staleness", "--staleness-mismatch", "0.6"],
+    "gpu_model": ["--preset", "all", "--gpu-sweep"],
 }
+
+
+def gpu(name, path, fmt):
+    """A cell of docs/gpu-model.md: preset `name`'s value at `path` (preset names hold dots,
+    so the path starts inside the preset)."""
+    return ("gpu_model", "gpu_model", lambda g: fmt.format(value_at(g[name], path)))
+
+
+def gpu_quote(words, name, path, fmt):
+    return (words, *gpu(name, path, fmt))
+
+
+def within(g, key, low, high):
+    """How many of the presets' ratios `key` (sync, asynchronous, speedup) lie in [low, high]."""
+    return str(sum(low <= run["ratio"][key] <= high for run in g.values()))
+
+
+def gpu_preset_row(name):
+    cells = []
+    for part in ("sync", "asynchronous"):
+        cells += [gpu(name, f"{part}.hours", "{:.1f}"),
+                  gpu(name, f"published.{'sync' if part == 'sync' else 'async'}_hours", "{:.1f}"),
+                  gpu(name, f"ratio.{part}", "{:.2f}")]
+    cells += [gpu(name, "speedup", "{:.2f}"), gpu(name, "published.speedup", "{:.2f}"),
+              gpu(name, "ratio.speedup", "{:.2f}")]
+    return (f"| {name} | {{}} / {{}} ({{}}) | {{}} / {{}} ({{}}) | {{}}× / {{}}× ({{}}) |", cells)
+
+
+def gpu_split_row(name):
+    return (f"| {name} | {{}} | {{}}× | {{}}× |",
+            [("gpu_model", "gpu_model", lambda g: f"{g[name]['best']['gen_gpus']} / "
+                                                  f"{g[name]['gpus'] - g[name]['best']['gen_gpus']}"),
+             gpu(name, "best_speedup", "{:.2f}"), gpu(name, "speedup", "{:.2f}")])
+
+
+def gpu_sweep_row(i, label):
+    base = f"gpu_sweep.rows.{i}"
+    return (f"| {label} | {{}} | {{}} | {{}} | {{}}× | {{}} | {{}} |",
+            [("gpu_model", f"{base}.slots", "{}"), ("gpu_model", f"{base}.sync_seconds", "{:.1f}"),
+             ("gpu_model", f"{base}.async_seconds", "{:.1f}"),
+             ("gpu_model", f"{base}.speedup", "{:.2f}"), ("gpu_model", f"{base}.max_lag", "{}"),
+             ("gpu_model", f"{base}.token_lag", "{:.2f}")])
+
+
+def lane_row(i, label):
+    base = f"gpu_sweep.lanes.rows.{i}"
+    return (f"| {label} | {{}}× | {{}}× | {{}} |",
+            [("gpu_model", f"{base}.gain.1", "{:.2f}"), ("gpu_model", f"{base}.gain.2", "{:.2f}"),
+             ("gpu_model", f"{base}.max_lag.1", "{}")])
+
 
 # (the README's words, with {} where the number goes; snapshot; path in the JSON; format).
 # A format is a format string, or a function of the value at the path for what a format
@@ -280,6 +331,55 @@ QUOTES = [
     ("**Why k stops mattering past k = 2.** {} lanes", "default", "scheduling.n_lanes", "{}"),
     ("and the trainer could take {} (B = 32", "default", "scheduling",
      lambda run: f"{run['B'] / run['train_time']:g}"),
+    # docs/gpu-model.md
+    gpu_quote("That gives σ = {} and a mean", "areal-1.5b", "sigma", "{:.2f}"),
+    gpu_quote("and a mean of {} tokens for AReaL", "areal-1.5b", "mean_len", "{:,.0f}"),
+    gpu_quote("is verl's mean length: {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
+    ("25% on the speedup. {} of the 6 hours land within 1.5×", "gpu_model", "gpu_model",
+     lambda g: str(int(within(g, "sync", 2 / 3, 1.5)) + int(within(g, "asynchronous", 2 / 3, 1.5)))),
+    ("land within 1.5×, and {} of the 3 speedups within 25%", "gpu_model", "gpu_model",
+     lambda g: within(g, "speedup", 0.75, 1.25)),
+    ("step of areal-1.5b takes {} s instead of", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
+     "{:.1f}"),
+    ("s instead of {} s: 30.0 h", "gpu_model", "gpu_sweep.rows.0.sync_seconds", "{:.1f}"),
+    ("s: {} h for the 1000 steps", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
+     lambda seconds: f"{seconds * 1000 / 3600:.1f}"),
+    gpu_quote("against the published {} h and the", "areal-1.5b", "published.sync_hours",
+              "{:.1f}"),
+    gpu_quote("h and the {} h with the overhead", "areal-1.5b", "sync.hours", "{:.1f}"),
+    ("and areal-1.5b's synchronous prediction becomes {}× the published", "gpu_model",
+     "gpu_model", lambda g: f"{g['areal-1.5b']['ratio']['sync'] / 4:.2f}"),
+    gpu_quote("bound by the trainer ({} s per step", "verl-7b", "asynchronous.seconds", "{:.1f}"),
+    gpu_quote("decomposes as generation {} s (published", "verl-7b", "sync.generation_seconds",
+              "{:.1f}"),
+    ("and training {} s (published `old_log_prob`", "gpu_model", "gpu_model",
+     lambda g: f"{g['verl-7b']['sync']['seconds'] - g['verl-7b']['sync']['generation_seconds']:.1f}"),
+    gpu_quote("the model would predict {} h (1.5B)", "areal-1.5b", "colocated.hours", "{:.1f}"),
+    gpu_quote("(1.5B) and {} h (7B)", "areal-7b", "colocated.hours", "{:.1f}"),
+    gpu_quote("and speedups of {}× and", "areal-1.5b", "colocated.speedup", "{:.2f}"),
+    gpu_quote("× and {}×, against the published", "areal-7b", "colocated.speedup", "{:.2f}"),
+    ("Part 2's lane model gives {}× at 1 lane per GPU", "equal_hardware", "equal_hardware.speedup",
+     "{:.2f}"),
+    ("leaves {} slots per engine", "gpu_model", "gpu_sweep.rows.3.slots", "{}"),
+    ("cuts the gain of asynchrony to {}×.", "gpu_model", "gpu_sweep.rows.2.speedup", "{:.2f}"),
+    ("the same responses give {}× instead of", "gpu_model", "gpu_sweep.rows.4.speedup", "{:.2f}"),
+    ("× instead of {}×, but lags", "gpu_model", "gpu_sweep.rows.0.speedup", "{:.2f}"),
+    ("lags of up to {} versions instead of", "gpu_model", "gpu_sweep.rows.4.max_lag", "{}"),
+    ("versions instead of {}.", "gpu_model", "gpu_sweep.rows.0.max_lag", "{}"),
+    ("raises the speedup to {}×, halving", "gpu_model", "gpu_sweep.rows.5.speedup", "{:.2f}"),
+    ("halving it lowers it to {}×.", "gpu_model", "gpu_sweep.rows.6.speedup", "{:.2f}"),
+    ("at k = 1 from {} to", "gpu_model", "gpu_sweep.lanes.rows.0.max_lag.1", "{}"),
+    ("from 12 to {}.", "gpu_model", "gpu_sweep.lanes.rows.2.max_lag.1", "{}"),
+    gpu_quote("the head lag averages {} versions per group", "areal-1.5b", "asynchronous.mean_lag",
+              "{:.2f}"),
+    gpu_quote("versions per group and {} per token", "areal-1.5b",
+              "asynchronous.head_token_lag", "{:.2f}"),
+    gpu_quote("lags by {} on average", "areal-1.5b", "asynchronous.token_lag", "{:.2f}"),
+    gpu_quote("an update ends: head lag {} per group", "verl-7b", "asynchronous.mean_lag",
+              "{:.2f}"),
+    gpu_quote("per group and {} per token, token lag", "verl-7b", "asynchronous.head_token_lag",
+              "{:.2f}"),
+    gpu_quote("per token, token lag {}.", "verl-7b", "asynchronous.token_lag", "{:.2f}"),
     # docs/staleness.md
     ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
     ("That gives η = {}.", "staleness", "staleness.step", "{:.3f}"),
@@ -428,6 +528,13 @@ def staleness_row(i):
 
 
 TABLE_ROWS = [
+    *[gpu_preset_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
+    *[gpu_split_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
+    *[gpu_sweep_row(i, label) for i, label in enumerate(
+        ("as published (paged KV)", "no per-step overhead", "S = 16", "S reserved at the cap",
+         "groups of 1", "cap × 2", "cap / 2"))],
+    *[lane_row(i, label) for i, label in enumerate(
+        ("one by one", "groups of 8 (B = 4 groups)", "one by one, cap at 4× the mean"))],
     *[staleness_row(i) for i in range(6)],
     ("| lab, gain per update vs k = 0, none |" + " {} |" * 5,
      [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "none"))

@@ -3,11 +3,13 @@ tolerance, the --solutions switch and toy's blocked estimates (python -m pytest 
 import copy
 import io
 import json
+import re
 
 import numpy as np
 import pytest
 
 import lab
+from lab import gradescope
 import toy
 from tools.autograder import wire
 from tools.release import student_readme
@@ -106,3 +108,64 @@ def test_blocked_estimates_equal_one_call_per_response():
     one_by_one = [pg_estimate(toy.REWARDS[[i]], toy.GRAD_LOGP[[i]], weights[[i]]) for i in rows]
     blocked = toy.one_response_estimates(pg_estimate, weights)
     assert np.allclose(blocked, one_by_one, rtol=1e-14, atol=1e-15)
+
+
+def test_wire_refuses_an_answer_over_its_limit_before_reading_it():
+    out = io.BytesIO()
+    wire.send(out, {"value": 1}, [bytes(1000)])
+    stream = io.BytesIO(out.getvalue())
+    with pytest.raises(wire.TooLarge):
+        wire.receive(stream.read, limit=500)
+    assert stream.tell() < 100  # the array's bytes were never read
+
+
+def test_wire_reports_arrays_changed_in_place():
+    a, b = np.arange(3.0), np.ones(2)
+    send = wire.Encoder()
+    tree = send([a, b])
+    received = wire.Decoder(send.blobs)
+    theirs = received(tree)
+    theirs[0] -= 1  # the child's code changes its first argument in place
+    assert [index for index, _ in received.changed()] == [0]
+    assert send.arrays[0] is a and send.arrays[1] is b  # where the grader copies them back
+
+
+def test_pack_refuses_a_huge_int_before_sending_anything():
+    with pytest.raises(ValueError):
+        wire.pack({"value": 10**5000})
+
+
+def test_gradescope_results_split_points_and_lock_tasks():
+    tests = {"test_task1a_x": "1a", "test_task1a_y": "1a", "test_task3c_z": "3c"}
+    got = gradescope.results(tests, {"test_task1a_x": None, "test_task3c_z": None})
+    assert [t["score"] for t in got["tests"]] == [5, 0, 10] and got["score"] == 15
+    assert [t["max_score"] for t in got["tests"]] == [5, 5, 0]  # extra credit: max 0
+    assert got["tests"][1]["output"] == gradescope.DID_NOT_RUN
+    locked = gradescope.results(tests, {"test_task1a_x": None}, {"1a": "unseen check failed"})
+    assert locked["score"] == 0 and locked["tests"][0]["output"] == "unseen check failed"
+
+
+@pytest.mark.parametrize("text", [b"", b"<testsuite><testcase name='a'>", None])
+def test_read_junit_refuses_an_empty_cut_or_missing_report(tmp_path, text):
+    path = tmp_path / "report.xml"
+    if text is not None:
+        path.write_bytes(text)
+    with pytest.raises(gradescope.ReportError):
+        gradescope.read_junit(path)
+
+
+def test_read_junit_replaces_bytes_that_are_not_utf8(tmp_path):
+    path = tmp_path / "report.xml"
+    path.write_bytes(b"<testsuite><testcase name='test_task1a_x'><failure>bad \xff byte"
+                     b"</failure></testcase><testcase name='test_task1a_y'/></testsuite>")
+    assert gradescope.read_junit(path) == {"test_task1a_x": "bad \ufffd byte",
+                                           "test_task1a_y": None}
+
+
+def test_docs_quote_the_number_of_mutants():
+    """"Each of the 93 wrong answers in `tools/mutants.py`": the count wherever a doc quotes it."""
+    from tools.mutants import MUTANTS
+    texts = [path.read_text() for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]]
+    counts = [int(n) for text in texts
+              for n in re.findall(r"(\d+) wrong answers in\s+`tools/mutants.py`", text)]
+    assert counts and all(n == len(MUTANTS) for n in counts), (counts, len(MUTANTS))
