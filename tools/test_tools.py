@@ -84,3 +84,10 @@ def test_readme_first_run_matches_the_stubs():
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     n_given = int(given.stdout.strip().splitlines()[-1].split()[0])
     assert f"The {n_given} tests without a task in their name" in section, given.stdout[-200:]
+
+
+def test_readme_stays_a_handout():
+    """The README is what a student reads first, in order: at most 260 lines. Background goes
+    to a file of docs/, linked from the README's list."""
+    n_lines = len((ROOT / "README.md").read_text().splitlines())
+    assert n_lines <= 260, f"README.md has {n_lines} lines: move background to docs/"
