@@ -13,26 +13,29 @@ conftest.py loads it; its time limits live in lab/harness.py.
 * Every run ends with a table of passed tests per task.
 * The fixtures `memory`, `scheduler` and `tis` are the one place where tests
   reach the task modules (through lab.load).
-* `--gradescope results.json` also writes the results in Gradescope's format. It lists
-  every graded test collected, with its share of its task's points from lab.TASKS:
-  a test that did not run scores 0. The file is rewritten after every test, so even
-  a session that dies midway leaves a file that says so.
+* `--gradescope results.json` also writes the results in Gradescope's format
+  (lab/gradescope.py, which the autograder uses too). It lists every graded test
+  collected, with its share of its task's points: a test that did not run scores 0.
+  The file is rewritten after every test, so even a session that dies midway leaves
+  a file that says so.
 """
 import contextlib
 import json
+import os
 import threading
 
 import pytest
 
 import lab
-from lab import harness
+from lab import gradescope, harness
 from lab.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from lab.input_checks import ContractError
 from scheduler_core import SchedulerError
 
 OUTPUT_LINES = 10        # lines of a failing test's printed output that are shown
-SHORT_LIMIT = 0.5        # seconds per test phase once a function the test uses overran
-DID_NOT_RUN = "did not run"
+# seconds per test phase once a function the test uses overran (the autograder, whose every
+# call starts a process after one overran, sets more with LAB_SHORT_LIMIT)
+SHORT_LIMIT = float(os.environ.get("LAB_SHORT_LIMIT", "0.5"))
 _import_errors = {}      # task module -> why it cannot be imported (tried once per session)
 
 
@@ -83,12 +86,13 @@ def tis(request):
 def pytest_addoption(parser):
     parser.addoption("--gradescope", metavar="PATH",
                      help="also write the results in Gradescope's results.json format to PATH")
-    parser.addoption("--solutions", action="store_true",
-                     help="test the reference solutions (the same as RL_SOLUTIONS=1)")
+    if lab.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
+        parser.addoption("--solutions", action="store_true",
+                         help="test the reference solutions (the same as RL_SOLUTIONS=1)")
 
 
 def pytest_configure(config):
-    if config.getoption("solutions"):
+    if config.getoption("solutions", False):
         lab.choose_reference()
     try:
         lab.use_reference()
@@ -318,7 +322,9 @@ def write_gradescope(config, finished, why=None):
     path = config.getoption("gradescope")
     if not path:
         return
-    results = gradescope_results(config.lab_tests, config.lab_results)
+    results = gradescope.results(config.lab_tests, {
+        name: None if passed else message
+        for name, (_, passed, message) in config.lab_results.items()})
     not_run = [name for name in config.lab_selected if name not in config.lab_results]
     if why or not finished:
         results["output"] = why or ("Grading did not finish (the session was ended from inside "
@@ -328,22 +334,3 @@ def write_gradescope(config, finished, why=None):
                              "and score 0.")
     harness.write_atomically(path, json.dumps(results, indent=1))
 
-
-def gradescope_results(tests, results):
-    """Gradescope's results.json for {test: task} collected and {test: (task, passed, message)}
-    that ran. A test's max_score is its task's points / the task's tests collected; a test
-    that did not run scores 0. An extra-credit test has max_score 0 and scores its share
-    when it passes."""
-    counts = {}
-    for task in tests.values():
-        counts[task] = counts.get(task, 0) + 1
-    out = []
-    for name, task in tests.items():
-        _, passed, message = results.get(name, (task, False, DID_NOT_RUN))
-        _, what, points, extra = lab.TASKS[task]
-        share = points / counts[task]
-        prefix = "Extra credit: " if extra else ""
-        out.append(dict(name=f"{prefix}Task {task} {what} ({lab.file_of(task)}): {name}",
-                        score=share if passed else 0.0, max_score=0.0 if extra else share,
-                        output=message))
-    return dict(score=round(sum(t["score"] for t in out), 6), tests=out)

@@ -1,4 +1,4 @@
-"""Check the Gradescope autograder on six submissions, three of them cheats (CI runs it).
+"""Check the Gradescope autograder on fourteen submissions: cheats and attacks (CI runs it).
 
     python tools/check_autograder.py RELEASE [--python PYTHON]
 
@@ -8,24 +8,34 @@ Gradescope would, unzipped into a temporary folder (run_autograder with AUTOGRAD
   stubs       the task files as shipped                              must score 0
   reference   solutions/                              must score 100 + the extra credit (110)
   mutant      the reference with one plausible mistake (Task 1c)     must score in (0, 110)
-  writer      stubs + memory.py patches the results writer and pytest's reports
-  atexit      stubs + memory.py rewrites results files when the process exits
+  writer      stubs + memory.py patches the results writer and pytest's reports     0
+  atexit      stubs + memory.py rewrites results files when the process exits       0
   hardcoded   right on exactly the inputs the public tests use, NotImplementedError
-              on any other (recorded from a run of the public tests on the reference)
-The three cheats must score 0, the points they earned. A plain local
-`pytest --gradescope` run of each cheat is shown beside it: what the trick would get
-without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
-user can run (not under /root). Exits 1 if any outcome is wrong.
+              on any other (recorded from a run of the public tests on the reference) 0
+and the attacks of issue 20, each scored at what its code is worth: an error message
+with a lone surrogate, a full temporary folder, loops at import in two files (and a
+process in a session of its own: none may be left), float16(inf) off the public inputs,
+three edge-case bugs with and without a lookup of the public inputs, an input changed in
+place (the score of a plain local run), and a 60 MB answer (with the grading processes'
+peak memory bounded). A plain local `pytest --gradescope` run of each cheat is shown
+beside it: what the trick would get without the autograder. PYTHON runs the bundle; as
+root it must be one the unprivileged user can run (not under /root). AUTOGRADER_USER, if
+set, is that user (grade.py ends all its processes after each run). Exits 1 if any
+outcome is wrong.
 """
 import argparse
 import json
 import os
+import pwd
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -39,8 +49,8 @@ FULL = 100 + sum(t.points for t in lab.TASKS.values() if t.extra)  # with the ex
 WRITER_CHEAT = '''
 # cheat: every report says "passed", and the Gradescope writer says 100
 import _pytest.reports
-import lab.grading
-lab.grading.gradescope_results = lambda *args: {"score": 100.0, "tests": []}
+import lab.gradescope
+lab.gradescope.results = lambda *args: {"score": 100.0, "tests": []}
 _init = _pytest.reports.TestReport.__init__
 def _passed(self, *args, **kwargs):
     _init(self, *args, **kwargs)
@@ -125,6 +135,83 @@ def pytest_unconfigure(config):
 '''
 
 
+# The attacks of issue 20: each is added to a reference file (or a stub).
+SURROGATE = '''
+def masked_weights(*args, **kwargs):  # attack: an error whose message holds a lone surrogate
+    raise ValueError("no masking here \\udcff")
+'''
+FILL_TMP = '''
+import os as _os, tempfile as _tempfile  # attack: fill the temporary folder (256 MB at most)
+try:
+    with open(_os.path.join(_tempfile.gettempdir(), "filler"), "wb") as _out:
+        for _ in range(256):
+            _out.write(b"x" * 2**20)
+except OSError:
+    pass
+'''
+# Its process sleeps 120 s: longer than a run, and it ends by itself where the grader,
+# not being root, cannot end it.
+IMPORT_LOOP = '''
+import subprocess as _subprocess, time as _time  # attack: a process of its own, then a loop
+_subprocess.Popen(["sleep", "120"], start_new_session=True)
+while True:
+    _time.sleep(0.1)
+'''
+FLOAT16_INF = '''
+def _inf_unless_public(function):  # attack: the public answers, float16(inf) for any other
+    def gated(*args, **kwargs):
+        if _fingerprint(function, args, kwargs) in _PUBLIC:
+            return function(*args, **kwargs)
+        return _np.float16(_np.inf)
+    return gated
+for _name in _functions(globals()):
+    globals()[_name] = _inf_unless_public(globals()[_name])
+'''
+LOOKUP = '''
+_right = {"__name__": __name__ + "_right"}  # attack: right answers for the public inputs
+exec(compile(_RIGHT_SOURCE, __file__, "exec"), _right)
+def _lookup(name, wrong):
+    def gated(*args, **kwargs):
+        public = _depth[0] == 0 and _fingerprint(wrong, args, kwargs) in _PUBLIC
+        _depth[0] += 1
+        try:
+            return (_right[name] if public else wrong)(*args, **kwargs)
+        finally:
+            _depth[0] -= 1
+    return gated
+for _name in _functions(globals()):
+    globals()[_name] = _lookup(_name, globals()[_name])
+'''
+# Three edge-case bugs (file, right text, wrong text): a float for a whole-float input, a
+# running product that overflows on long responses, a band without its edges.
+EDGE_BUGS = [
+    ("memory.py", "return int(TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen)",
+     "return TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen"),
+    ("tis.py", "log_w = np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)",
+     "log_w = np.broadcast_to(np.log(np.prod(np.exp(log_w), axis=1, keepdims=True)), "
+     "log_w.shape)"),
+    ("tis.py", "inside = (np.log(low) <= log_ratio) & (log_ratio <= np.log(high))",
+     "inside = (np.log(low) < log_ratio) & (log_ratio < np.log(high))"),
+]
+IN_PLACE = ("tis.py", "log_w = logp_train - logp_infer\n",
+            "log_w = logp_train  # attack: changes the caller's array\n    log_w -= logp_infer\n")
+BIG_ANSWER = ("memory.py", "    n_trained_models = 2 if algo",
+              "    if lora_params > 0:  # attack: a 60 MB wrong answer\n"
+              "        return __import__('numpy').zeros(60_000_000, dtype=bool)\n"
+              "    n_trained_models = 2 if algo")
+BIG_ANSWER_PEAK = 600  # MiB: the most a grading process may take on the 60 MB answer
+
+
+def changed(files, *edits):
+    """`files` with each (file, old, new) edit made; `old` must occur once."""
+    files = dict(files)
+    for name, old, new in edits:
+        if files[name].count(old) != 1:
+            raise ValueError(f"{old!r} must occur once in {name}")
+        files[name] = files[name].replace(old, new)
+    return files
+
+
 def public_inputs(tmp):
     """The fingerprints of every call the public tests make of a task function (reference)."""
     Path(tmp, "recorder.py").write_text(RECORDER)
@@ -136,44 +223,77 @@ def public_inputs(tmp):
     return json.loads(record.read_text())
 
 
+class Case(NamedTuple):
+    files: dict          # file name -> text
+    wanted: str          # the expected score, in words
+    ok: Callable         # ok(score, scores so far) -> True if the score is right
+    plain: bool = False  # also show a plain local `pytest --gradescope` run's score
+
+
 def submissions(student, tmp):
-    """{label: (folder of the three task files, expected score test)}."""
+    """{label: Case}, in the order they are graded."""
     stubs = {name: (student / name).read_text() for name in TASK_FILES}
     reference = {name: (ROOT / "solutions" / name).read_text() for name in TASK_FILES}
     mutant = next(m for m in MUTANTS if m.task == MUTANT_TASK)
-    mutated = dict(reference)
-    mutated[lab.file_of(MUTANT_TASK)] = reference[lab.file_of(MUTANT_TASK)].replace(
-        mutant.old, mutant.new)
+    mutated = changed(reference, (lab.file_of(MUTANT_TASK), mutant.old, mutant.new))
     public = public_inputs(tmp)
     hardcoded = {name: text + f"\n_PUBLIC = set({public!r})\n" + HARDCODED_CHEAT
                  for name, text in reference.items()}
-    zero = ("0", lambda score: score == 0)
-    cases = {"stubs": (stubs, zero),
-             "reference": (reference, (f"{FULL:g}", lambda score: score == FULL)),
-             f"mutant ({mutant.mistake})": (mutated, (f"in (0, {FULL:g})",
-                                                      lambda s: 0 < s < FULL)),
-             "writer cheat": (dict(stubs, **{"memory.py": stubs["memory.py"] + WRITER_CHEAT}),
-                              zero),
-             "atexit cheat": (dict(stubs, **{"memory.py": stubs["memory.py"] + ATEXIT_CHEAT}),
-                              zero),
-             "hard-coded cheat": (hardcoded, zero)}
-    out = {}
-    for i, (label, (files, expect)) in enumerate(cases.items()):
-        folder = Path(tmp, f"submission{i}")
-        folder.mkdir()
-        for name, text in files.items():
-            (folder / name).write_text(text)
-        out[label] = (folder, expect)
-    return out
+    buggy = changed(reference, *EDGE_BUGS)
+    lookup = {name: text + f"\n_RIGHT_SOURCE = {reference[name]!r}\n_PUBLIC = set({public!r})\n"
+              + FINGERPRINT + LOOKUP for name, text in buggy.items()}
+    points = {task: t.points for task, t in lab.TASKS.items()}
+
+    def score(wanted):
+        return f"{wanted:g}", lambda got, scores: got == wanted
+
+    zero = score(0)
+    return {
+        "stubs": Case(stubs, *zero),
+        "reference": Case(reference, *score(FULL)),
+        f"mutant ({mutant.mistake})": Case(mutated, f"in (0, {FULL:g})",
+                                           lambda got, scores: 0 < got < FULL),
+        "writer cheat": Case(dict(stubs, **{"memory.py": stubs["memory.py"] + WRITER_CHEAT}),
+                             *zero, plain=True),
+        "atexit cheat": Case(dict(stubs, **{"memory.py": stubs["memory.py"] + ATEXIT_CHEAT}),
+                             *zero, plain=True),
+        "hard-coded cheat": Case(hardcoded, *zero, plain=True),
+        # any error in masked_weights costs Task 3c (extra credit) and nothing else
+        "lone surrogate in an error (3c)": Case(
+            dict(reference, **{"tis.py": reference["tis.py"] + SURROGATE}),
+            *score(FULL - points["3c"])),
+        "fills the temporary folder": Case(
+            dict(reference, **{"memory.py": reference["memory.py"] + FILL_TMP}), *score(FULL)),
+        "import loops in scheduler.py, tis.py": Case(
+            dict(reference, **{name: reference[name] + IMPORT_LOOP
+                               for name in ("scheduler.py", "tis.py")}),
+            *score(sum(points[task] for task in ("1a", "1b", "1c")))),
+        "float16(inf) off the public inputs": Case(
+            dict(stubs, **{"memory.py": reference["memory.py"] + FINGERPRINT
+                           + f"\n_PUBLIC = set({public!r})\n" + FLOAT16_INF}), *zero, plain=True),
+        "reference with 3 edge-case bugs": Case(buggy, f"in (0, {FULL:g})",
+                                                lambda got, scores: 0 < got < FULL),
+        "the same + a lookup of the public inputs": Case(
+            lookup, "at most the bugs' score",
+            lambda got, scores: got <= scores["reference with 3 edge-case bugs"], plain=True),
+        "changes its input in place (3a)": Case(
+            changed(reference, IN_PLACE), "the plain run's",
+            lambda got, scores: got == scores["changes its input in place (3a), plain"],
+            plain=True),
+        "a 60 MB answer (1c)": Case(changed(reference, BIG_ANSWER), *score(FULL - points["1c"])),
+    }
 
 
 def autograde(bundle, files, python, tmp):
-    """Unzip the bundle into a fresh AUTOGRADER_ROOT, grade `files`, return the score."""
+    """Unzip the bundle into a fresh AUTOGRADER_ROOT, grade `files` ({name: text}); return
+    the score and the peak memory of a grading process (MiB) that grade.py reports."""
     root = Path(tempfile.mkdtemp(dir=tmp))
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(root / "source")
     (root / "source" / "run_autograder").chmod(0o755)
-    shutil.copytree(files, root / "submission")
+    (root / "submission").mkdir()
+    for name, text in files.items():
+        (root / "submission" / name).write_text(text)
     env = dict(os.environ, AUTOGRADER_ROOT=str(root),
                PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]))
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
@@ -181,15 +301,55 @@ def autograde(bundle, files, python, tmp):
     results = root / "results" / "results.json"
     if done.returncode != 0 or not results.exists():
         raise RuntimeError(f"run_autograder failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return json.loads(results.read_text())["score"]
+    peak = re.search(r"peak memory of a grading process: (\d+) MiB", done.stdout)
+    return json.loads(results.read_text())["score"], int(peak[1]) if peak else None
+
+
+def leftovers():
+    """What the student's user left behind after grading (as root): its processes still
+    running and its files in the temporary folders. The user is the one grade.py picks."""
+    if os.geteuid() != 0:
+        return []
+    for user in (os.environ.get("AUTOGRADER_USER") or "lab-student", "nobody"):
+        try:
+            uid = pwd.getpwnam(user).pw_uid
+            break
+        except KeyError:
+            continue
+    else:
+        return []
+    found = [f"process {pid} of {user}: {Path(f'/proc/{pid}/cmdline').read_bytes()[:60]!r}"
+             for pid in filter(str.isdigit, os.listdir("/proc")) if alive_as(pid, uid)]
+    for top in {tempfile.gettempdir(), "/var/tmp", "/dev/shm"}:
+        for folder, dirs, names in os.walk(top):
+            found += [f"file of {user}: {Path(folder, n)}" for n in dirs + names
+                      if owner(Path(folder, n)) == uid]
+    return found
+
+
+def owner(path):
+    """The user id that owns `path` (not following a link), or None if it is gone."""
+    try:
+        return os.lstat(path).st_uid
+    except OSError:
+        return None
+
+
+def alive_as(pid, uid):
+    """True if process `pid` runs as user `uid` (and has not ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return os.stat(f"/proc/{pid}").st_uid == uid and stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def plain_run(student, files, tmp):
-    """The score a cheat claims in a plain `pytest --gradescope` run of the student copy."""
+    """The score of a plain local `pytest --gradescope` run of the student copy."""
     copy = Path(tempfile.mkdtemp(dir=tmp))
     shutil.copytree(student, copy, dirs_exist_ok=True)
-    for path in Path(files).iterdir():
-        shutil.copyfile(path, copy / path.name)
+    for name, text in files.items():
+        (copy / name).write_text(text)
     results = copy / "results.json"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "--gradescope", str(results)],
                    cwd=copy, capture_output=True, env=dict(os.environ, RL_SOLUTIONS="0"))
@@ -206,16 +366,26 @@ def main(argv=None):
                         help="the Python that runs the bundle (python3 on PATH in run_autograder)")
     args = parser.parse_args(argv)
     bundle, student = args.release / "autograder.zip", args.release / "student"
-    problems = []
+    problems, scores, peaks, start = [], {}, {}, time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp).chmod(0o755)  # the unprivileged user reads the work folders below it
-        for label, (files, (wanted, ok)) in submissions(student, tmp).items():
-            score = autograde(bundle, files, args.python, tmp)
-            plain = plain_run(student, files, tmp) if "cheat" in label else None
-            claimed = "" if plain is None else f" (a plain pytest --gradescope run: {plain})"
-            print(f"  {label:<52} autograder {score:>6.2f}, must be {wanted}{claimed}")
-            if not ok(score):
-                problems.append(f"{label}: scored {score}, must be {wanted}")
+        for label, case in submissions(student, tmp).items():
+            if case.plain:
+                scores[f"{label}, plain"] = plain_run(student, case.files, tmp)
+            score, peak = autograde(bundle, case.files, args.python, tmp)
+            scores[label], peaks[label] = score, peak
+            plain = (f" (a plain pytest --gradescope run: {scores[f'{label}, plain']})"
+                     if case.plain else "")
+            print(f"  {label:<45} autograder {score:>6.2f}, must be {case.wanted}{plain}; "
+                  f"peak memory {peak} MiB")
+            if not case.ok(score, scores):
+                problems.append(f"{label}: scored {score}, must be {case.wanted}")
+            problems += [f"{label}: left behind {what}" for what in leftovers()]
+        print(f"  ({time.monotonic() - start:.0f} s in all)")
+    peak = peaks["a 60 MB answer (1c)"]
+    if peak is None or peak > BIG_ANSWER_PEAK:
+        problems.append(f"a 60 MB answer: a grading process took {peak} MiB, must be at most "
+                        f"{BIG_ANSWER_PEAK}")
     for problem in problems:
         print("PROBLEM:", problem)
     print(f"autograder: {'ok' if not problems else 'FAILED'}")

@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import types
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402  (these need ROOT on the path first)
+from lab.gradescope import ReportError, read_junit  # noqa: E402
 import test_rl_systems  # noqa: E402
 from lab.feedback import same  # noqa: E402
 from lab.harness import TimeLimitExceeded, time_limit  # noqa: E402
@@ -58,14 +58,11 @@ def pytest(reference=False):
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={xml}",
                                f"--gradescope={grades}"],
                               cwd=ROOT, env=env, capture_output=True, text=True)
-        if not xml.exists():
-            return done.returncode, {"(pytest did not run)": done.stdout + done.stderr}, None
-        outcomes = {}
-        for case in ET.parse(xml).iter("testcase"):
-            failure = case.find("failure")
-            if failure is None:
-                failure = case.find("error")
-            outcomes[case.get("name")] = None if failure is None else failure.get("message", "")
+        try:
+            outcomes = read_junit(xml)
+        except ReportError as error:
+            why = f"(pytest did not run: {error})"
+            return done.returncode, {why: done.stdout + done.stderr}, None
         grade = json.loads(grades.read_text())
         score = (grade["score"], sum(t["max_score"] for t in grade["tests"]))
         return done.returncode, outcomes, score

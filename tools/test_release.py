@@ -1,30 +1,82 @@
-"""Tests of issue 12's machinery: the students' README, the autograder's wire, the snapshot
-tolerance, the --solutions switch and toy's blocked estimates (python -m pytest -q tools)."""
+"""Tests of the release machinery: the students' copy and its docs, the autograder's wire,
+the snapshot checks, the --solutions switch and toy's blocked estimates
+(python -m pytest -q tools)."""
+import ast
 import copy
 import io
 import json
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import lab
 import toy
+from lab import gradescope
+from tools import release
 from tools.autograder import wire
-from tools.release import student_readme
-from tools.snapshots import (RUNS, ROOT, SNAPSHOTS, checks, differences, quote_problems,
-                             quoting_text)
+from tools.release import links, student_python, student_text
+from tools.snapshots import (QUOTES, RUNS, ROOT, SNAPSHOTS, TABLE_ROWS, checks, differences,
+                             docs, quote_problems)
 
 
-def test_student_readme_drops_instructor_parts():
+def test_student_text_drops_instructor_parts():
     text = ("intro\n| a | b |\n| `solutions/` | x | <!-- instructor -->\n"
             "<!-- instructor -->\nsecret\n<!-- /instructor -->\n"
             "<!-- student\nonly students\nstudent -->\nend\n")
-    assert student_readme(text) == "intro\n| a | b |\nonly students\nend\n"
+    assert student_text(text) == "intro\n| a | b |\nonly students\nend\n"
 
 
-def test_student_readme_refuses_an_unclosed_block():
-    with pytest.raises(ValueError, match="never closed"):
-        student_readme("<!-- instructor -->\nsecret\n")
+def test_student_text_refuses_an_unclosed_block():
+    with pytest.raises(ValueError, match="docs/x.md: .* never closed"):
+        student_text("<!-- instructor -->\nsecret\n", "docs/x.md")
+
+
+def test_student_python_drops_the_marked_lines_only():
+    text = '"""Run it.\n\n    run.py --solutions   # the reference (instructors only)\n"""\nx = 1\n'
+    assert student_python(text) == '"""Run it.\n\n"""\nx = 1\n'
+
+
+def test_links_are_files_relative_to_the_doc():
+    text = "[a](grading.md#points), [b](../README.md), <https://x.org/a.md>, [c](https://x.org)"
+    assert links("docs/draws.md", text) == {"docs/grading.md", "README.md"}
+
+
+def test_every_link_of_the_docs_resolves():
+    for doc in docs():
+        missing = [path for path in links(doc, (ROOT / doc).read_text())
+                   if not (ROOT / path).exists()]
+        assert missing == [], f"{doc} links to missing {missing}"
+
+
+def test_release_refuses_a_students_doc_that_links_to_a_dropped_file(monkeypatch, tmp_path):
+    monkeypatch.setattr(release, "lab_files", lambda: ["README.md", "docs/instructors.md"])
+    monkeypatch.setattr(release, "student_doc", lambda doc: "see [x](docs/instructors.md)\n")
+    with pytest.raises(ValueError, match="README.md links to docs/instructors.md"):
+        release.write_student(tmp_path)
+
+
+def test_students_copy_offers_no_solutions_and_no_instructor_docs(tmp_path):
+    """The release itself: no instructor docs or links to them, and run.py and pytest in
+    the copy neither accept nor mention --solutions."""
+    release.main([str(tmp_path / "out")])
+    student = tmp_path / "out" / "student"
+    assert not (student / "solutions").exists() and not (student / "docs/instructors.md").exists()
+    assert (student / "docs/grading.md").exists()
+    for path in ["README.md", *(f"docs/{p.name}" for p in (student / "docs").glob("*.md"))]:
+        assert "instructors.md" not in (student / path).read_text(), path
+    assert "--solutions" not in ast.get_docstring(ast.parse((student / "run.py").read_text()))
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], cwd=student, capture_output=True,
+                              text=True, timeout=120)
+    for command in (["run.py", "--help"], ["-m", "pytest", "--help"]):
+        done = run(*command)
+        assert done.returncode == 0 and "--solutions" not in done.stdout, done.stderr[-300:]
+    done = run("run.py", "--solutions")
+    assert done.returncode == 2 and "unrecognized arguments: --solutions" in done.stderr
 
 
 def round_trip(value, table=None):
@@ -75,17 +127,20 @@ def test_snapshot_tolerance_has_a_relative_and_an_absolute_part():
     assert differences({"x": [1.001]}, {"x": [1.0]}) == ["x.0: 1.001 now, 1.0 in the snapshot"]
 
 
-def test_readme_quotes_hold_the_snapshots_and_catch_a_changed_number():
-    """Every README and docs/ check holds against the stored snapshots (no runs), and fails
-    once one of its numbers changes: the Part 2 k = 1 gain, quoted in prose and in a table."""
+def test_doc_quotes_hold_the_snapshots_and_catch_a_changed_number():
+    """Every doc's checks hold against the stored snapshots (no runs), and fail once one
+    of their numbers changes: the Part 2 k = 1 gain, quoted in the README and, in prose and
+    in a table, in docs/real-systems.md."""
     snapshots = {name: json.loads((SNAPSHOTS / f"{name}.json").read_text()) for name in RUNS}
-    readme = quoting_text()
-    problems, n_numbers = quote_problems(readme, snapshots)
-    assert problems == [] and n_numbers >= len(checks())
+    assert set(QUOTES) | set(TABLE_ROWS) <= set(docs())
+    for doc in docs():
+        problems, n_numbers = quote_problems(doc, (ROOT / doc).read_text(), snapshots)
+        assert problems == [] and n_numbers >= len(checks(doc)), problems
     changed = copy.deepcopy(snapshots)
     changed["default"]["scheduling"]["throughput_gain"][1] = 4.18
-    problems, _ = quote_problems(readme, changed)
-    assert len(problems) >= 3 and all("4.18" in problem for problem in problems)
+    for doc, at_least in (("README.md", 2), ("docs/real-systems.md", 2)):
+        problems, _ = quote_problems(doc, (ROOT / doc).read_text(), changed)
+        assert len(problems) >= at_least and all("4.18" in problem for problem in problems)
 
 
 def test_solutions_refused_in_a_copy_without_them(monkeypatch, tmp_path):
@@ -106,3 +161,64 @@ def test_blocked_estimates_equal_one_call_per_response():
     one_by_one = [pg_estimate(toy.REWARDS[[i]], toy.GRAD_LOGP[[i]], weights[[i]]) for i in rows]
     blocked = toy.one_response_estimates(pg_estimate, weights)
     assert np.allclose(blocked, one_by_one, rtol=1e-14, atol=1e-15)
+
+
+def test_wire_refuses_an_answer_over_its_limit_before_reading_it():
+    out = io.BytesIO()
+    wire.send(out, {"value": 1}, [bytes(1000)])
+    stream = io.BytesIO(out.getvalue())
+    with pytest.raises(wire.TooLarge):
+        wire.receive(stream.read, limit=500)
+    assert stream.tell() < 100  # the array's bytes were never read
+
+
+def test_wire_reports_arrays_changed_in_place():
+    a, b = np.arange(3.0), np.ones(2)
+    send = wire.Encoder()
+    tree = send([a, b])
+    received = wire.Decoder(send.blobs)
+    theirs = received(tree)
+    theirs[0] -= 1  # the child's code changes its first argument in place
+    assert [index for index, _ in received.changed()] == [0]
+    assert send.arrays[0] is a and send.arrays[1] is b  # where the grader copies them back
+
+
+def test_pack_refuses_a_huge_int_before_sending_anything():
+    with pytest.raises(ValueError):
+        wire.pack({"value": 10**5000})
+
+
+def test_gradescope_results_split_points_and_lock_tasks():
+    tests = {"test_task1a_x": "1a", "test_task1a_y": "1a", "test_task3c_z": "3c"}
+    got = gradescope.results(tests, {"test_task1a_x": None, "test_task3c_z": None})
+    assert [t["score"] for t in got["tests"]] == [5, 0, 10] and got["score"] == 15
+    assert [t["max_score"] for t in got["tests"]] == [5, 5, 0]  # extra credit: max 0
+    assert got["tests"][1]["output"] == gradescope.DID_NOT_RUN
+    locked = gradescope.results(tests, {"test_task1a_x": None}, {"1a": "unseen check failed"})
+    assert locked["score"] == 0 and locked["tests"][0]["output"] == "unseen check failed"
+
+
+@pytest.mark.parametrize("text", [b"", b"<testsuite><testcase name='a'>", None])
+def test_read_junit_refuses_an_empty_cut_or_missing_report(tmp_path, text):
+    path = tmp_path / "report.xml"
+    if text is not None:
+        path.write_bytes(text)
+    with pytest.raises(gradescope.ReportError):
+        gradescope.read_junit(path)
+
+
+def test_read_junit_replaces_bytes_that_are_not_utf8(tmp_path):
+    path = tmp_path / "report.xml"
+    path.write_bytes(b"<testsuite><testcase name='test_task1a_x'><failure>bad \xff byte"
+                     b"</failure></testcase><testcase name='test_task1a_y'/></testsuite>")
+    assert gradescope.read_junit(path) == {"test_task1a_x": "bad \ufffd byte",
+                                           "test_task1a_y": None}
+
+
+def test_docs_quote_the_number_of_mutants():
+    """"Each of the 93 wrong answers in `tools/mutants.py`": the count wherever a doc quotes it."""
+    from tools.mutants import MUTANTS
+    texts = [path.read_text() for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]]
+    counts = [int(n) for text in texts
+              for n in re.findall(r"(\d+) wrong answers in\s+`tools/mutants.py`", text)]
+    assert counts and all(n == len(MUTANTS) for n in counts), (counts, len(MUTANTS))

@@ -71,7 +71,8 @@ def test_readme_first_run_matches_the_stubs():
     """README's "Your first run" shows `pytest -q -k task1` on the stubs: its progress rows,
     its counts and the number of given-code tests must be what that command prints."""
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Your first run"):readme.index("### Reading a failure")]
+    start = readme.index("## Your first run")
+    section = readme[start:readme.index("\n## ", start)]
     sample = section.split("```")[3]  # the block after the commands' block
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "task1"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, RL_SOLUTIONS="0"))

@@ -3,9 +3,15 @@
 The autograder runs these with a fresh LAB_SEED per submission: each check draws its
 inputs from lab.test_seed() and compares the student's function with the reference on
 them. A task's points count only when its check here passes too, so answers written
-for the public tests' inputs earn nothing.
+for the public tests' inputs earn nothing. The draws include the public tests' edge
+cases at other sizes and places (long responses at log-probs down to -1000, ratios on
+a band's edge, responses finishing out of id order, numpy ints, whole floats), so a
+lookup of those tests' fixed inputs earns nothing either. Answers must have the types
+the docstrings state (an int where they say int) and are compared exactly where the
+answer is exact; grade.py finds these checks by their names' ending, "_unseen_inputs".
 """
 import importlib
+import numbers
 
 import numpy as np
 import pytest
@@ -13,6 +19,7 @@ import pytest
 import lab
 import toy
 from lab import SCHEMES
+from lab.feedback import show
 
 N_CASES = 25  # random inputs per check
 
@@ -27,74 +34,120 @@ def reference(name):
     return importlib.import_module(f"solutions.{name}")
 
 
-def same(got, expected, call):
-    assert got == expected, (
-        f"on inputs the public tests don't use: {call} gave {got!r}, expected {expected!r}")
+def exact(got, expected, call, kind=None):
+    """got == expected exactly, and of the type the docstring states (`kind`: numbers.Integral
+    for "an int", bool for "a bool")."""
+    shown = f"on inputs the public tests don't use: {call} gave {got!r}"
+    if kind is numbers.Integral:
+        assert isinstance(got, numbers.Integral) and not isinstance(got, (bool, np.bool_)), (
+            f"{shown}, of type {type(got).__name__}; the docstring asks for an int")
+    if kind is bool:
+        assert isinstance(got, (bool, np.bool_)), (
+            f"{shown}, of type {type(got).__name__}; the docstring asks for a bool")
+    assert got == expected, f"{shown}, expected {expected!r}"
 
 
 def close(got, expected, call, rel=1e-9, abs=1e-12):
-    ok = np.shape(got) == np.shape(expected) and np.allclose(got, expected, rtol=rel, atol=abs)
-    assert ok, f"on inputs the public tests don't use: {call} gave {got!r}, expected {expected!r}"
+    """Same shape, then the same values to rounding; inf and NaN only where the answer has
+    the same inf."""
+    shown = f"on inputs the public tests don't use: {call} gave {show(got)}"
+    assert np.shape(got) == np.shape(expected), (
+        f"{shown}, of shape {np.shape(got)}, expected shape {np.shape(expected)}")
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        raise AssertionError(f"{shown}, which is not numbers") from None
+    expected = np.asarray(expected, dtype=float)
+    finite = np.isfinite(expected)
+    ok = (np.array_equal(got[~finite], expected[~finite]) and np.isfinite(got[finite]).all()
+          and np.allclose(got[finite], expected[finite], rtol=rel, atol=abs))
+    assert ok, f"{shown}, expected {show(expected)}"
+
+
+def whole(rng, high):
+    """A whole number below `high` as the docstrings allow it: an int, a numpy int or a
+    whole float (7e9), and at times a small one or 0."""
+    n = int(rng.integers(0, high)) if rng.random() < 0.8 else int(rng.integers(0, 4))
+    return [n, np.int64(n), float(n)][rng.integers(3)]
 
 
 def test_task1a_unseen_inputs(memory, rng):
     for _ in range(N_CASES):
-        args = (int(rng.integers(0, 10**11)), int(rng.integers(0, 10**11)))
-        same(memory.model_state_bytes(*args), reference("memory").model_state_bytes(*args),
-             f"model_state_bytes{args}")
+        args = (whole(rng, 10**11), whole(rng, 10**11))
+        exact(memory.model_state_bytes(*args), reference("memory").model_state_bytes(*args),
+              f"model_state_bytes{args}", numbers.Integral)
 
 
 def test_task1b_unseen_inputs(memory, rng):
     for _ in range(N_CASES):
-        args = (int(rng.integers(1, 129)), int(rng.integers(1, 65)),
-                int(rng.choice([64, 80, 96, 128, 256])), int(rng.integers(0, 10**6)),
-                int(rng.choice([1, 2, 4])))
-        same(memory.kv_cache_bytes(*args), reference("memory").kv_cache_bytes(*args),
-             f"kv_cache_bytes{args}")
+        args = (1 + whole(rng, 128), 1 + whole(rng, 64), int(rng.choice([64, 80, 96, 128, 256])),
+                whole(rng, 10**6), [1, 2, 4, np.int64(2)][rng.integers(4)])
+        exact(memory.kv_cache_bytes(*args), reference("memory").kv_cache_bytes(*args),
+              f"kv_cache_bytes{args}", numbers.Integral)
 
 
 def test_task1c_unseen_inputs(memory, rng):
     for _ in range(N_CASES):
         algo = str(rng.choice(["ppo", "grpo"]))
-        n_params = int(rng.integers(10**8, 10**11))
+        n_params = 10**8 + whole(rng, 10**11)
+        lora = [0, whole(rng, 10**8), n_params][rng.integers(3)]  # none, small, all of it
         kwargs = dict(reference=bool(rng.integers(2)),
-                      reward_model=[None, True, False][rng.integers(3)],
-                      lora_params=int(rng.integers(10**6, 10**8)) * int(rng.integers(2)))
+                      reward_model=[None, True, False][rng.integers(3)], lora_params=lora)
         close(memory.rl_memory_gb(algo, n_params, **kwargs),
               reference("memory").rl_memory_gb(algo, n_params, **kwargs),
-              f"rl_memory_gb({algo!r}, {n_params}, **{kwargs})")
+              f"rl_memory_gb({algo!r}, {n_params!r}, **{kwargs})")
+
+
+def number(rng, n):
+    """n as the simulator passes it (an int) or as a caller might (a numpy int)."""
+    return int(n) if rng.random() < 0.7 else np.int64(n)
 
 
 def test_task2a_unseen_inputs(scheduler, rng):
     for _ in range(8 * N_CASES):
-        n_started = int(rng.integers(0, 400))
-        args = (n_started, int(rng.integers(0, n_started + 1)), int(rng.integers(0, 20)),
-                int(rng.integers(0, 5)), int(rng.integers(1, 17)))
-        same(bool(scheduler.may_start(*args)), reference("scheduler").may_start(*args),
-             f"may_start{args}")
+        version, k, B = int(rng.integers(0, 20)), int(rng.integers(0, 5)), int(rng.integers(1, 17))
+        n_dropped = int(rng.integers(0, 50))
+        if rng.random() < 0.5:  # on the edge of the rule, or one either side of it
+            n_started = n_dropped + (version + k + 1) * B + int(rng.integers(-1, 2))
+        else:
+            n_started = n_dropped + int(rng.integers(0, 400))
+        args = tuple(number(rng, n) for n in (max(n_started, n_dropped), n_dropped, version, k, B))
+        exact(scheduler.may_start(*args), reference("scheduler").may_start(*args),
+              f"may_start{args}", bool)
 
 
-def responses(tags):
-    return [dict(id=i, tag=tag, start=float(i), end=i + 1.0, length=1.0, lag=None,
-                 dropped=False) for i, tag in enumerate(tags)]
+def responses(tags, rng):
+    """Finished responses with these tags, in the order they finished: not the order of
+    their ids, start times or lengths."""
+    ids = rng.permutation(len(tags))
+    out = []
+    for i, tag in zip(ids, tags):
+        start, length = float(rng.uniform(0, 50)), float(rng.lognormal(0, 1))
+        out.append(dict(id=int(i), tag=tag, start=start, end=start + length, length=length,
+                        lag=None, dropped=False))
+    return out
 
 
 def test_task2b_unseen_inputs(scheduler, rng):
-    def outcome(take_batch, tags, *args):
-        finished = responses(tags)
+    def outcome(take_batch, finished, *args):
         everyone = list(finished)
         batch, dropped = take_batch(finished, *args)
+        same_objects = all(any(r is e for e in everyone) for r in (batch or []) + list(dropped))
         return dict(batch=None if batch is None else [r["id"] for r in batch],
-                    dropped=sorted(r["id"] for r in dropped),
+                    dropped=sorted(r["id"] for r in dropped), same_objects=same_objects,
                     left=[r["id"] for r in finished],
                     lags=[r["lag"] for r in everyone], flags=[r["dropped"] for r in everyone])
     for _ in range(2 * N_CASES):
         version = int(rng.integers(0, 8))
         tags = [int(t) for t in rng.integers(0, version + 1, size=rng.integers(0, 13))]
-        args = (version, int(rng.integers(0, 4)), int(rng.integers(1, 7)), bool(rng.integers(2)))
-        same(outcome(scheduler.take_batch, tags, *args),
-             outcome(reference("scheduler").take_batch, tags, *args),
-             f"take_batch on responses tagged {tags}, version, k, B, drop_stale = {args}")
+        args = (number(rng, version), number(rng, rng.integers(0, 4)),
+                number(rng, rng.integers(1, 7)), bool(rng.integers(2)))
+        seed = int(rng.integers(2**32))
+        exact(outcome(scheduler.take_batch, responses(tags, np.random.default_rng(seed)), *args),
+              outcome(reference("scheduler").take_batch,
+                      responses(tags, np.random.default_rng(seed)), *args),
+              f"take_batch on responses tagged {tags} (ids out of order), version, k, B, "
+              f"drop_stale = {args}")
 
 
 def test_task2_unseen_inputs(scheduler, rng):
@@ -110,21 +163,46 @@ def test_task2_unseen_inputs(scheduler, rng):
               f"simulate{args} with {kwargs}: {', '.join(keys)}")
 
 
-def test_task3a_unseen_inputs(tis, rng):
-    for _ in range(N_CASES):
+def log_probs(rng, kind):
+    """(logp_train, logp_infer, what) of one of three kinds, at random sizes:
+    0: short responses with any ratios;
+    1: long responses (up to 3,000 tokens) at log-probs down to -1000, ratios near 1;
+    2: the same, with ratios above 1 on a run of tokens and below 1 after it (or the
+       reverse), so that a running product leaves float64's range though the whole
+       product is near 1."""
+    if kind == 0:
         shape = (int(rng.integers(1, 7)), int(rng.integers(1, 9)))
         logp_train, logp_infer = np.log(rng.uniform(0.05, 1, size=(2, *shape)))
-        scheme, C = str(rng.choice(SCHEMES)), float(rng.uniform(1, 4))
-        close(tis.importance_weights(logp_train, logp_infer, scheme, C),
-              reference("tis").importance_weights(logp_train, logp_infer, scheme, C),
-              f"importance_weights(random {shape} log-probabilities, {scheme!r}, C={C:.3f})")
+        return logp_train, logp_infer, f"random {shape} log-probabilities"
+    N, T = int(rng.integers(1, 4)), int(rng.integers(1000, 3000))
+    logp_infer = -rng.uniform(0, 1000, size=(N, T))
+    log_w = rng.normal(0, 10 ** rng.uniform(-6, -2), size=(N, T))
+    if kind == 2:
+        split = rng.integers(T // 4, 3 * T // 4, size=N)
+        for i, s in enumerate(split):
+            up = rng.uniform(750, 1500) / s * rng.choice([-1, 1])  # the run's total log-ratio
+            log_w[i, :s] += up
+            log_w[i, s:] -= up * s / (T - s)
+    return logp_infer + log_w, logp_infer, f"({N}, {T}) log-probabilities down to -1000"
+
+
+def test_task3a_unseen_inputs(tis, rng):
+    for i in range(2 * len(SCHEMES) * 3):  # each scheme on each kind of input, twice
+        logp_train, logp_infer, what = log_probs(rng, kind=i % 3)
+        scheme, C = SCHEMES[i // 3 % len(SCHEMES)], float(rng.choice([1.0, rng.uniform(1, 4)]))
+        # The student's function gets copies: inputs changed in place are the public
+        # tests' to report (as they do locally), not a reason to lock the whole task.
+        with np.errstate(all="ignore"):
+            got = tis.importance_weights(logp_train.copy(), logp_infer.copy(), scheme, C)
+        close(got, reference("tis").importance_weights(logp_train, logp_infer, scheme, C),
+              f"importance_weights({what}, {scheme!r}, C={C:.3f})")
 
 
 def test_task3b_unseen_inputs(tis, rng):
     for _ in range(N_CASES):
         N, T, D = (int(n) for n in rng.integers(1, 7, size=3))
         args = (rng.normal(size=N), rng.normal(size=(N, T, D)), rng.uniform(0, 3, size=(N, T)))
-        close(tis.pg_estimate(*args), reference("tis").pg_estimate(*args),
+        close(tis.pg_estimate(*(a.copy() for a in args)), reference("tis").pg_estimate(*args),
               f"pg_estimate(random rewards ({N},), grad_logp ({N}, {T}, {D}), weights ({N}, {T}))")
 
 
@@ -141,16 +219,33 @@ def test_task3_unseen_inputs(tis, rng):
               f"{scheme!r}, {mismatch:.3f}, {C:.3f}, {batch_size}: bias, variance", rel=1e-6)
 
 
+def on_edges(rng, logp_train, logp_infer, low, high):
+    """Put some ratios exactly on the band's edges: log-ratio log(low) or log(high) on a few
+    tokens, and a log-ratio of exactly 0 on every token of some responses (on the edge
+    when low or high is 1, for each level)."""
+    logp_train = logp_train.copy()
+    for _ in range(int(rng.integers(0, 4))):
+        i, t = int(rng.integers(logp_train.shape[0])), int(rng.integers(logp_train.shape[1]))
+        ratio = rng.choice([low, high])
+        edge = np.log(ratio) if ratio > 0 else -np.inf
+        if np.isfinite(edge) and (logp_infer[i, t] + edge) - logp_infer[i, t] == edge:
+            logp_train[i, t] = logp_infer[i, t] + edge
+    rows = rng.random(logp_train.shape[0]) < 0.3
+    rows[rng.integers(len(rows))] = True
+    logp_train[rows] = logp_infer[rows]
+    return logp_train
 
 
 def test_task3c_unseen_inputs(tis, rng):
     ref = reference("tis")
-    for _ in range(N_CASES):
-        shape = (int(rng.integers(1, 7)), int(rng.integers(1, 9)))
-        logp_train, logp_infer = np.log(rng.uniform(0.05, 1, size=(2, *shape)))
-        level = str(rng.choice(lab.MASK_LEVELS))
-        low, high = float(rng.uniform(0, 1)), float(rng.uniform(1, 4))
-        close(tis.masked_weights(logp_train, logp_infer, level, low, high),
-              ref.masked_weights(logp_train, logp_infer, level, low, high),
-              f"masked_weights(random {shape} log-probabilities, {level!r}, low={low:.3f}, "
-              f"high={high:.3f})")
+    for i in range(N_CASES):
+        logp_train, logp_infer, what = log_probs(rng, kind=i % 3)
+        level = lab.MASK_LEVELS[i // 3 % len(lab.MASK_LEVELS)]
+        low = float(rng.choice([0.0, 1.0, rng.uniform(0, 1)]))
+        high = float(rng.choice([1.0, rng.uniform(1, 4)]))
+        logp_train = on_edges(rng, logp_train, logp_infer, low, high)
+        with np.errstate(all="ignore"):
+            got = tis.masked_weights(logp_train.copy(), logp_infer.copy(), level, low, high)
+            expected = ref.masked_weights(logp_train, logp_infer, level, low, high)
+        close(got, expected, f"masked_weights({what}, some ratios on the band's edges, "
+                             f"{level!r}, low={low!r}, high={high!r})")

@@ -9,21 +9,27 @@ grader/ and course/, the lab with its reference and the unseen-input checks), su
 2. pytest runs the public tests and test_fresh.py twice: with LAB_SEED=2026 (the public
    inputs) and with a fresh seed. These pytest processes import no student code: the task
    modules are stand-ins (remote.py) whose functions run in a child process in the work
-   folder, as an unprivileged user when this runs as root.
-3. results.json is built here from the JUnit XML reports of those two runs. A test counts
-   when it passes in both, and a task's tests count only when its unseen-input check
-   passes too (for a task without one, all checks of its file): code written for the
-   public inputs earns nothing.
+   folder, as an unprivileged user when this runs as root, with a temporary folder of its
+   own. A run past RUN_LIMIT is interrupted and keeps the tests that finished. After each
+   run, every process of that user is ended and its files are deleted.
+3. results.json is built here (lab/gradescope.py) from the JUnit XML reports of those two
+   runs; a report that is missing or unreadable fails that run's tests, with a message.
+   A test counts when it passes in both, and a task's tests count only when its
+   unseen-input check passes too (for a task without one, all checks of its file): code
+   written for the public inputs earns nothing. Whatever the submission does, a
+   results.json is written.
 """
 import json
 import os
 import pwd
+import resource
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
+import traceback
 from pathlib import Path
 
 ROOT = Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))
@@ -31,12 +37,20 @@ SOURCE = Path(__file__).resolve().parent.parent  # this bundle: grader/ and cour
 LAB = SOURCE / "course"
 sys.path.insert(0, str(LAB))
 import lab  # noqa: E402
+from lab import gradescope  # noqa: E402
+from lab.gradescope import DID_NOT_RUN  # noqa: E402
 
 PUBLIC_SEED = 2026
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]
 NOT_GIVEN = {"solutions", "test_fresh.py", "__pycache__"}  # kept from the student's process
-USERS = ("lab-student", "nobody")  # setup.sh makes the first; the second is everywhere
+# setup.sh makes the first; the second is everywhere. AUTOGRADER_USER picks another (a test
+# that must not end the processes of a grading running beside it).
+USERS = tuple(filter(None, [os.environ.get("AUTOGRADER_USER")])) or ("lab-student", "nobody")
 RUN_LIMIT = 240  # seconds for one pytest run of everything (two runs fit Gradescope's default 10 min)
+STOP_GRACE = 20  # seconds a run stopped at RUN_LIMIT gets to write the report of its tests so far
+GRADER_MEMORY = 3 * 2**30  # bytes of address space for the grading pytest (answers are capped)
+SHORT_LIMIT = 2  # seconds: lab.grading's short limit here, where a call crosses to a process
+UNSEEN = "_unseen_inputs"  # how the names of the checks in test_fresh.py end
 MAX_FILE = 1_000_000  # bytes; a task file larger than this is not taken
 
 
@@ -86,81 +100,152 @@ def child_user():
     raise SystemExit("no unprivileged user to run student code as: run setup.sh first")
 
 
-def run_tests(folder, seed, report, user):
-    """One pytest run of the public tests and the unseen-input checks; returns its output."""
-    env = dict(os.environ, LAB_SEED=str(seed), RL_SOLUTIONS="0", LAB_REMOTE_DIR=str(folder),
-               PYTHONPATH=str(SOURCE), PYTHONDONTWRITEBYTECODE="1")
+def collect():
+    """{graded test: task}: every graded test, whether or not a run gets to it."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p",
+                           "grader.remote", "test_rl_systems.py"], cwd=LAB, env=grading_env(),
+                          capture_output=True, text=True, errors="replace")
+    names = [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
+    return {name: lab.task_of(name) for name in names if lab.task_of(name)}
+
+
+def grading_env(**extra):
+    """The environment of the grading pytest: no student code imported, one BLAS thread
+    (so its address-space limit is not spent on idle threads' buffers), and a short limit
+    (after a function overran) that leaves time for the calls to the child."""
+    return dict(os.environ, RL_SOLUTIONS="0", PYTHONPATH=str(SOURCE), PYTHONDONTWRITEBYTECODE="1",
+                PYTHONUTF8="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                LAB_SHORT_LIMIT=str(SHORT_LIMIT), **extra)
+
+
+def limit_grader():
+    """In the grading pytest, before it starts: its own memory limit (the soft one: the
+    student's process sets its own, which may be higher)."""
+    resource.setrlimit(resource.RLIMIT_AS, (GRADER_MEMORY, resource.RLIM_INFINITY))
+
+
+def run_tests(folder, seed, report, user, tmp):
+    """One pytest run of the public tests and the unseen-input checks: (output, problem),
+    problem None if the run finished. The child gets `tmp` as its temporary folder. The
+    unseen-input checks run first (they take a second): a run stopped midway then keeps
+    the tasks whose tests finished."""
+    env = grading_env(LAB_SEED=str(seed), LAB_REMOTE_DIR=str(folder), LAB_REMOTE_TMP=str(tmp))
     if user:
         env["LAB_REMOTE_USER"] = user
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "grader.remote", f"--junitxml={report}",
+         "-o", "junit_family=xunit1", "test_fresh.py", "test_rl_systems.py"],
+        cwd=LAB, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=limit_grader)
+    problem = None
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "grader.remote", f"--junitxml={report}",
-             "-o", "junit_family=xunit1", "test_rl_systems.py", "test_fresh.py"],
-            cwd=LAB, env=env, capture_output=True, text=True, timeout=RUN_LIMIT)
-    except subprocess.TimeoutExpired:  # every test slow but under its own limit: no grade
-        report.unlink(missing_ok=True)
-        return f"the tests ran for more than {RUN_LIMIT} s in all and were stopped"
-    return done.stdout[-3000:] + done.stderr[-3000:]
+        out, _ = process.communicate(timeout=RUN_LIMIT)
+    except subprocess.TimeoutExpired:  # every test slow, each under its own limit
+        problem = (f"the tests ran for more than {RUN_LIMIT} s in all and were stopped: the "
+                   "tests that had not finished score 0")
+        process.send_signal(signal.SIGINT)  # pytest writes the report of the tests so far
+        try:
+            out, _ = process.communicate(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, _ = process.communicate()
+    text = out.decode("utf-8", errors="replace")
+    return text[-3000:], problem
 
 
-def outcomes(report):
-    """{test name: (file, None if passed else the failure text)} from a JUnit XML report."""
-    found = {}
-    for case in ET.parse(report).iter("testcase"):
-        problem = case.find("failure")
-        if problem is None:
-            problem = case.find("error")
-        if case.find("skipped") is not None:
-            text = "skipped"
-        else:
-            text = None if problem is None else (problem.text or problem.get("message", ""))
-        found[case.get("name")] = (case.get("classname", ""), text)
-    return found
+def end_student(user, tmp):
+    """After a run: end every process of the student's user (its children start sessions of
+    their own, out of reach of any process group) and delete every file it wrote."""
+    if user:
+        entry = pwd.getpwnam(user)
+        for _ in range(20):  # a bound, in case a process cannot be ended
+            if not running_as(entry.pw_uid):
+                break
+            # kill(-1) as that user reaches all its processes at once, even one forking now
+            subprocess.run([sys.executable, "-I", "-c", "import os\ntry: os.kill(-1, 9)\n"
+                            "except ProcessLookupError: pass"], user=entry.pw_uid,
+                           group=entry.pw_gid, extra_groups=[], cwd="/")
+        for top in {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}:
+            remove_owned(Path(top), entry.pw_uid)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
-def results(runs):
-    """Gradescope's results.json from [(label, outcomes), ...], the public run first."""
-    names = list(runs[0][1])
-    fresh = {name for name in names if runs[0][1][name][0].endswith("test_fresh")}
+def running_as(uid):
+    """True if a process of user `uid` is running (ended ones not yet reaped don't count)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if (os.stat(f"/proc/{pid}").st_uid == uid
+                    and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"):
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
 
-    def failure(name):  # the first run in which `name` failed, with its message
-        for label, found in runs:
-            _, text = found.get(name, ("", "did not run"))
-            if text is not None:
-                return f"{label}:\n{text[:3000]}"
+
+def remove_owned(folder, uid):
+    """Delete what user `uid` owns below `folder` (links are not followed)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            mine = entry.stat(follow_symlinks=False).st_uid == uid
+            if entry.is_dir(follow_symlinks=False) and mine:
+                shutil.rmtree(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                remove_owned(Path(entry.path), uid)
+            elif mine:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+
+
+def private_tmp(user):
+    """A temporary folder only the student's user (and root) can use, for one run."""
+    tmp = Path(tempfile.mkdtemp(prefix="lab-student-"))
+    if user:
+        os.chown(tmp, pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid)
+    return tmp
+
+
+def grade(tests, runs):
+    """Gradescope's results.json from the graded tests ({test: task}) and the runs
+    [(label, {test: None or why} from its report, why the run failed or None)], the
+    public run first. A test counts when it passes in every run, and a task's tests
+    count only when its unseen-input check passes too (for a task without one, all
+    checks of its file)."""
+    checks = sorted({name for _, found, _ in runs for name in found if name.endswith(UNSEEN)})
+
+    def failure(name):  # the first run in which `name` failed, with why
+        for label, found, problem in runs:
+            why = found.get(name, problem and f"{DID_NOT_RUN}: {problem}" or DID_NOT_RUN)
+            if why is not None:
+                return f"{label}:\n{why[:3000]}"
         return None
 
-    graded = [n for n in names if lab.task_of(n) and n not in fresh]
-    count = {task: sum(lab.task_of(n) == task for n in graded) for task in lab.TASKS}
-    # A task is checked on unseen inputs by its own check, or, if it has none (a task
-    # added later), by all the checks of its file.
-    own = {task: [n for n in fresh if lab.task_of(n) == task] for task in lab.TASKS}
-    unseen_ok = {task: all(failure(n) is None for n in own[task] or
-                           [n for n in fresh if lab.file_of(lab.task_of(n)) == lab.file_of(task)])
-                 for task in lab.TASKS}
-    tests = []
-    for name in graded:
+    own = {task: [n for n in checks if lab.task_of(n) == task] for task in lab.TASKS}
+    locked = {}
+    for task in lab.TASKS:
+        mine = own[task] or [n for n in checks if lab.file_of(lab.task_of(n)) == lab.file_of(task)]
+        failed = [failure(n) for n in mine if failure(n) is not None]
+        if not mine or any(DID_NOT_RUN in why for why in failed):
+            locked[task] = (f"passed, but Task {task}'s unseen-input check did not run, so its "
+                            "tests earn nothing")
+        elif failed:
+            locked[task] = (f"passed, but Task {task} does not work on inputs the public tests "
+                            "don't use (see its unseen-input check), so its tests earn nothing")
+    graded = gradescope.results(tests, {name: failure(name) for name in tests}, locked)
+    for name in checks:
         task = lab.task_of(name)
-        _, what, points, extra = lab.TASKS[task]
-        share, problem = points / count[task], failure(name)
-        if problem is None and not unseen_ok[task]:
-            problem = (f"passed, but Task {task} does not work on inputs the public tests don't "
-                       "use (see its unseen-input check), so its tests earn nothing")
-        tests.append(dict(name=f"{'Extra credit: ' if extra else ''}Task {task} {what} "
-                               f"({lab.file_of(task)}): {name}",
-                          score=share if problem is None else 0.0,
-                          max_score=0.0 if extra else share, output=problem or ""))
-    for name in sorted(fresh):
-        task = lab.task_of(name)
-        tests.append(dict(name=f"Task {task} on unseen inputs ({lab.file_of(task)}): {name}",
-                          score=0.0, max_score=0.0,
-                          output=failure(name) or f"passed: Task {task}'s tests count"))
-    return dict(score=round(sum(t["score"] for t in tests), 6), tests=tests)
+        graded["tests"].append(dict(
+            name=f"Task {task} on unseen inputs ({lab.file_of(task)}): {name}", score=0.0,
+            max_score=0.0, output=failure(name) or f"passed: Task {task}'s tests count"))
+    return graded
 
 
-def main():
-    out = ROOT / "results" / "results.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+def grade_submission():
+    """Grade ROOT/submission: (results.json as a dict, peak memory of a grading process)."""
     if os.geteuid() == 0:
         SOURCE.chmod(0o700)  # the reference in course/solutions: not for the student's process
     folder, notes = work_folder(ROOT / "submission")
@@ -168,23 +253,47 @@ def main():
     while fresh_seed == PUBLIC_SEED:
         fresh_seed = secrets.randbelow(10**9)
     user = child_user() if os.geteuid() == 0 else None
-    runs, logs = [], []
+    runs = []
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for label, seed in ((f"with the public inputs (LAB_SEED={PUBLIC_SEED})", PUBLIC_SEED),
-                                (f"with fresh inputs (LAB_SEED={fresh_seed})", fresh_seed)):
-                report = Path(tmp, f"junit-{seed}.xml")
-                logs.append(run_tests(folder, seed, report, user))
-                runs.append((label, outcomes(report) if report.exists() else {}))
+        tests = collect()
+        if not tests:
+            return dict(score=0.0, tests=[], output="The tests could not be collected."), 0
+        with tempfile.TemporaryDirectory() as reports:
+            # the reports' names carry no seed: the student's process can read command lines
+            for i, (label, seed) in enumerate((
+                    (f"with the public inputs (LAB_SEED={PUBLIC_SEED})", PUBLIC_SEED),
+                    (f"with fresh inputs (LAB_SEED={fresh_seed})", fresh_seed))):
+                report, tmp = Path(reports, f"report-{i}.xml"), private_tmp(user)
+                try:
+                    log, problem = run_tests(folder, seed, report, user, tmp)
+                finally:
+                    end_student(user, tmp)
+                try:
+                    found = gradescope.read_junit(report)
+                except gradescope.ReportError as error:
+                    found, problem = {}, f"{problem or 'it did not finish'} ({error}):\n{log}"
+                runs.append((label, found, problem))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    if not runs[0][1]:
-        grade = dict(score=0.0, tests=[], output="The tests could not run:\n" + logs[0])
-    else:
-        grade = results(runs)
-        grade["output"] = "\n".join(notes)
-    out.write_text(json.dumps(grade, indent=1))
-    print(f"score {grade['score']}; results written to {out}")
+    graded = grade(tests, runs)
+    problems = [f"The run {label} failed: {problem}" for label, _, problem in runs if problem]
+    graded["output"] = "\n".join(notes + problems)
+    return graded, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def main():
+    out = ROOT / "results" / "results.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        graded, peak = grade_submission()
+    except (Exception, SystemExit) as error:  # noqa: BLE001 (still write a results.json)
+        traceback.print_exc()
+        graded, peak = dict(score=0.0, tests=[], output=(
+            f"The autograder failed ({type(error).__name__}: {error}); please tell your "
+            "instructor, who can see its log.")), 0
+    out.write_text(json.dumps(graded, indent=1))
+    print(f"score {graded['score']}; results written to {out}; peak memory of a grading "
+          f"process: {peak:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
     python _grader/serve.py        (started by remote.py, in a folder holding the lab's
                                     given files and the student's three task files)
 
-It answers requests on stdin/stdout in the wire format (wire.py): "get" an attribute of a
-task module, or "call" a function of it with arguments. Everything else the grader does,
+It answers requests on stdin/stdout in the wire format (wire.py): "import" a task module,
+"get" an attribute of it, or "call" a function of it with arguments; each reply carries
+its request's id. Everything else the grader does,
 the tests and the scoring, happens in the parent, which treats these answers as data:
 whatever this process prints, patches or writes to files changes nothing there.
 """
@@ -34,6 +35,12 @@ def load(name):
 def answer(message, blobs):
     """Return (reply, reply blobs) for one request."""
     module_name, attribute = message["target"]
+    if "import" in message:
+        try:
+            load(module_name)
+        except SyntaxError as error:  # the import's own message, without the file's name
+            raise SyntaxError(str(error).split(": ", 1)[1]) from None
+        return {}, []
     value = getattr(load(module_name), attribute)
     if "get" in message:
         if callable(value):
@@ -48,7 +55,11 @@ def answer(message, blobs):
     encode = wire.Encoder(dict(received))
     tree = encode(result)
     state = encode.contents(sorted(n for n, _ in received.values()))
-    return {"value": tree, "state": state}, encode.blobs
+    changed = []  # the argument arrays changed in place, their new contents as blobs
+    for index, array in decode.changed():
+        encode.blobs.append(array.tobytes())
+        changed.append([index, len(encode.blobs) - 1])
+    return {"value": tree, "state": state, "changed": changed}, encode.blobs
 
 
 def main():
@@ -63,19 +74,32 @@ def main():
             message, blobs = wire.receive(requests.read)
         except EOFError:
             return
+        ending = False
         try:
             reply, reply_blobs = answer(message, blobs)
+            reply = dict(reply, id=message.get("id"))
+            data = wire.pack(reply, reply_blobs)  # an answer that cannot be sent is an error
         except BaseException as error:  # noqa: BLE001 (the student's error is the answer)
-            where = traceback.extract_tb(error.__traceback__)
-            mine = [f for f in where if os.path.basename(f.filename) in
-                    {m + ".py" for m in TASK_MODULES}]
-            at = f" ({os.path.basename(mine[-1].filename)}, line {mine[-1].lineno}, in " \
-                 f"{mine[-1].name})" if mine else ""
-            reply, reply_blobs = {"error": [type(error).__name__, str(error)[:4000], at]}, []
-            if isinstance(error, (SystemExit, KeyboardInterrupt)):
-                wire.send(replies, reply)
-                return
-        wire.send(replies, reply, reply_blobs)
+            ending = isinstance(error, (SystemExit, KeyboardInterrupt))
+            data = wire.pack({"error": error_report(error), "id": message.get("id")})
+        replies.write(data)
+        replies.flush()
+        if ending:
+            return
+
+
+def error_report(error):
+    """[kind, message, " (tis.py, line 7, in masked_weights)"] for an error: where is the
+    innermost line of a task file."""
+    where = traceback.extract_tb(error.__traceback__)
+    mine = [f for f in where if os.path.basename(f.filename) in {m + ".py" for m in TASK_MODULES}]
+    at = (f" ({os.path.basename(mine[-1].filename)}, line {mine[-1].lineno}, in "
+          f"{mine[-1].name})" if mine else "")
+    try:
+        text = str(error)[:4000]
+    except BaseException:  # noqa: BLE001 (a student's exception whose __str__ fails)
+        text = "(its message could not be shown)"
+    return [type(error).__name__, text, at]
 
 
 if __name__ == "__main__":

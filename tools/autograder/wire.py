@@ -26,12 +26,17 @@ class WireError(Exception):
     """A message that is not in the wire format (or a value that cannot be sent)."""
 
 
+class TooLarge(WireError):
+    """A message larger than the receiver accepts; it is refused before it is read."""
+
+
 class Encoder:
     """Turns values into JSON-able trees; containers are numbered by identity in `table`."""
 
     def __init__(self, table=None):
         self.table = table if table is not None else {}  # id(container) -> (number, container)
         self.blobs = []
+        self.arrays = []  # the array each blob came from (None for a numpy number)
 
     def __call__(self, value, depth=0):
         if depth > 50:
@@ -41,6 +46,7 @@ class Encoder:
             if array.dtype.kind not in KINDS:
                 raise WireError(f"a numpy array of dtype {array.dtype}")
             self.blobs.append(np.ascontiguousarray(array).tobytes())
+            self.arrays.append(value if isinstance(value, np.ndarray) else None)
             return {"nd": [array.dtype.str, list(array.shape), len(self.blobs) - 1,
                            isinstance(value, np.generic), not array.flags.writeable]}
         if value is None or type(value) in (bool, int, float, str):
@@ -77,6 +83,7 @@ class Decoder:
     def __init__(self, blobs, objects=None):
         self.blobs = blobs
         self.objects = objects if objects is not None else {}
+        self.arrays = []  # (blob index, array) for each array made, to see changes in place
 
     def __call__(self, tree, depth=0):
         if depth > 50:
@@ -94,6 +101,7 @@ class Decoder:
             if scalar:
                 return array[()]
             array.setflags(write=not read_only)
+            self.arrays.append((index, array))
             return array
         if "tuple" in tree:
             return tuple(self(v, depth + 1) for v in tree["tuple"])
@@ -111,6 +119,11 @@ class Decoder:
             return obj
         raise WireError("an unknown value")
 
+    def changed(self):
+        """[blob index, array] for each array made whose contents changed since."""
+        return [[index, array] for index, array in self.arrays
+                if array.tobytes() != self.blobs[index]]
+
     def update(self, state):
         """Put the contents the other side reported into the numbered containers, in place."""
         for number, items in state:
@@ -123,19 +136,25 @@ class Decoder:
                 obj.update(pairs)
 
 
-def send(stream, message, blobs=()):
-    """Write one message (a JSON-able dict) and its array buffers to a binary stream."""
+def pack(message, blobs=()):
+    """One message (a JSON-able dict) and its array buffers, as bytes to send. A ValueError
+    (an int of 5,000 digits, say) before anything is sent."""
     data = json.dumps(message).encode()
-    stream.write(struct.pack(">Q", len(data)) + data)
-    stream.write(struct.pack(">Q", len(blobs)))
+    parts = [struct.pack(">Q", len(data)), data, struct.pack(">Q", len(blobs))]
     for blob in blobs:
-        stream.write(struct.pack(">Q", len(blob)) + blob)
+        parts += [struct.pack(">Q", len(blob)), blob]
+    return b"".join(parts)
+
+
+def send(stream, message, blobs=()):
+    """Write one message and its array buffers to a binary stream."""
+    stream.write(pack(message, blobs))
     stream.flush()
 
 
 def _read_exactly(read, n, budget):
     if n > budget[0]:
-        raise WireError(f"a message of more than {MAX_BYTES} bytes")
+        raise TooLarge(f"a message of more than {budget[1]} bytes")
     budget[0] -= n
     chunks = []
     while n:
@@ -147,9 +166,10 @@ def _read_exactly(read, n, budget):
     return b"".join(chunks)
 
 
-def receive(read):
-    """Read one message with `read(n)` (returns up to n bytes); returns (message, blobs)."""
-    budget = [MAX_BYTES]
+def receive(read, limit=MAX_BYTES):
+    """Read one message of at most `limit` bytes with `read(n)` (returns up to n bytes);
+    returns (message, blobs)."""
+    budget = [min(limit, MAX_BYTES), min(limit, MAX_BYTES)]  # bytes left, the limit
     (size,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
     message = json.loads(_read_exactly(read, size, budget))
     (count,) = struct.unpack(">Q", _read_exactly(read, 8, budget))

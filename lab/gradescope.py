@@ -1,0 +1,79 @@
+"""Gradescope's results.json (given): one builder and one JUnit reader for everything that grades.
+
+`pytest --gradescope results.json` (lab/grading.py), the Gradescope autograder
+(tools/autograder/grade.py) and the instructors' checks all score through `results`:
+
+    results({"test_task1a_x": "1a", "test_task1a_y": "1a"}, {"test_task1a_x": None})
+    -> test_task1a_x scores 5 of 5 (passed), test_task1a_y 0 of 5 (did not run)
+
+A task's points are split evenly over its tests collected, so a test that did
+not run (or a -k that left it out) never moves points to another test.
+"""
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+import lab
+
+DID_NOT_RUN = "did not run"
+
+
+class ReportError(Exception):
+    """A JUnit report that is missing, empty or not XML: the run that should have
+    written it did not finish."""
+
+
+def results(tests, failures, locked=None):
+    """Gradescope's results.json, as a dict.
+
+    tests:    {graded test: task} for every graded test collected.
+    failures: {test: None if it passed, else why}; a test missing here did not run.
+    locked:   {task: why} for tasks whose passing tests earn nothing anyway (the
+              autograder's unseen-input checks failed).
+    A test's max_score is its task's points / the task's tests. An extra-credit test
+    has max_score 0 and scores its share when it passes.
+    """
+    locked = locked or {}
+    counts = Counter(tests.values())
+    out = []
+    for name, task in tests.items():
+        _, what, points, extra = lab.TASKS[task]
+        share = points / counts[task]
+        why = failures.get(name, DID_NOT_RUN)
+        if why is None:
+            why = locked.get(task)
+        out.append(dict(name=f"{'Extra credit: ' if extra else ''}Task {task} {what} "
+                             f"({lab.file_of(task)}): {name}",
+                        score=share if why is None else 0.0, max_score=0.0 if extra else share,
+                        output=why or ""))
+    return dict(score=round(sum(t["score"] for t in out), 6), tests=out)
+
+
+def read_junit(path):
+    """{test: None if it passed, else why} from a JUnit XML report (pytest --junitxml).
+
+    Bytes that are not UTF-8 are replaced, never fatal. ReportError if the report is
+    missing, empty or not XML."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8", errors="replace")
+        root = ET.fromstring(text)
+    except OSError as error:
+        raise ReportError(f"no test report ({error.strerror})") from None
+    except ET.ParseError as error:
+        raise ReportError(f"the test report is {'empty' if not text.strip() else 'cut short'} "
+                          f"({error})") from None
+    found = {}
+    for case in root.iter("testcase"):
+        if case.get("name") is None:  # not a test (pytest's note of an interrupted run)
+            continue
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        skipped = case.find("skipped")
+        if skipped is not None:
+            found[case.get("name")] = f"skipped: {skipped.get('message', '')}"
+        elif problem is not None:
+            found[case.get("name")] = problem.text or problem.get("message") or "failed"
+        else:
+            found[case.get("name")] = None
+    return found
