@@ -1,8 +1,8 @@
 """Run Lab 20's three experiments: print the results, save rl_systems.png and rl_systems.json.
 
     python run.py                  # your code; tasks not done yet become placeholders
-    RL_SOLUTIONS=1 python run.py   # the reference solutions
-    python run.py --solutions      # the same, in any shell
+    RL_SOLUTIONS=1 python run.py   # the reference solutions (instructors only)
+    python run.py --solutions      # the same, in any shell (instructors only)
     python run.py --help           # the "things to try", as flags
 
 Same flags, same numbers: every run is deterministic. This is a script: the
@@ -321,8 +321,9 @@ def parser():
                    help="how the GPU model's speedup depends on S, group size and the length cap")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
-    p.add_argument("--solutions", action="store_true",
-                   help="run the reference solutions (the same as RL_SOLUTIONS=1)")
+    if lab.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
+        p.add_argument("--solutions", action="store_true",
+                       help="run the reference solutions (the same as RL_SOLUTIONS=1)")
     p.add_argument("--out", type=png_path, default="rl_systems.png",
                    help="where to save the figure; the numbers go next to it as .json")
     return p
@@ -475,7 +476,7 @@ def gpu_model(choice, skipped):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.solutions:
+    if getattr(args, "solutions", False):
         lab.choose_reference()
     try:
         code = lab.code_under_test()

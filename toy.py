@@ -91,14 +91,14 @@ BLOCK = 16  # responses per call of pg_estimate in one_response_estimates
 
 
 def block_diagonal(grad_logp):
-    """(b, T, b * D) gradients for b responses: response j's D numbers in block j of a
-    b * D parameter vector, zeros elsewhere. Example, b = 2, D = 1, T = 1:
+    """(b, n, b * D) gradients for b responses of n tokens: response j's D numbers in block
+    j of a b * D parameter vector, zeros elsewhere. Example, b = 2, D = 1, n = 1:
     [[g0]], [[g1]] -> [[[g0, 0]], [[0, g1]]]."""
-    b = len(grad_logp)
-    grad = np.zeros((b, T, b, D))
+    b, n = grad_logp.shape[:2]
+    grad = np.zeros((b, n, b, D))
     grad[np.arange(b), :, np.arange(b)] = grad_logp  # response j -> block j
     grad.setflags(write=False)
-    return grad.reshape(b, T, b * D)
+    return grad.reshape(b, n, b * D)
 
 
 def blocks(grad_logp):
@@ -230,11 +230,16 @@ def length_true_grad(T):
     H[T] = f
     for t in range(T - 1, 0, -1):
         H[t] = f + p[:V] @ H[t + 1]
-    grad, forward, expected_zeros = np.zeros((V + 1, V)), np.eye(V + 1)[START], 0.0
+    step = np.zeros((V + 1, V + 1))  # P(y_t = b | y_{t-1} = a); START is never revisited
+    step[:, :V] = p
+    forward = np.zeros((T + 1, V + 1))  # forward[t] = P(y_t = .), forward[0] at START
+    forward[0, START] = 1.0
     for t in range(1, T + 1):
-        grad += forward[:, None] * p * (H[t] - (p @ H[t])[:, None])
-        forward = np.append(forward @ p, 0.0)  # P(y_t = b); the START row is never revisited
-        expected_zeros += forward[0]
+        forward[t] = forward[t - 1] @ step
+    # the sum over t of the gradient above, one matrix product per term
+    before, after = forward[:T], H[1:]  # pi_{t-1} and H_t for t = 1..T
+    grad = p * (before.T @ after - (before * (after @ p.T)).sum(axis=0)[:, None])
+    expected_zeros = forward[1:, 0].sum()
     return grad.reshape(D), expected_zeros
 
 
@@ -270,6 +275,19 @@ def estimates_by_pair(pg_estimate, rewards, pairs, weights):
     """
     grads = np.broadcast_to(PAIR_GRADS, (len(rewards), D, D))
     return np.asarray(pg_estimate(rewards, grads, pair_sums(pairs, weights)), dtype=float)
+
+
+def pair_estimates(pg_estimate, rewards, summed):
+    """g(y) for each response, (N, D): the estimate a batch of that one response gives, its
+    tokens grouped by pair (as in estimates_by_pair). BLOCK responses per call of
+    pg_estimate, each in its own block of the parameters (as one_response_estimates)."""
+    out = []
+    for start in range(0, len(rewards), BLOCK):
+        r, w = rewards[start:start + BLOCK], summed[start:start + BLOCK]
+        grads = PAIR_BLOCK if len(r) == BLOCK else block_diagonal(
+            np.broadcast_to(PAIR_GRADS, (len(r), D, D)))
+        out.append(np.asarray(pg_estimate(r, grads, w), dtype=float).reshape(len(r), D) * len(r))
+    return np.concatenate(out)
 
 
 def pair_sums(pairs, weights):
@@ -366,11 +384,7 @@ def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses):
     out = {}
     for scheme, weights_of in weight_functions.items():
         w = np.asarray(weights_of(logp_train, logp_infer), dtype=float)
-        # g(y): the estimate a batch of the one response y gives (its tokens grouped by
-        # pair, as in estimates_by_pair)
-        summed = pair_sums(pairs, w)
-        each = np.array([pg_estimate(rewards[[i]], PAIR_GRADS[None], summed[[i]])
-                         for i in range(len(q))], dtype=float)
+        each = pair_estimates(pg_estimate, rewards, pair_sums(pairs, w))
         mean = q @ each
         variance = (q @ (each**2).sum(axis=1) - mean @ mean) / batch_size
         mse = np.sum((mean - g)**2) + variance
@@ -407,3 +421,4 @@ def cosine(a, b):
 
 PAIR_GRADS = pair_grads()
 PAIR_GRADS.setflags(write=False)
+PAIR_BLOCK = block_diagonal(np.broadcast_to(PAIR_GRADS, (BLOCK, D, D)))  # built once

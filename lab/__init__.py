@@ -1,11 +1,11 @@
 """The lab's plumbing (given): whose code runs, and the facts every other file shares.
 
-Every test and run.py gets the task modules from `load`, so one environment
-variable switches the whole lab:
+Every test and run.py gets the task modules from `load`, which picks whose code
+runs:
 
     python -m pytest -q                   # your memory.py, scheduler.py, tis.py
-    RL_SOLUTIONS=1 python -m pytest -q    # solutions/memory.py, ...
-    python -m pytest -q --solutions       # the same, in any shell (run.py has it too)
+    RL_SOLUTIONS=1 python -m pytest -q    # solutions/memory.py, ... (instructors only)
+    python -m pytest -q --solutions       # the same, in any shell (instructors only)
 
 The facts below (tasks and points, student modules, schemes, the parts of
 run.py) are written here once; everything else imports them.
@@ -114,8 +114,8 @@ def use_reference():
             f"RL_SOLUTIONS must be 1 (reference solutions) or 0/unset (your files), got {value!r}"
         )
     if value == "1" and not SOLUTIONS_DIR.is_dir():
-        raise ValueError("--solutions (RL_SOLUTIONS=1): the reference solutions are not part "
-                         "of this copy of the lab")
+        raise ValueError("RL_SOLUTIONS=1: the reference solutions are not part of this copy "
+                         "of the lab")
     return value == "1"
 
 

@@ -167,12 +167,15 @@ def scheduling_panels(s, ax_gain, ax_lag, ax_tail):
     # Throughput and lanes busy rise together (the lanes are the work), so one panel
     # shows both: the line is the throughput, the numbers on it the lanes busy.
     ax_gain.plot(s["k"], s["throughput_gain"], "o-", color="tab:purple")
+    shown = None
     for k, gain, busy in zip(s["k"], s["throughput_gain"], s["utilization"]):
-        ax_gain.annotate(f"{busy:.0%}", (k, gain), xytext=(0, 7), textcoords="offset points",
-                         ha="center", fontsize=8.5, color="tab:purple")
+        if f"{busy:.0%}" != shown:  # a repeat would crowd the line and say nothing new
+            shown = f"{busy:.0%}"
+            ax_gain.annotate(shown, (k, gain), xytext=(0, 7), textcoords="offset points",
+                             ha="center", fontsize=8.5, color="tab:purple")
     ax_gain.set_ylim(0, 1.2 * max(s["throughput_gain"]))
     ax_gain.set_xlim(s["k"][0] - 0.6, s["k"][-1] + 0.6)  # room for the first and last %
-    ax_gain.text(0.97, 0.05, "the % on each point: share of\ntime the lanes are generating",
+    ax_gain.text(0.97, 0.05, "%: share of time the lanes are\ngenerating (repeats left out)",
                  transform=ax_gain.transAxes, ha="right", va="bottom", fontsize=8.5)
     # The mean hides the tail: k bounds how far generation runs ahead, not how old
     # a trained response can be.
@@ -307,10 +310,11 @@ def draw_equal_hardware(results, path):
     e = results["equal_hardware"]
     if e is None:
         placeholder(ax, results["unavailable"]["Equal hardware"])
+        gpus = "the same GPUs"
     else:
         equal_hardware_panel(e, ax)
-    ax.set_title(f"Same {e['gpus'] if e else 'G'} GPUs: synchronous vs asynchronous "
-                 f"(Task {PARTS['equal_hardware'][1]})")
+        gpus = f"the same {e['gpus']} GPUs"
+    ax.set_title(f"Synchronous vs asynchronous on {gpus} (Task {PARTS['equal_hardware'][1]})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

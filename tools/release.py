@@ -3,18 +3,24 @@
     python tools/release.py OUT
 
 OUT/student/          the repository students get: the lab without solutions/, tools/
-                      (stub generator, release checks, the corpus of wrong answers) and CI;
-                      its README is README.md without the instructor parts.
+                      (stub generator, release checks, the corpus of wrong answers), CI
+                      and the instructor-only docs (INSTRUCTOR_DOCS); its README and docs
+                      without their instructor parts.
 OUT/autograder.zip    the Gradescope bundle: setup.sh, run_autograder, grader/ (from
                       tools/autograder/) and course/ (the student files plus solutions/ and
                       the unseen-input checks, tools/autograder/fresh_checks.py as
-                      test_fresh.py). See README "For instructors".
+                      test_fresh.py). See docs/instructors.md.
 
-README.md marks what only instructors see: a line ending in `<!-- instructor -->`, or
-the lines between `<!-- instructor -->` and `<!-- /instructor -->`. Lines between
-`<!-- student` and `student -->` (hidden in README.md) are shown in the students' copy.
+A Markdown file marks what only instructors see: a line ending in `<!-- instructor -->`,
+or the lines between `<!-- instructor -->` and `<!-- /instructor -->`. Lines between
+`<!-- student` and `student -->` (hidden in the repository) are shown in the students'
+copy. In a Python file, a line ending in `(instructors only)` is left out (the
+`--solutions` lines of run.py's docstring, say). A students' doc may not link to a file
+the students' copy does not have.
 """
 import argparse
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,10 +29,13 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NOT_FOR_STUDENTS = ("solutions/", "tools/", ".ci/", "README.md")
+NOT_FOR_STUDENTS = ("solutions/", "tools/", ".ci/")
+INSTRUCTOR_DOCS = ("docs/instructors.md",)
 MARK = "<!-- instructor -->"
 END_MARK = "<!-- /instructor -->"
 STUDENT_START, STUDENT_END = "<!-- student", "student -->"
+PY_MARK = "(instructors only)"
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")  # a Markdown link's target, without its #part
 GRADER_FILES = ("__init__.py", "grade.py", "remote.py", "serve.py", "wire.py")
 BUNDLE_ROOT_FILES = ("setup.sh", "run_autograder", "requirements.txt")
 
@@ -47,8 +56,8 @@ def lab_files():
                                   for pattern in ignored))
 
 
-def student_readme(text):
-    """README.md as the students' copy shows it (see the module docstring)."""
+def student_text(text, name="README.md"):
+    """A Markdown file as the students' copy shows it (see the module docstring)."""
     lines, hidden = [], False
     for line in text.splitlines():
         stripped = line.strip()
@@ -61,17 +70,49 @@ def student_readme(text):
         elif not hidden and not line.rstrip().endswith(MARK):
             lines.append(line)
     if hidden:
-        raise ValueError(f"README.md: a {MARK} block is never closed by {END_MARK}")
+        raise ValueError(f"{name}: a {MARK} block is never closed by {END_MARK}")
     return "\n".join(lines) + "\n"
 
 
+def student_python(text):
+    """A Python file as the students' copy shows it: without the lines marked PY_MARK."""
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.rstrip().endswith(PY_MARK))
+
+
+def student_doc(doc):
+    """The text of `doc` (a path from ROOT) in the students' copy, or None if it has none."""
+    if doc in INSTRUCTOR_DOCS:
+        return None
+    return student_text((ROOT / doc).read_text(), doc)
+
+
+def links(path, text):
+    """The files a Markdown file at `path` (relative to the copy's root) links to."""
+    folder = Path(path).parent
+    return {Path(os.path.normpath(folder / target)).as_posix() for target in LINK.findall(text)
+            if "://" not in target and not target.startswith("mailto:")}
+
+
 def write_student(out):
-    """OUT/student: the students' repository."""
-    for path in lab_files():
-        if not path.startswith(NOT_FOR_STUDENTS):
-            (out / path).parent.mkdir(parents=True, exist_ok=True)
+    """OUT/student: the students' repository. Refuses a doc that links to a file left out."""
+    shipped = [path for path in lab_files()
+               if not path.startswith(NOT_FOR_STUDENTS) and path not in INSTRUCTOR_DOCS]
+    texts = {path: student_doc(path) for path in shipped if path.endswith(".md")}
+    for path, text in texts.items():
+        missing = sorted(links(path, text) - set(shipped))
+        if missing:
+            raise ValueError(f"{path} links to {', '.join(missing)}, which the students' copy "
+                             "does not have: mark the link <!-- instructor -->")
+    for path in shipped:
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        if path in texts:
+            (out / path).write_text(texts[path])
+        elif path.endswith(".py"):
+            (out / path).write_text(student_python((ROOT / path).read_text()))
+            shutil.copymode(ROOT / path, out / path)
+        else:
             shutil.copy2(ROOT / path, out / path)
-    (out / "README.md").write_text(student_readme((ROOT / "README.md").read_text()))
 
 
 def write_bundle(student, zip_path):

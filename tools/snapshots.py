@@ -1,24 +1,24 @@
-"""Docs that can't drift: reference snapshots of run.py's numbers, and the README's quotes of them.
+"""Docs that can't drift: reference snapshots of run.py's numbers, and the docs' quotes of them.
 
     python tools/snapshots.py            # check (CI runs it)
     python tools/snapshots.py --update   # after a deliberate change: rewrite the snapshots
-    python tools/snapshots.py --student-readme OUT/student/README.md   # a release's too
+    python tools/snapshots.py --student-copy OUT/student   # a release's docs too
 
 1. For each run in RUNS, run.py with the reference solutions writes rl_systems.json, and
    every number in it must match tools/snapshots/<name>.json within
    |fresh - snapshot| <= ATOL + RTOL * |snapshot|. The absolute part is for numbers near
    0 (a bias of 1e-16 changes by a large factor when the arithmetic is reordered).
-2. Every number README.md quotes from a run is listed in QUOTES, with the words around
-   it (a table row, all its numbers at once, in TABLE_ROWS); the snapshot's value,
-   formatted as quoted, must appear there in README.md. A README number in neither is
-   not checked, so add it when you write it.
-3. The README's table of Task 3's claims on other draws of the toy must hold the counts
+2. Every number README.md or a file of docs/ quotes from a run is listed in QUOTES under
+   that doc, with the words around it (a table row, all its numbers at once, in
+   TABLE_ROWS); the snapshot's value, formatted as quoted, must appear there in that doc.
+   A number in neither is not checked, so add it when you write it.
+3. The table of Task 3's claims on other draws of the toy (DRAWS_DOC) must hold the counts
    tools/check_draws.py computes now (DRAW_CLAIMS names its rows).
-4. --student-readme: a release's README must be the one tools/release.py makes from
-   README.md, and holds the same checked numbers (those outside instructor parts).
+4. --student-copy: a release's docs must be the ones tools/release.py makes, hold the same
+   checked numbers (those outside instructor parts), and leave out the instructor-only docs.
 
-To add an experiment flag: add a line to RUNS, run --update, and add its README quotes
-to QUOTES. The runs are independent, so they run in parallel, one per core.
+To add an experiment flag: add a line to RUNS, run --update, and add its quotes to QUOTES.
+The runs are independent, so they run in parallel, one per core.
 """
 import argparse
 import json
@@ -56,6 +56,7 @@ RUNS = {
     "equal_hardware_gpus_24": ["--equal-hardware", "--gpus", "24"],
     "staleness": ["--staleness"],
     "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
+    "staleness_mismatch_0.6": ["--staleness", "--staleness-mismatch", "0.6"],
     "gpu_model": ["--preset", "all", "--gpu-sweep"],
 }
 
@@ -109,352 +110,380 @@ def lane_row(i, label):
              ("gpu_model", f"{base}.max_lag.1", "{}")])
 
 
-# (the README's words, with {} where the number goes; snapshot; path in the JSON; format).
-# A format is a format string, or a function of the value at the path for what a format
-# string can't say (KiB from bytes, a split "10 / 6" from the equal_hardware dict).
-QUOTES = [
-    # Introduction and Task 1
-    ("on a 7B model needs {} GB of model state, a small cluster", "default", "memory.ppo_7b_gb",
-     "{:.0f}"),
-    ("head dim 128) caches {} bytes", "default", "memory.models.2.kv_bytes_per_token", "{:,}"),
-    ("57,344 bytes = {} KiB per token", "default", "memory.models.2.kv_bytes_per_token",
-     lambda b: f"{b / 1024:g}"),
-    ("Targets: {} GB for PPO on 7B", "default", "memory.ppo_7b_gb", "{:.0f}"),
-    ("7B, {} GB for GRPO, 112 GB", "default", "memory.grpo_7b_gb", "{:.0f}"),
-    # What you should see: the defaults
-    ("(the defaults are {} lanes, B = 32", "default", "scheduling.n_lanes", "{}"),
-    ("16 lanes, B = {}, lognormal", "default", "scheduling.B", "{}"),
-    ("mean 1 and σ = {}, train_time", "default", "scheduling.sigma", "{}"),
-    ("train_time {}, batches of 64", "default", "scheduling.train_time", "{}"),
-    ("train_time 1.0, batches of {}):", "default", "mismatch.batch_size", "{}"),
-    # What you should see: Part 1
-    ("needs {} GB of model state", "default", "memory.ppo_7b_gb", "{:.0f}"),
-    ("{} H100s (80 GB) just to hold", "default", "memory.h100s_for_ppo_7b", "{}"),
-    ("GRPO halves that to {} GB", "default", "memory.grpo_7b_gb", "{:.0f}"),
-    ("40M adapter parameters) needs {} GB", "default", "memory.grpo_lora_7b_gb", "{:.1f}"),
-    ("64 responses of 16k tokens take {} GB", "default", "memory.kv_64x16k_gb", "{:.1f}"),
-    ("(Qwen2.5-72B with PPO: {} GB", "default", "memory.models.4.ppo_gb", "{:,.0f}"),
-    ("Qwen2.5-72B with PPO: 2,618 GB, {} GPUs)", "default", "memory.models.4.gpus_for_ppo",
-     "{}"),
-    # Lanes per GPU
-    ("How many responses of {} tokens one 80 GB", "default", "memory.max_tokens", "{:,}"),
-    ("The lab's 7B gets {}: (80", "default", "memory.lanes_per_gpu", "{}"),
-    ("gets 70: (80 − {}) GB", "default", "memory.models.0.params",
-     lambda n: f"{2 * n / 1e9:.0f}"),  # its bf16 weights
-    ("(80 − 14) GB / {} GB", "default", "memory.kv_bytes_per_token",
-     lambda b: f"{b * 16384 / 1e9:.2f}"),  # one response of --max-tokens 16384
-    ("Qwen2.5-1.5B gets {}, Qwen2.5-32B", "default", "memory.models.1.lanes_per_gpu", "{}"),
-    ("Qwen2.5-32B only {}, Llama-3.1-8B", "default", "memory.models.3.lanes_per_gpu", "{}"),
-    ("Llama-3.1-8B {} (128 KiB", "default", "memory.models.5.lanes_per_gpu", "{}"),
-    ("({} KiB of KV cache per token", "default", "memory.models.5.kv_bytes_per_token",
-     lambda b: f"{b / 1024:g}"),
-    ("against the 7B's {}), and the 70B", "default", "memory.kv_bytes_per_token",
-     lambda b: f"{b / 1024:g}"),
-    ("its context is {} tokens", "default", "memory.models.8.context", "{:,}"),
-    # Part 2: the lag tail (the throughput and mean lag are further down)
-    ("the lanes are busy {} of the time, so generation", "default", "scheduling.utilization.2",
-     "{:.0%}"),
-    ("at k = 1 the 95th percentile of the lag is {}", "default", "scheduling.lag_p95.1", "{}"),
-    ("{} of the trained responses have lag 2 or more", "default", "scheduling.lag_counts.1",
-     lambda counts: f"{sum(counts[2:]) / sum(counts):.1%}"),  # lags over k = 1
-    ("and the oldest has lag {}; from k = 2 on", "default", "scheduling.max_lag.1", "{}"),
-    ("from k = 2 on, p95 {} and max", "default", "scheduling.lag_p95.2", "{}"),
-    ("p95 2 and max {}.", "default", "scheduling.max_lag.2", "{}"),
-    ("(max lag {} at k = 1), and", "drop_stale", "drop_stale.max_lag", "{}"),
-    ("pays with wasted generation ({} of it", "drop_stale", "drop_stale.wasted_frac", "{:.0%}"),
-    # Timeline
-    ("end of the k = 0 run's {}th update", "timeline", "timeline.n_updates", "{}"),
-    ("4th update ({} time units)", "timeline", "timeline.window", "{:.1f}"),
-    # response 21 at k = 0: the first batch's straggler, whose end starts the first update
-    ("lane {}'s response, which ends", "timeline", "timeline.runs.0.responses.21.lane", "{}"),
-    ("which ends at {}) keep the trainer", "timeline", "timeline.runs.0.responses.21.end",
-     "{:.1f}"),
-    ("the lanes are busy {} of this window", "timeline", "timeline.runs.0.busy", "{:.0%}"),
-    ("the rows are full ({} busy)", "timeline", "timeline.runs.1.busy", "{:.0%}"),
-    # Part 2
-    ("keeps the lanes busy {} of the time", "default", "scheduling.utilization.0", "{:.0%}"),
-    ("(k = 1) gives {}× the throughput", "default", "scheduling.throughput_gain.1", "{:.2f}"),
-    ("k = 2 adds almost nothing ({}×)", "default", "scheduling.throughput_gain.2", "{:.2f}"),
-    ("a mean of 0 at k = 0, {} at k = 1", "default", "scheduling.mean_lag.1", "{:.2f}"),
-    ("and {} from k = 2 on", "default", "scheduling.mean_lag.2", "{:.2f}"),
-    # Part 3
-    ("grows linearly with the mismatch ({},", "default", "mismatch.schemes.none.bias.1", "{:.3f}"),
-    ("with the mismatch (0.037, {},", "default", "mismatch.schemes.none.bias.2", "{:.3f}"),
-    ("0.076, {} at 0.1, 0.2, 0.4)", "default", "mismatch.schemes.none.bias.4", "{:.3f}"),
-    ("its RMSE climbs to {} at mismatch 1.0", "default", "mismatch.schemes.seq.rmse.10", "{:.1f}"),
-    ("at large mismatch: {} (token TIS)", "default", "mismatch.schemes.token_tis.rmse.6",
-     "{:.3f}"),
-    ("and {} (sequence TIS) at 0.6", "default", "mismatch.schemes.seq_tis.rmse.6", "{:.3f}"),
-    ("against {} (token IS)", "default", "mismatch.schemes.token.rmse.6", "{:.3f}"),
-    ("(token IS), {} (naive)", "default", "mismatch.schemes.none.rmse.6", "{:.3f}"),
-    ("(naive) and {} (sequence IS)", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
-    ("sequence TIS's RMSE falls from {}", "default", "mismatch.schemes.seq_tis.rmse.0", "{:.3f}"),
-    ("RMSE falls from 0.117 at mismatch 0 to {} at 1.0", "default",
-     "mismatch.schemes.seq_tis.rmse.10", "{:.3f}"),
-    ("its variance falls from {}", "default", "mismatch.schemes.seq_tis.variance.0", "{:.4f}"),
-    ("its variance falls from 0.0137 to {}", "default", "mismatch.schemes.seq_tis.variance.10",
-     "{:.4f}"),
-    ("while its bias grows only to {}", "default", "mismatch.schemes.seq_tis.bias.10", "{:.3f}"),
-    # Things to try
-    ("drops from 4.08× to {}×", "train_time_3", "scheduling.throughput_gain.1", "{:.2f}"),
-    ("and levels off at {}×", "train_time_3", "scheduling.throughput_gain.-1", "{:.2f}"),
-    ("with the lanes busy at most {} of the time", "train_time_3", "scheduling.utilization.-1",
-     "{:.0%}"),
-    ("keeps growing with k ({} at k = 8)", "train_time_3", "scheduling.mean_lag.-1", "{:.2f}"),
-    ("{} of 7,128 responses are dropped", "drop_stale", "drop_stale.n_dropped", "{:,}"),
-    ("696 of {} responses are dropped", "drop_stale", "drop_stale.n_started", "{:,}"),
-    ("{} of all generation time", "drop_stale", "drop_stale.wasted_frac", "{:.0%}"),
-    ("have a mean length of {}", "drop_stale", "drop_stale.mean_length_dropped", "{:.2f}"),
-    ("against {} for the trained ones", "drop_stale", "drop_stale.mean_length_trained", "{:.2f}"),
-    ("{} of them are over 4×", "drop_stale", "drop_stale.long_share_dropped", "{:.0%}"),
-    ("{} of the trained ones are", "drop_stale", "drop_stale.long_share_trained", "{:.0%}"),
-    ("the synchronous lanes are already {} busy", "sigma_0.5", "scheduling.utilization.0",
-     "{:.0%}"),
-    ("asynchrony gains only {}×", "sigma_0.5", "scheduling.throughput_gain.1", "{:.1f}"),
-    ("The RMSE is lowest at C = {}", "c_sweep", "c_sweep.best_C", "{:g}"),
-    ("lowest at C = 1.25 ({})", "c_sweep", "c_sweep.rmse.1", "{:.3f}"),
-    ("It rises to {} once C", "c_sweep", "c_sweep.rmse.-1", "{:.3f}"),
-    ("The bias falls from {} at C = 1", "c_sweep", "c_sweep.bias.0", "{:.3f}"),
-    ("to {} from C = 6 on", "c_sweep", "c_sweep.bias.7", "{:.3f}"),
-    ("({} at C = 1.5,", "c_sweep", "c_sweep.bias.2", "{:.4f}"),
-    ("{} at 2.5,", "c_sweep", "c_sweep.bias.4", "{:.4f}"),
-    ("{} at 3.0)", "c_sweep", "c_sweep.bias.5", "{:.4f}"),
-    ("its RMSE at mismatch 1.0 is {}", "noise_gaussian", "mismatch.schemes.seq.rmse.10",
-     "{:.2f}"),
-    ("is 1.96 instead of {}", "default", "mismatch.schemes.seq.rmse.10", "{:.2f}"),
-    ("stays low under both ({}", "noise_gaussian", "mismatch.schemes.seq_tis.rmse.10", "{:.2f}"),
-    ("under both (0.14 and {})", "default", "mismatch.schemes.seq_tis.rmse.10", "{:.2f}"),
-    ("drops from {}× to 3.17×", "default", "scheduling.throughput_gain.1", "{:.2f}"),
-    ("max lag of a trained response is {} (= k)", "drop_stale", "drop_stale.max_lag", "{}"),
-    ("(= k), against {} keeping them", "drop_stale", "drop_stale.max_lag_keeping_stale", "{}"),
-    ("gain goes {}× at k = 1", "lanes_64", "scheduling.throughput_gain.1", "{:.2f}"),
-    ("{}× at k = 2 (then the trainer", "lanes_64", "scheduling.throughput_gain.2", "{:.2f}"),
-    ("(mean {}, max 34 at k = 8)", "lanes_64", "scheduling.mean_lag.-1", "{:.2f}"),
-    ("max {} at k = 8)", "lanes_64", "scheduling.max_lag.-1", "{}"),
-    ("for C from {} to 10", "c_sweep", "c_sweep.C.0", "{:g}"),
-    ("for C from 1 to {} at", "c_sweep", "c_sweep.C.-1", "{:g}"),
-    ("to 10 at mismatch {}.", "c_sweep", "c_sweep.mismatch", "{}"),
-    ("nothing is truncated (C ≥ {})", "c_sweep", "c_sweep.C.8", "{:g}"),
-    ("to 0.069 from C = {} on", "c_sweep", "c_sweep.C.7", "{:g}"),
-    # At real lengths
-    ("with no mismatch (`--length-kl 0`) every scheme then has a relative RMSE of about {} at",
-     "length_sweep_no_mismatch", "length_sweep.levels.0.schemes.none.rmse",
-     lambda rmse: f"{sum(rmse) / len(rmse):.2f}"),  # mean
-    ("at every T from 6 to {}, so what", "length_sweep_no_mismatch", "length_sweep.levels.0.T.-1",
-     "{}"),
-    ("and batches of {}, and grows T", "length_sweep", "length_sweep.batch_size", "{}"),
-    ("The sweep runs two levels, `--length-kl {}` (scales", "length_sweep", "length_sweep.levels",
-     lambda levels: " ".join(f"{level['kl']:g}" for level in levels)),
-    ("(scales {}), each from", "length_sweep", "length_sweep.levels",
-     lambda levels: " and ".join(f"{level['mismatch']:.4f}" for level in levels)),
-    ("sequence TIS holds at T = 64 (cosine {}, 19%", "length_sweep",
-     "length_sweep.levels.0.schemes.seq_tis.cosine.2", "{:.2f}"),
-    ("(cosine 0.80, {} of weights 0)", "length_sweep",
-     "length_sweep.levels.0.schemes.seq_tis.zero_weight_share.2", "{:.0%}"),
-    ("gone at T = 128 ({} zero)", "length_sweep",
-     "length_sweep.levels.0.schemes.seq_tis.zero_weight_share.3", "{:.0%}"),
-    ("still points the right way (cosine {}, no zero weights)", "length_sweep",
-     "length_sweep.levels.1.schemes.seq_tis.cosine.5", "{:.2f}"),
-    ("T = 4,096 it bends ({})", "length_sweep", "length_sweep.levels.1.schemes.seq_tis.cosine.6",
-     "{:.2f}"),
-    ("at T = 16,384 {} of its weights are 0", "length_sweep",
-     "length_sweep.levels.1.schemes.seq_tis.zero_weight_share.8", "{:.0%}"),
-    ("(the cosine there, {}, rests on two batches", "length_sweep",
-     "length_sweep.levels.1.schemes.seq_tis.cosine.8", "{:.2f}"),
-    ("rests on {} batches; the zero share", "length_sweep", "length_sweep.levels.1.n_batches.8",
-     lambda n: {2: "two", 4: "four"}.get(n, str(n))),
-    ("The lab's collapses fall between {} at both levels", "length_sweep", "length_sweep.levels",
-     lambda levels: collapse_span(levels)),
-    ("at KL 0.001 it rejects {} of the responses at T = 256", "length_sweep",
-     "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.4", "{:.0%}"),
-    ("and {} at T = 1,024 (at KL 0.16", "length_sweep",
-     "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.5", "{:.0%}"),
-    ("(at KL 0.16 it rejects {} at T = 6, though", "length_sweep",
-     "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
-    ("still points the right way: cosine {}).", "length_sweep",
-     "length_sweep.levels.0.schemes.seq_mask.cosine.0", "{:.2f}"),
-    ("keep a cosine of at least {} at every T of both levels", "length_sweep", "length_sweep.levels",
-     lambda levels: f"{min(min(l['schemes'][s]['cosine']) for l in levels for s in ('token', 'token_tis')) - 0.005:.2f}"),
-    ("both levels, {} at T = 16,384 at the realistic KL", "length_sweep",
-     "length_sweep.levels.1.schemes.token_tis.cosine.8", "{:.2f}"),
-    ("The naive estimate's cosine falls to {} at T = 16,384", "length_sweep",
-     "length_sweep.levels.1.schemes.none.cosine.8", "{:.2f}"),
-    ("at mismatch 0.6 ({}, against 0.116", "default", "masking.schemes.seq_mask.rmse.6", "{:.3f}"),
-    ("against {} for sequence TIS and", "default", "mismatch.schemes.seq_tis.rmse.6", "{:.3f}"),
-    ("and {} for sequence IS), even", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
-    ("masking whole responses whose ratio leaves [{}, 2]", "default", "masking.low", "{:g}"),
-    ("whose ratio leaves [0.5, {}]", "default", "masking.high", "{:g}"),
-    ("even though it rejects {} of the responses", "length_sweep",
-     "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
-    ("rejects a steady {} of tokens", "length_sweep",
-     "length_sweep.levels.0.schemes.token_mask.zero_weight_share.2", "{:.0%}"),
-    ("right way (cosine {} at T = 128", "length_sweep",
-     "length_sweep.levels.0.schemes.token_mask.cosine.3", "{:.2f}"),
-    ("against {} for token IS).", "length_sweep", "length_sweep.levels.0.schemes.token.cosine.3",
-     "{:.2f}"),
-    # The speedup at equal hardware
-    ("The {} of Part 2 compares", "default", "scheduling.throughput_gain.1", "{:.2f}×"),
-    ("(`--gpus`, default {})", "equal_hardware", "equal_hardware.gpus", "{}"),
-    ("`--lanes-per-gpu` lanes (default {})", "equal_hardware", "equal_hardware.lanes_per_gpu",
-     "{}"),
-    ("G × `--train-time` = {}):", "equal_hardware", "equal_hardware.train_work", "{:g}"),
-    ("exactly Part 2's k = 0 run: {}.", "equal_hardware", "equal_hardware.sync_throughput",
-     "{:.2f}"),
-    ("this is exactly Part 2's k = 0 run: {}.", "default", "scheduling.throughput.0", "{:.2f}"),
-    ("GRPO on the lab's 7B, {} GB from your", "default", "memory.grpo_7b_gb", "{:.0f}"),
-    ("`rl_memory_gb`: {} GPUs)", "equal_hardware", "equal_hardware.trainer_gpus_needed", "{}"),
-    ("so g = {} is excluded", "equal_hardware", "equal_hardware.splits.-1.gen_gpus", "{}"),
-    ("the best split is {} training", "equal_hardware", "equal_hardware",
-     lambda e: f"{e['best_gen_gpus']} GPUs generating and {e['gpus'] - e['best_gen_gpus']}"),
-    ("training: {} responses per time unit", "equal_hardware", "equal_hardware.best_throughput",
-     "{:.2f}"),
-    ("per time unit, **{}×** the synchronous", "equal_hardware", "equal_hardware.speedup",
-     "{:.2f}"),
-    ("With `--sigma 0.5` it falls to {}×", "equal_hardware_sigma_0.5", "equal_hardware.speedup",
-     "{:.2f}"),
-    ("the split loses: {}×", "equal_hardware_sigma_0", "equal_hardware.speedup", "{:.2f}"),
-    ("On 8 GPUs (`--gpus 8`) it is {}×", "equal_hardware_gpus_8", "equal_hardware.speedup",
-     "{:.2f}"),
-    ("on 24, {}×.", "equal_hardware_gpus_24", "equal_hardware.speedup", "{:.2f}"),
-    # Where the lab sits among real systems
-    ("(k = 1 vs k = 0) | {}× |", "default", "scheduling.throughput_gain.1", "{:.2f}"),
-    ("`--equal-hardware` | {}× (1.38×", "equal_hardware", "equal_hardware.speedup", "{:.2f}"),
-    ("({}× to 3.19× over `--train-work` 128", "equal_hardware_work_128", "equal_hardware.speedup",
-     "{:.2f}"),
-    ("(1.38× to {}× over `--train-work` 128", "equal_hardware_work_1", "equal_hardware.speedup",
-     "{:.2f}"),
-    ("equal, {} GPUs | this lab", "equal_hardware", "equal_hardware.gpus", "{}"),
-    # Why k stops mattering
-    ("16 lanes finish about {} responses per time unit", "default", "scheduling.throughput.2",
-     "{:.0f}"),
-    ("**Why k stops mattering past k = 2.** {} lanes", "default", "scheduling.n_lanes", "{}"),
-    ("and the trainer could take {} (B = 32", "default", "scheduling",
-     lambda run: f"{run['B'] / run['train_time']:g}"),
-    # docs/gpu-model.md
-    gpu_quote("That gives σ = {} and a mean", "areal-1.5b", "sigma", "{:.2f}"),
-    gpu_quote("and a mean of {} tokens for AReaL", "areal-1.5b", "mean_len", "{:,.0f}"),
-    gpu_quote("is verl's mean length: {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
-    ("25% on the speedup. {} of the 6 hours land within 1.5×", "gpu_model", "gpu_model",
-     lambda g: str(int(within(g, "sync", 2 / 3, 1.5)) + int(within(g, "asynchronous", 2 / 3, 1.5)))),
-    ("land within 1.5×, and {} of the 3 speedups within 25%", "gpu_model", "gpu_model",
-     lambda g: within(g, "speedup", 0.75, 1.25)),
-    ("step of areal-1.5b takes {} s instead of", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
-     "{:.1f}"),
-    ("s instead of {} s: 30.0 h", "gpu_model", "gpu_sweep.rows.0.sync_seconds", "{:.1f}"),
-    ("s: {} h for the 1000 steps", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
-     lambda seconds: f"{seconds * 1000 / 3600:.1f}"),
-    gpu_quote("against the published {} h and the", "areal-1.5b", "published.sync_hours",
-              "{:.1f}"),
-    gpu_quote("h and the {} h with the overhead", "areal-1.5b", "sync.hours", "{:.1f}"),
-    ("and areal-1.5b's synchronous prediction becomes {}× the published", "gpu_model",
-     "gpu_model", lambda g: f"{g['areal-1.5b']['ratio']['sync'] / 4:.2f}"),
-    gpu_quote("bound by the trainer ({} s per step", "verl-7b", "asynchronous.seconds", "{:.1f}"),
-    gpu_quote("decomposes as generation {} s (published", "verl-7b", "sync.generation_seconds",
-              "{:.1f}"),
-    ("and training {} s (published `old_log_prob`", "gpu_model", "gpu_model",
-     lambda g: f"{g['verl-7b']['sync']['seconds'] - g['verl-7b']['sync']['generation_seconds']:.1f}"),
-    gpu_quote("the model would predict {} h (1.5B)", "areal-1.5b", "colocated.hours", "{:.1f}"),
-    gpu_quote("(1.5B) and {} h (7B)", "areal-7b", "colocated.hours", "{:.1f}"),
-    gpu_quote("and speedups of {}× and", "areal-1.5b", "colocated.speedup", "{:.2f}"),
-    gpu_quote("× and {}×, against the published", "areal-7b", "colocated.speedup", "{:.2f}"),
-    ("Part 2's lane model gives {}× at 1 lane per GPU", "equal_hardware", "equal_hardware.speedup",
-     "{:.2f}"),
-    ("leaves {} slots per engine", "gpu_model", "gpu_sweep.rows.3.slots", "{}"),
-    ("cuts the gain of asynchrony to {}×.", "gpu_model", "gpu_sweep.rows.2.speedup", "{:.2f}"),
-    ("the same responses give {}× instead of", "gpu_model", "gpu_sweep.rows.4.speedup", "{:.2f}"),
-    ("× instead of {}×, but lags", "gpu_model", "gpu_sweep.rows.0.speedup", "{:.2f}"),
-    ("lags of up to {} versions instead of", "gpu_model", "gpu_sweep.rows.4.max_lag", "{}"),
-    ("versions instead of {}.", "gpu_model", "gpu_sweep.rows.0.max_lag", "{}"),
-    ("raises the speedup to {}×, halving", "gpu_model", "gpu_sweep.rows.5.speedup", "{:.2f}"),
-    ("halving it lowers it to {}×.", "gpu_model", "gpu_sweep.rows.6.speedup", "{:.2f}"),
-    ("at k = 1 from {} to", "gpu_model", "gpu_sweep.lanes.rows.0.max_lag.1", "{}"),
-    ("from 12 to {}.", "gpu_model", "gpu_sweep.lanes.rows.2.max_lag.1", "{}"),
-    gpu_quote("the head lag averages {} versions per group", "areal-1.5b", "asynchronous.mean_lag",
-              "{:.2f}"),
-    gpu_quote("versions per group and {} per token", "areal-1.5b",
-              "asynchronous.head_token_lag", "{:.2f}"),
-    gpu_quote("lags by {} on average", "areal-1.5b", "asynchronous.token_lag", "{:.2f}"),
-    gpu_quote("an update ends: head lag {} per group", "verl-7b", "asynchronous.mean_lag",
-              "{:.2f}"),
-    gpu_quote("per group and {} per token, token lag", "verl-7b", "asynchronous.head_token_lag",
-              "{:.2f}"),
-    gpu_quote("per token, token lag {}.", "verl-7b", "asynchronous.token_lag", "{:.2f}"),
-    # docs/staleness.md
-    ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
-    ("That gives η = {}.", "staleness", "staleness.step", "{:.3f}"),
-    ("are then {} nats per token from v", "staleness", "staleness.lag_kl",
-     lambda kl: ", ".join(f"{x:.3f}" for x in kl[1:4]) + f" and {kl[4]:.3f}"),
-    ("an uncorrected update gains {} of an on-policy one (its bias is", "staleness",
-     "staleness.rows", lambda rows: share_of_k0(rows, 1, "none")),
-    ("(its bias is {}, its cosine", "staleness", "staleness.rows.1.schemes.none.bias", "{:.3f}"),
-    ("its cosine {}). But k = 1", "staleness", "staleness.rows.1.schemes.none.cosine",
-     "{:.3f}"),
-    ("But k = 1 makes {}× as many updates", "default", "scheduling.throughput_gain.1", "{:.2f}"),
-    ("the gain per time unit is {}× the synchronous run's. Corrected", "staleness",
-     "staleness.rows", lambda rows: speedup(rows, 1, "none")),
-    ("an update keeps {} (token TIS)", "staleness", "staleness.rows",
-     lambda rows: share_of_k0(rows, 1, "token_tis")),
-    ("(token TIS) or {} (sequence TIS) of its worth", "staleness", "staleness.rows",
-     lambda rows: share_of_k0(rows, 1, "seq_tis")),
-    ("the gain per time unit is {} the synchronous run's.", "staleness", "staleness.rows",
-     lambda rows: f"{speedup(rows, 1, 'token_tis')}× and {speedup(rows, 1, 'seq_tis')}×"),
-    ("the best row is {} (0.0270", "staleness", "staleness",
-     lambda s: best_row(s, "none")),
-    ("with stale responses dropped ({}, against", "staleness",
-     "staleness.rows.5.schemes.none.gain_per_time", "{:.4f}"),
-    ("against {} keeping them)", "staleness", "staleness.rows.1.schemes.none.gain_per_time",
-     "{:.4f}"),
-    ("dropping trades {} of the throughput", "staleness", "staleness.rows",
-     lambda rows: f"{1 - rows[5]['throughput'] / rows[1]['throughput']:.0%}"),
-    ("With token TIS the best is {} (0.0395", "staleness", "staleness",
-     lambda s: best_row(s, "token_tis")),
-    ("with sequence TIS {} (0.0408)", "staleness", "staleness", lambda s: best_row(s, "seq_tis")),
-    ("(0.0408)", "staleness", "staleness.rows.1.schemes.seq_tis.gain_per_time", "({:.4f})"),
-    ("RMSE than on-policy ones ({} at k = 1", "staleness", "staleness.rows.1.schemes.none.rmse",
-     "{:.3f}"),
-    ("at k = 1 against {}): older", "staleness", "staleness.rows.0.schemes.none.rmse", "{:.3f}"),
-    ("still costs them {} of each update", "staleness", "staleness.rows",
-     lambda rows: f"{1 - rows[1]['schemes']['none']['gain_per_update'] / rows[0]['schemes']['none']['gain_per_update']:.0%}"),
-    ("With `--staleness-kl {}` (ten times", "staleness_kl_0.1", "staleness.kl", "{:g}"),
-    ("update, η = {}) an uncorrected", "staleness_kl_0.1", "staleness.step", "{:.2f}"),
-    ("at k = 1 keeps only {} of an on-policy", "staleness_kl_0.1", "staleness.rows",
-     lambda rows: share_of_k0(rows, 1, "none")),
-    ("the gain per time unit is {}× the synchronous run's at k = 1", "staleness_kl_0.1",
-     "staleness.rows", lambda rows: speedup(rows, 1, "none")),
-    ("at k = 1 and {}× from k = 2 on", "staleness_kl_0.1", "staleness.rows",
-     lambda rows: speedup(rows, 2, "none")),
-    ("Token TIS keeps {}× at k = 1", "staleness_kl_0.1", "staleness.rows",
-     lambda rows: speedup(rows, 1, "token_tis")),
-    ("sequence TIS only {}×; dropping", "staleness_kl_0.1", "staleness.rows",
-     lambda rows: speedup(rows, 1, "seq_tis")),
-    ("best for every scheme ({})", "staleness_kl_0.1", "staleness.rows",
-     lambda rows: ", ".join(f"{speedup(rows, 5, n)}×" for n in ("none", "token_tis", "seq_tis"))),
-    ("the lab's token TIS keeps {} of each update against", "staleness", "staleness.rows",
-     lambda rows: share_of_k0(rows, 4, "token_tis")),
-    ("of each update against {} uncorrected)", "staleness", "staleness.rows",
-     lambda rows: share_of_k0(rows, 4, "none")),
-    ("the uncorrected k = 1 run is still {}× the", "staleness", "staleness.rows",
-     lambda rows: speedup(rows, 1, "none")),
-    ("synchronous one at 0.01 nats per update, and only {}× at 0.1", "staleness_kl_0.1",
-     "staleness.rows", lambda rows: speedup(rows, 1, "none")),
-]
-
-
-def share_of_k0(rows, i, scheme):
-    """Row i's gain per update as a share of the k = 0 row's: "60%"."""
-    return f"{rows[i]['schemes'][scheme]['gain_per_update'] / rows[0]['schemes'][scheme]['gain_per_update']:.0%}"
-
-
-def speedup(rows, i, scheme):
-    """Row i's gain per time unit over the k = 0 row's: "2.45"."""
-    return f"{rows[i]['schemes'][scheme]['gain_per_time'] / rows[0]['schemes'][scheme]['gain_per_time']:.2f}"
-
-
-def best_row(s, scheme):
-    """The staleness row with the most gain per time unit: "k = 1" or "k = 1 with stale
-    responses dropped"."""
-    row = s["rows"][s["best"][scheme]]
-    return f"k = {row['k']}" + (" with stale responses dropped" if row["drop_stale"] else "")
+# Per doc (a path from the repository's root): (its words, with {} where the number goes;
+# snapshot; path in the JSON; format). A format is a format string, or a function of the
+# value at the path for what a format string can't say (KiB from bytes, a split "10 / 6"
+# from the equal_hardware dict).
+QUOTES = {
+    "README.md": [
+        # Introduction and Task 1
+        ("on a 7B model needs {} GB of model state, a small cluster", "default",
+         "memory.ppo_7b_gb", "{:.0f}"),
+        ("head dim 128) caches {} bytes", "default", "memory.models.2.kv_bytes_per_token",
+         "{:,}"),
+        ("57,344 bytes = {} KiB per token", "default", "memory.models.2.kv_bytes_per_token",
+         lambda b: f"{b / 1024:g}"),
+        ("Targets: {} GB for PPO on 7B", "default", "memory.ppo_7b_gb", "{:.0f}"),
+        ("7B, {} GB for GRPO, 112 GB", "default", "memory.grpo_7b_gb", "{:.0f}"),
+        # What you should see: the defaults
+        ("(the defaults are {} lanes, B = 32", "default", "scheduling.n_lanes", "{}"),
+        ("16 lanes, B = {}, lognormal", "default", "scheduling.B", "{}"),
+        ("mean 1 and σ = {}, train_time", "default", "scheduling.sigma", "{}"),
+        ("train_time {}, batches of 64", "default", "scheduling.train_time", "{}"),
+        ("train_time 1.0, batches of {}):", "default", "mismatch.batch_size", "{}"),
+        # What you should see: Part 1
+        ("needs {} GB of model state", "default", "memory.ppo_7b_gb", "{:.0f}"),
+        ("{} H100s (80 GB) just to hold", "default", "memory.h100s_for_ppo_7b", "{}"),
+        ("GRPO halves that to {} GB", "default", "memory.grpo_7b_gb", "{:.0f}"),
+        ("40M adapter parameters) needs {} GB", "default", "memory.grpo_lora_7b_gb", "{:.1f}"),
+        ("64 responses of 16k tokens take {} GB", "default", "memory.kv_64x16k_gb", "{:.1f}"),
+        ("(Qwen2.5-72B with PPO: {} GB", "default", "memory.models.4.ppo_gb", "{:,.0f}"),
+        ("Qwen2.5-72B with PPO: 2,618 GB, {} GPUs)", "default",
+         "memory.models.4.gpus_for_ppo", "{}"),
+        # Part 2, with its lag tail
+        ("keeps the lanes busy {} of the time", "default", "scheduling.utilization.0", "{:.0%}"),
+        ("(k = 1) gives {}× the throughput", "default", "scheduling.throughput_gain.1",
+         "{:.2f}"),
+        ("k = 2 adds almost nothing ({}×)", "default", "scheduling.throughput_gain.2", "{:.2f}"),
+        ("the lanes are busy {} of the time, so generation", "default",
+         "scheduling.utilization.2", "{:.0%}"),
+        ("a mean of 0 at k = 0, {} at k = 1", "default", "scheduling.mean_lag.1", "{:.2f}"),
+        ("and {} from k = 2 on", "default", "scheduling.mean_lag.2", "{:.2f}"),
+        ("at k = 1 the 95th percentile of the lag is {}", "default", "scheduling.lag_p95.1",
+         "{}"),
+        ("{} of the trained responses have lag 2 or more", "default", "scheduling.lag_counts.1",
+         lambda counts: f"{sum(counts[2:]) / sum(counts):.1%}"),  # lags over k = 1
+        ("and the oldest has lag {}; from k = 2 on", "default", "scheduling.max_lag.1", "{}"),
+        ("from k = 2 on, p95 {} and max", "default", "scheduling.lag_p95.2", "{}"),
+        ("p95 2 and max {}.", "default", "scheduling.max_lag.2", "{}"),
+        # Timeline
+        ("end of the k = 0 run's {}th update", "timeline", "timeline.n_updates", "{}"),
+        ("4th update ({} time units)", "timeline", "timeline.window", "{:.1f}"),
+        # response 21 at k = 0: the first batch's straggler, whose end starts the first update
+        ("lane {}'s response, which ends", "timeline", "timeline.runs.0.responses.21.lane",
+         "{}"),
+        ("which ends at {}) keep the trainer", "timeline", "timeline.runs.0.responses.21.end",
+         "{:.1f}"),
+        ("the lanes are busy {} of this window", "timeline", "timeline.runs.0.busy", "{:.0%}"),
+        ("the rows are full ({} busy)", "timeline", "timeline.runs.1.busy", "{:.0%}"),
+        # Part 3
+        ("grows linearly with the mismatch ({},", "default", "mismatch.schemes.none.bias.1",
+         "{:.3f}"),
+        ("with the mismatch (0.037, {},", "default", "mismatch.schemes.none.bias.2", "{:.3f}"),
+        ("0.076, {} at 0.1, 0.2, 0.4)", "default", "mismatch.schemes.none.bias.4", "{:.3f}"),
+        ("its RMSE climbs to {} at mismatch 1.0", "default", "mismatch.schemes.seq.rmse.10",
+         "{:.1f}"),
+        ("at large mismatch: {} (token TIS)", "default", "mismatch.schemes.token_tis.rmse.6",
+         "{:.3f}"),
+        ("and {} (sequence TIS) at 0.6", "default", "mismatch.schemes.seq_tis.rmse.6",
+         "{:.3f}"),
+        ("against {} (token IS)", "default", "mismatch.schemes.token.rmse.6", "{:.3f}"),
+        ("(token IS), {} (naive)", "default", "mismatch.schemes.none.rmse.6", "{:.3f}"),
+        ("(naive) and {} (sequence IS)", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
+        # Things to try
+        ("drops from {}× to 3.17×", "default", "scheduling.throughput_gain.1", "{:.2f}"),
+        ("drops from 4.08× to {}×", "train_time_3", "scheduling.throughput_gain.1", "{:.2f}"),
+        ("and levels off at {}×", "train_time_3", "scheduling.throughput_gain.-1", "{:.2f}"),
+        ("with the lanes busy at most {} of the time", "train_time_3",
+         "scheduling.utilization.-1", "{:.0%}"),
+        ("keeps growing with k ({} at k = 8)", "train_time_3", "scheduling.mean_lag.-1",
+         "{:.2f}"),
+        ("{} of 7,128 are dropped", "drop_stale", "drop_stale.n_dropped", "{:,}"),
+        ("696 of {} are dropped", "drop_stale", "drop_stale.n_started", "{:,}"),
+        ("{} of all generation time", "drop_stale", "drop_stale.wasted_frac", "{:.0%}"),
+        ("have a mean length of {}", "drop_stale", "drop_stale.mean_length_dropped", "{:.2f}"),
+        ("against {} for the trained ones", "drop_stale", "drop_stale.mean_length_trained",
+         "{:.2f}"),
+        ("max lag of a trained response is {} (= k)", "drop_stale", "drop_stale.max_lag", "{}"),
+        ("(= k), against {} keeping them", "drop_stale", "drop_stale.max_lag_keeping_stale",
+         "{}"),
+        ("gain goes {}× at k = 1", "lanes_64", "scheduling.throughput_gain.1", "{:.2f}"),
+        ("{}× at k = 2 (then the trainer", "lanes_64", "scheduling.throughput_gain.2",
+         "{:.2f}"),
+        ("(mean {}, max 34 at k = 8)", "lanes_64", "scheduling.mean_lag.-1", "{:.2f}"),
+        ("max {} at k = 8)", "lanes_64", "scheduling.max_lag.-1", "{}"),
+        ("the synchronous lanes are already {} busy", "sigma_0.5", "scheduling.utilization.0",
+         "{:.0%}"),
+        ("asynchrony gains only {}×", "sigma_0.5", "scheduling.throughput_gain.1", "{:.1f}"),
+        ("for C from {} to 10", "c_sweep", "c_sweep.C.0", "{:g}"),
+        ("for C from 1 to {} at", "c_sweep", "c_sweep.C.-1", "{:g}"),
+        ("to 10 at mismatch {}.", "c_sweep", "c_sweep.mismatch", "{}"),
+        ("The RMSE is lowest at C = {}", "c_sweep", "c_sweep.best_C", "{:g}"),
+        ("lowest at C = 1.25 ({})", "c_sweep", "c_sweep.rmse.1", "{:.3f}"),
+        ("and rises to {} once nothing is truncated", "c_sweep", "c_sweep.rmse.-1", "{:.3f}"),
+        ("once nothing is truncated (C ≥ {})", "c_sweep", "c_sweep.C.8", "{:g}"),
+        ("Sequence IS's RMSE at mismatch 1.0 is {}", "noise_gaussian",
+         "mismatch.schemes.seq.rmse.10", "{:.2f}"),
+        ("is 1.96 instead of {}", "default", "mismatch.schemes.seq.rmse.10", "{:.2f}"),
+        ("stays low under both ({}", "noise_gaussian", "mismatch.schemes.seq_tis.rmse.10",
+         "{:.2f}"),
+        ("under both (0.14 and {})", "default", "mismatch.schemes.seq_tis.rmse.10", "{:.2f}"),
+    ],
+    "docs/real-systems.md": [
+        # The speedup at equal hardware
+        ("Part 2's {} compares", "default", "scheduling.throughput_gain.1", "{:.2f}×"),
+        ("(`--gpus`, default {})", "equal_hardware", "equal_hardware.gpus", "{}"),
+        ("`--lanes-per-gpu` lanes (default {})", "equal_hardware",
+         "equal_hardware.lanes_per_gpu", "{}"),
+        ("G × `--train-time` = {}):", "equal_hardware", "equal_hardware.train_work", "{:g}"),
+        ("exactly Part 2's k = 0 run: {}.", "equal_hardware", "equal_hardware.sync_throughput",
+         "{:.2f}"),
+        ("this is exactly Part 2's k = 0 run: {}.", "default", "scheduling.throughput.0",
+         "{:.2f}"),
+        ("GRPO on the lab's 7B, {} GB from your", "default", "memory.grpo_7b_gb", "{:.0f}"),
+        ("`rl_memory_gb`: {} GPUs)", "equal_hardware", "equal_hardware.trainer_gpus_needed",
+         "{}"),
+        ("so g = {} is excluded", "equal_hardware", "equal_hardware.splits.-1.gen_gpus", "{}"),
+        ("the best split is {} training", "equal_hardware", "equal_hardware",
+         lambda e: f"{e['best_gen_gpus']} GPUs generating and {e['gpus'] - e['best_gen_gpus']}"),
+        ("training: {} responses per time unit", "equal_hardware",
+         "equal_hardware.best_throughput", "{:.2f}"),
+        ("per time unit, **{}×** the synchronous", "equal_hardware", "equal_hardware.speedup",
+         "{:.2f}"),
+        ("With `--sigma 0.5` it falls to {}×", "equal_hardware_sigma_0.5",
+         "equal_hardware.speedup", "{:.2f}"),
+        ("the split loses: {}×", "equal_hardware_sigma_0", "equal_hardware.speedup", "{:.2f}"),
+        ("On 8 GPUs (`--gpus 8`) it is {}×", "equal_hardware_gpus_8", "equal_hardware.speedup",
+         "{:.2f}"),
+        ("on 24, {}×.", "equal_hardware_gpus_24", "equal_hardware.speedup", "{:.2f}"),
+        # The published speedups
+        ("(k = 1 vs k = 0) | {}× |", "default", "scheduling.throughput_gain.1", "{:.2f}"),
+        ("`--equal-hardware` | {}× (1.38×", "equal_hardware", "equal_hardware.speedup",
+         "{:.2f}"),
+        ("({}× to 3.19× over `--train-work` 128", "equal_hardware_work_128",
+         "equal_hardware.speedup", "{:.2f}"),
+        ("(1.38× to {}× over `--train-work` 128", "equal_hardware_work_1",
+         "equal_hardware.speedup", "{:.2f}"),
+        ("equal, {} GPUs | this lab", "equal_hardware", "equal_hardware.gpus", "{}"),
+        # How the systems bound staleness
+        ("(max lag {} at k = 1 in the default run)", "default", "scheduling.max_lag.1", "{}"),
+        ("(max lag {} at k = 1) and pays", "drop_stale", "drop_stale.max_lag", "{}"),
+        ("pays with wasted generation ({} of it", "drop_stale", "drop_stale.wasted_frac",
+         "{:.0%}"),
+        ("{} of them are over 4×", "drop_stale", "drop_stale.long_share_dropped", "{:.0%}"),
+        ("{} of the trained ones are", "drop_stale", "drop_stale.long_share_trained", "{:.0%}"),
+        # Why k stops mattering
+        ("**Why k stops mattering past k = 2.** {} lanes", "default", "scheduling.n_lanes",
+         "{}"),
+        ("16 lanes finish about {} responses per time unit", "default",
+         "scheduling.throughput.2", "{:.0f}"),
+        ("and the trainer could take {} (B = 32", "default", "scheduling",
+         lambda run: f"{run['B'] / run['train_time']:g}"),
+        # From lanes to GPUs
+        ("how many responses of {} tokens one 80 GB", "default", "memory.max_tokens", "{:,}"),
+        ("The lab's 7B gets {}: (80", "default", "memory.lanes_per_gpu", "{}"),
+        ("gets 70: (80 − {}) GB", "default", "memory.models.0.params",
+         lambda n: f"{2 * n / 1e9:.0f}"),  # its bf16 weights
+        ("(80 − 14) GB / {} GB", "default", "memory.kv_bytes_per_token",
+         lambda b: f"{b * 16384 / 1e9:.2f}"),  # one response of --max-tokens 16384
+        ("Qwen2.5-1.5B gets {}, Qwen2.5-32B", "default", "memory.models.1.lanes_per_gpu", "{}"),
+        ("Qwen2.5-32B only {}, Llama-3.1-8B", "default", "memory.models.3.lanes_per_gpu", "{}"),
+        ("Llama-3.1-8B {} (128 KiB", "default", "memory.models.5.lanes_per_gpu", "{}"),
+        ("({} KiB of KV cache per token", "default", "memory.models.5.kv_bytes_per_token",
+         lambda b: f"{b / 1024:g}"),
+        ("against the 7B's {}), and the 70B", "default", "memory.kv_bytes_per_token",
+         lambda b: f"{b / 1024:g}"),
+        ("its context is {} tokens", "default", "memory.models.8.context", "{:,}"),
+    ],
+    "docs/long-responses.md": [
+        ("with no mismatch (`--length-kl 0`) every scheme then has a relative RMSE of about {} at",
+         "length_sweep_no_mismatch", "length_sweep.levels.0.schemes.none.rmse",
+         lambda rmse: f"{sum(rmse) / len(rmse):.2f}"),  # mean
+        ("at every T from 6 to {}, so what", "length_sweep_no_mismatch", "length_sweep.levels.0.T.-1",
+         "{}"),
+        ("and batches of {}, and grows T", "length_sweep", "length_sweep.batch_size", "{}"),
+        ("The sweep runs two levels, `--length-kl {}` (scales", "length_sweep", "length_sweep.levels",
+         lambda levels: " ".join(f"{level['kl']:g}" for level in levels)),
+        ("(scales {}), each from", "length_sweep", "length_sweep.levels",
+         lambda levels: " and ".join(f"{level['mismatch']:.4f}" for level in levels)),
+        ("sequence TIS holds at T = 64 (cosine {}, 19%", "length_sweep",
+         "length_sweep.levels.0.schemes.seq_tis.cosine.2", "{:.2f}"),
+        ("(cosine 0.80, {} of weights 0)", "length_sweep",
+         "length_sweep.levels.0.schemes.seq_tis.zero_weight_share.2", "{:.0%}"),
+        ("gone at T = 128 ({} zero)", "length_sweep",
+         "length_sweep.levels.0.schemes.seq_tis.zero_weight_share.3", "{:.0%}"),
+        ("still points the right way (cosine {}, no zero weights)", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.cosine.5", "{:.2f}"),
+        ("T = 4,096 it bends ({})", "length_sweep", "length_sweep.levels.1.schemes.seq_tis.cosine.6",
+         "{:.2f}"),
+        ("at T = 16,384 {} of its weights are 0", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.zero_weight_share.8", "{:.0%}"),
+        ("(the cosine there, {}, rests on two batches", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.cosine.8", "{:.2f}"),
+        ("rests on {} batches; the zero share", "length_sweep", "length_sweep.levels.1.n_batches.8",
+         lambda n: {2: "two", 4: "four"}.get(n, str(n))),
+        ("The lab's collapses fall between {} at both levels", "length_sweep", "length_sweep.levels",
+         lambda levels: collapse_span(levels)),
+        ("at KL 0.001 it rejects {} of the responses at T = 256", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.4", "{:.0%}"),
+        ("and {} at T = 1,024 (at KL 0.16", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.5", "{:.0%}"),
+        ("(at KL 0.16 it rejects {} at T = 6, though", "length_sweep",
+         "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
+        ("still points the right way: cosine {}).", "length_sweep",
+         "length_sweep.levels.0.schemes.seq_mask.cosine.0", "{:.2f}"),
+        ("keep a cosine of at least {} at every T of both levels", "length_sweep", "length_sweep.levels",
+         lambda levels: f"{min(min(l['schemes'][s]['cosine']) for l in levels for s in ('token', 'token_tis')) - 0.005:.2f}"),
+        ("both levels, {} at T = 16,384 at the realistic KL", "length_sweep",
+         "length_sweep.levels.1.schemes.token_tis.cosine.8", "{:.2f}"),
+        ("The naive estimate's cosine falls to {} at T = 16,384", "length_sweep",
+         "length_sweep.levels.1.schemes.none.cosine.8", "{:.2f}"),
+        ("at mismatch 0.6 ({}, against 0.116", "default", "masking.schemes.seq_mask.rmse.6", "{:.3f}"),
+        ("against {} for sequence TIS and", "default", "mismatch.schemes.seq_tis.rmse.6", "{:.3f}"),
+        ("and {} for sequence IS), even", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
+        ("masking whole responses whose ratio leaves [{}, 2]", "default", "masking.low", "{:g}"),
+        ("whose ratio leaves [0.5, {}]", "default", "masking.high", "{:g}"),
+        ("even though it rejects {} of the responses", "length_sweep",
+         "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
+        ("rejects a steady {} of tokens", "length_sweep",
+         "length_sweep.levels.0.schemes.token_mask.zero_weight_share.2", "{:.0%}"),
+        ("right way (cosine {} at T = 128", "length_sweep",
+         "length_sweep.levels.0.schemes.token_mask.cosine.3", "{:.2f}"),
+        ("against {} for token IS).", "length_sweep", "length_sweep.levels.0.schemes.token.cosine.3",
+         "{:.2f}"),
+    ],
+    "docs/draws.md": [
+        ("Its RMSE falls from {} at mismatch 0", "default", "mismatch.schemes.seq_tis.rmse.0",
+         "{:.3f}"),
+        ("at mismatch 0 to {} at 1.0", "default", "mismatch.schemes.seq_tis.rmse.10", "{:.3f}"),
+        ("its variance falls from {}", "default", "mismatch.schemes.seq_tis.variance.0",
+         "{:.4f}"),
+        ("its variance falls from 0.0137 to {}", "default",
+         "mismatch.schemes.seq_tis.variance.10", "{:.4f}"),
+        ("while its bias grows only to {}", "default", "mismatch.schemes.seq_tis.bias.10",
+         "{:.3f}"),
+        ("`python run.py --c-sweep` (mismatch {})", "c_sweep", "c_sweep.mismatch", "{}"),
+        ("token TIS falls from {} at C = 1", "c_sweep", "c_sweep.bias.0", "{:.3f}"),
+        ("to {} from C = 6 on", "c_sweep", "c_sweep.bias.7", "{:.3f}"),
+        ("to 0.069 from C = {} on", "c_sweep", "c_sweep.C.7", "{:g}"),
+        ("({} at C = 1.5,", "c_sweep", "c_sweep.bias.2", "{:.4f}"),
+        ("{} at 2.5,", "c_sweep", "c_sweep.bias.4", "{:.4f}"),
+        ("{} at 3.0)", "c_sweep", "c_sweep.bias.5", "{:.4f}"),
+    ],
+    "docs/gpu-model.md": [
+        gpu_quote("That gives σ = {} and a mean", "areal-1.5b", "sigma", "{:.2f}"),
+        gpu_quote("and a mean of {} tokens for AReaL", "areal-1.5b", "mean_len", "{:,.0f}"),
+        gpu_quote("is verl's mean length: {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
+        ("25% on the speedup. {} of the 6 hours land within 1.5×", "gpu_model", "gpu_model",
+         lambda g: str(int(within(g, "sync", 2 / 3, 1.5)) + int(within(g, "asynchronous", 2 / 3, 1.5)))),
+        ("land within 1.5×, and {} of the 3 speedups within 25%", "gpu_model", "gpu_model",
+         lambda g: within(g, "speedup", 0.75, 1.25)),
+        ("step of areal-1.5b takes {} s instead of", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
+         "{:.1f}"),
+        ("s instead of {} s: 30.0 h", "gpu_model", "gpu_sweep.rows.0.sync_seconds", "{:.1f}"),
+        ("s: {} h for the 1000 steps", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
+         lambda seconds: f"{seconds * 1000 / 3600:.1f}"),
+        gpu_quote("against the published {} h and the", "areal-1.5b", "published.sync_hours",
+                  "{:.1f}"),
+        gpu_quote("h and the {} h with the overhead", "areal-1.5b", "sync.hours", "{:.1f}"),
+        ("and areal-1.5b's synchronous prediction becomes {}× the published", "gpu_model",
+         "gpu_model", lambda g: f"{g['areal-1.5b']['ratio']['sync'] / 4:.2f}"),
+        gpu_quote("bound by the trainer ({} s per step", "verl-7b", "asynchronous.seconds", "{:.1f}"),
+        gpu_quote("decomposes as generation {} s (published", "verl-7b", "sync.generation_seconds",
+                  "{:.1f}"),
+        ("and training {} s (published `old_log_prob`", "gpu_model", "gpu_model",
+         lambda g: f"{g['verl-7b']['sync']['seconds'] - g['verl-7b']['sync']['generation_seconds']:.1f}"),
+        gpu_quote("the model would predict {} h (1.5B)", "areal-1.5b", "colocated.hours", "{:.1f}"),
+        gpu_quote("(1.5B) and {} h (7B)", "areal-7b", "colocated.hours", "{:.1f}"),
+        gpu_quote("and speedups of {}× and", "areal-1.5b", "colocated.speedup", "{:.2f}"),
+        gpu_quote("× and {}×, against the published", "areal-7b", "colocated.speedup", "{:.2f}"),
+        ("Part 2's lane model gives {}× at 1 lane per GPU", "equal_hardware", "equal_hardware.speedup",
+         "{:.2f}"),
+        ("leaves {} slots per engine", "gpu_model", "gpu_sweep.rows.3.slots", "{}"),
+        ("cuts the gain of asynchrony to {}×.", "gpu_model", "gpu_sweep.rows.2.speedup", "{:.2f}"),
+        ("the same responses give {}× instead of", "gpu_model", "gpu_sweep.rows.4.speedup", "{:.2f}"),
+        ("× instead of {}×, but lags", "gpu_model", "gpu_sweep.rows.0.speedup", "{:.2f}"),
+        ("lags of up to {} versions instead of", "gpu_model", "gpu_sweep.rows.4.max_lag", "{}"),
+        ("versions instead of {}.", "gpu_model", "gpu_sweep.rows.0.max_lag", "{}"),
+        ("raises the speedup to {}×, halving", "gpu_model", "gpu_sweep.rows.5.speedup", "{:.2f}"),
+        ("halving it lowers it to {}×.", "gpu_model", "gpu_sweep.rows.6.speedup", "{:.2f}"),
+        ("at k = 1 from {} to", "gpu_model", "gpu_sweep.lanes.rows.0.max_lag.1", "{}"),
+        ("from 12 to {}.", "gpu_model", "gpu_sweep.lanes.rows.2.max_lag.1", "{}"),
+        gpu_quote("the head lag averages {} versions per group", "areal-1.5b", "asynchronous.mean_lag",
+                  "{:.2f}"),
+        gpu_quote("versions per group and {} per token", "areal-1.5b",
+                  "asynchronous.head_token_lag", "{:.2f}"),
+        gpu_quote("lags by {} on average", "areal-1.5b", "asynchronous.token_lag", "{:.2f}"),
+        gpu_quote("an update ends: head lag {} per group", "verl-7b", "asynchronous.mean_lag",
+                  "{:.2f}"),
+        gpu_quote("per group and {} per token, token lag", "verl-7b", "asynchronous.head_token_lag",
+                  "{:.2f}"),
+        gpu_quote("per token, token lag {}.", "verl-7b", "asynchronous.token_lag", "{:.2f}"),
+    ],
+    "docs/staleness.md": [
+        ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
+        ("That gives η = {}.", "staleness", "staleness.step", "{:.3f}"),
+        ("are then {} nats per token from v", "staleness", "staleness.lag_kl",
+         lambda kl: ", ".join(f"{x:.3f}" for x in kl[1:4]) + f" and {kl[4]:.3f}"),
+        ("an uncorrected update gains {} of an on-policy one (its bias is", "staleness",
+         "staleness.rows", lambda rows: share_of_k0(rows, 1, "none")),
+        ("(its bias is {}, its cosine", "staleness", "staleness.rows.1.schemes.none.bias", "{:.3f}"),
+        ("its cosine {}). But k = 1", "staleness", "staleness.rows.1.schemes.none.cosine",
+         "{:.3f}"),
+        ("But k = 1 makes {}× as many updates", "default", "scheduling.throughput_gain.1", "{:.2f}"),
+        ("the gain per time unit is {}× the synchronous run's. Corrected", "staleness",
+         "staleness.rows", lambda rows: speedup(rows, 1, "none")),
+        ("an update keeps {} (token TIS)", "staleness", "staleness.rows",
+         lambda rows: share_of_k0(rows, 1, "token_tis")),
+        ("(token TIS) or {} (sequence TIS) of its worth", "staleness", "staleness.rows",
+         lambda rows: share_of_k0(rows, 1, "seq_tis")),
+        ("the gain per time unit is {} the synchronous run's.", "staleness", "staleness.rows",
+         lambda rows: f"{speedup(rows, 1, 'token_tis')}× and {speedup(rows, 1, 'seq_tis')}×"),
+        ("the best row is {} (0.0270", "staleness", "staleness",
+         lambda s: best_row(s, "none")),
+        ("with stale responses dropped ({}, against", "staleness",
+         "staleness.rows.5.schemes.none.gain_per_time", "{:.4f}"),
+        ("against {} keeping them)", "staleness", "staleness.rows.1.schemes.none.gain_per_time",
+         "{:.4f}"),
+        ("dropping trades {} of the throughput", "staleness", "staleness.rows",
+         lambda rows: f"{1 - rows[5]['throughput'] / rows[1]['throughput']:.0%}"),
+        ("With token TIS the best is {} (0.0395", "staleness", "staleness",
+         lambda s: best_row(s, "token_tis")),
+        ("with sequence TIS {} (0.0408)", "staleness", "staleness", lambda s: best_row(s, "seq_tis")),
+        ("(0.0408)", "staleness", "staleness.rows.1.schemes.seq_tis.gain_per_time", "({:.4f})"),
+        ("RMSE than on-policy ones ({} at k = 1", "staleness", "staleness.rows.1.schemes.none.rmse",
+         "{:.3f}"),
+        ("at k = 1 against {}): older", "staleness", "staleness.rows.0.schemes.none.rmse", "{:.3f}"),
+        ("still costs them {} of each update", "staleness", "staleness.rows",
+         lambda rows: f"{1 - rows[1]['schemes']['none']['gain_per_update'] / rows[0]['schemes']['none']['gain_per_update']:.0%}"),
+        ("With `--staleness-kl {}` (ten times", "staleness_kl_0.1", "staleness.kl", "{:g}"),
+        ("update, η = {}) an uncorrected", "staleness_kl_0.1", "staleness.step", "{:.2f}"),
+        ("at k = 1 keeps only {} of an on-policy", "staleness_kl_0.1", "staleness.rows",
+         lambda rows: share_of_k0(rows, 1, "none")),
+        ("the gain per time unit is {}× the synchronous run's at k = 1", "staleness_kl_0.1",
+         "staleness.rows", lambda rows: speedup(rows, 1, "none")),
+        ("at k = 1 and {}× from k = 2 on", "staleness_kl_0.1", "staleness.rows",
+         lambda rows: speedup(rows, 2, "none")),
+        ("Token TIS keeps {}× at k = 1", "staleness_kl_0.1", "staleness.rows",
+         lambda rows: speedup(rows, 1, "token_tis")),
+        ("sequence TIS only {}×; dropping", "staleness_kl_0.1", "staleness.rows",
+         lambda rows: speedup(rows, 1, "seq_tis")),
+        ("best for every scheme ({})", "staleness_kl_0.1", "staleness.rows",
+         lambda rows: ", ".join(f"{speedup(rows, 5, n)}×" for n in ("none", "token_tis", "seq_tis"))),
+        ("the lab's token TIS keeps {} of each update against", "staleness", "staleness.rows",
+         lambda rows: share_of_k0(rows, 4, "token_tis")),
+        ("of each update against {} uncorrected)", "staleness", "staleness.rows",
+         lambda rows: share_of_k0(rows, 4, "none")),
+        ("(`--staleness-mismatch {}`), the uncorrected", "staleness_mismatch_0.6",
+         "staleness.mismatch", "{}"),
+        ("the uncorrected estimate points worse (cosine {} at k = 0", "staleness_mismatch_0.6",
+         "staleness.rows.0.schemes.none.cosine", "{:.3f}"),
+        ("against {} for token TIS and", "staleness_mismatch_0.6",
+         "staleness.rows.0.schemes.token_tis.cosine", "{:.3f}"),
+        ("and {} for sequence TIS) yet", "staleness_mismatch_0.6",
+         "staleness.rows.0.schemes.seq_tis.cosine", "{:.3f}"),
+        ("time unit ({} at k = 1, against", "staleness_mismatch_0.6",
+         "staleness.rows.1.schemes.none.gain_per_time", "{:.4f}"),
+        ("at k = 1, against {})", "staleness_mismatch_0.6", "staleness.rows.1.schemes",
+         lambda v: f"{v['token_tis']['gain_per_time']:.4f} and {v['seq_tis']['gain_per_time']:.4f}"),
+        ("every scheme: {} is the best row for all three", "staleness_mismatch_0.6", "staleness",
+         lambda s: " and ".join(sorted({best_row(s, n) for n in s["best"]}))),
+        ("the uncorrected k = 1 run is still {}× the", "staleness", "staleness.rows",
+         lambda rows: speedup(rows, 1, "none")),
+        ("synchronous one at 0.01 nats per update, and only {}× at 0.1", "staleness_kl_0.1",
+         "staleness.rows", lambda rows: speedup(rows, 1, "none")),
+    ],
+}
 
 # Table rows: (the row, with {} for each number; one (snapshot, path, format) per {})
 WORKS = [1, 4, 8, 16, 32, 64, 128]  # the --train-work columns of the equal-hardware table
@@ -464,7 +493,7 @@ COLLAPSE_ROWS = {"seq": "sequence IS", "seq_tis": "sequence TIS",
 
 
 def length_row(level, i):
-    """Row i of level `level` of the At real lengths table."""
+    """Row i of level `level` of the table of docs/long-responses.md."""
     path = f"length_sweep.levels.{level}"
     cells = [("length_sweep", f"{path}.kl", "{:g}"), ("length_sweep", f"{path}.T.{i}", "{:,}"),
              ("length_sweep", f"{path}.T_kl.{i}", "{:.3g}")]
@@ -497,6 +526,23 @@ def equal_hardware_snapshot(work):
     return "equal_hardware" if work == 16 else f"equal_hardware_work_{work}"
 
 
+def share_of_k0(rows, i, scheme):
+    """Row i's gain per update as a share of the k = 0 row's: "60%"."""
+    return f"{rows[i]['schemes'][scheme]['gain_per_update'] / rows[0]['schemes'][scheme]['gain_per_update']:.0%}"
+
+
+def speedup(rows, i, scheme):
+    """Row i's gain per time unit over the k = 0 row's: "2.45"."""
+    return f"{rows[i]['schemes'][scheme]['gain_per_time'] / rows[0]['schemes'][scheme]['gain_per_time']:.2f}"
+
+
+def best_row(s, scheme):
+    """The staleness row with the most gain per time unit: "k = 1" or "k = 1 with stale
+    responses dropped"."""
+    row = s["rows"][s["best"][scheme]]
+    return f"k = {row['k']}" + (" with stale responses dropped" if row["drop_stale"] else "")
+
+
 def staleness_row(i):
     """Row i of docs/staleness.md's table: k, throughput, lags, then three numbers per column."""
     base = f"staleness.rows.{i}"
@@ -512,35 +558,44 @@ def staleness_row(i):
     return words, cells
 
 
-TABLE_ROWS = [
-    *[gpu_preset_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
-    *[gpu_split_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
-    *[gpu_sweep_row(i, label) for i, label in enumerate(
-        ("as published (paged KV)", "no per-step overhead", "S = 16", "S reserved at the cap",
-         "groups of 1", "cap × 2", "cap / 2"))],
-    *[lane_row(i, label) for i, label in enumerate(
-        ("one by one", "groups of 8 (B = 4 groups)", "one by one, cap at 4× the mean"))],
-    *[staleness_row(i) for i in range(6)],
-    ("| lab, gain per update vs k = 0, none |" + " {} |" * 5,
-     [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "none"))
-      for i in range(5)]),
-    ("| lab, gain per update vs k = 0, token TIS |" + " {} |" * 5,
-     [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "token_tis"))
-      for i in range(5)]),
-    # the two levels of the default run: 4 and 9 lengths (lab.experiments.length_grid)
-    *[length_row(0, i) for i in range(4)],
-    *[length_row(1, i) for i in range(9)],
-    *[(f"| {name} | {{}} | {{}} |",
-       [("length_sweep", f"length_sweep.levels.{level}.collapse.{scheme}", collapse_cell)
-        for level in (0, 1)]) for scheme, name in COLLAPSE_ROWS.items()],
-    ("| `--train-work` |" + " {} |" * len(WORKS),
-     [(equal_hardware_snapshot(w), "equal_hardware.train_work", "{:g}") for w in WORKS]),
-    ("| best split (generate / train) |" + " {} |" * len(WORKS),
-     [(equal_hardware_snapshot(w), "equal_hardware",
-       lambda e: f"{e['best_gen_gpus']} / {e['gpus'] - e['best_gen_gpus']}") for w in WORKS]),
-    ("| speedup at equal hardware |" + " {}× |" * len(WORKS),
-     [(equal_hardware_snapshot(w), "equal_hardware.speedup", "{:.2f}") for w in WORKS]),
-]
+# Per doc: its table rows that quote a run
+TABLE_ROWS = {
+    "docs/long-responses.md": [
+        # the two levels of the default run: 4 and 9 lengths (lab.experiments.length_grid)
+        *[length_row(0, i) for i in range(4)],
+        *[length_row(1, i) for i in range(9)],
+        *[(f"| {name} | {{}} | {{}} |",
+           [("length_sweep", f"length_sweep.levels.{level}.collapse.{scheme}", collapse_cell)
+            for level in (0, 1)]) for scheme, name in COLLAPSE_ROWS.items()],
+    ],
+    "docs/gpu-model.md": [
+        *[gpu_preset_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
+        *[gpu_split_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
+        *[gpu_sweep_row(i, label) for i, label in enumerate(
+            ("as published (paged KV)", "no per-step overhead", "S = 16", "S reserved at the cap",
+             "groups of 1", "cap × 2", "cap / 2"))],
+        *[lane_row(i, label) for i, label in enumerate(
+            ("one by one", "groups of 8 (B = 4 groups)", "one by one, cap at 4× the mean"))],
+    ],
+    "docs/staleness.md": [
+        *[staleness_row(i) for i in range(6)],
+        ("| lab, gain per update vs k = 0, none |" + " {} |" * 5,
+         [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "none"))
+          for i in range(5)]),
+        ("| lab, gain per update vs k = 0, token TIS |" + " {} |" * 5,
+         [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "token_tis"))
+          for i in range(5)]),
+    ],
+    "docs/real-systems.md": [
+        ("| `--train-work` |" + " {} |" * len(WORKS),
+         [(equal_hardware_snapshot(w), "equal_hardware.train_work", "{:g}") for w in WORKS]),
+        ("| best split (generate / train) |" + " {} |" * len(WORKS),
+         [(equal_hardware_snapshot(w), "equal_hardware",
+           lambda e: f"{e['best_gen_gpus']} / {e['gpus'] - e['best_gen_gpus']}") for w in WORKS]),
+        ("| speedup at equal hardware |" + " {}× |" * len(WORKS),
+         [(equal_hardware_snapshot(w), "equal_hardware.speedup", "{:.2f}") for w in WORKS]),
+    ],
+}
 
 
 def value_at(results, path):
@@ -582,9 +637,15 @@ def flat(text):
     return " ".join(text.split())
 
 
-def checks():
-    """QUOTES and TABLE_ROWS alike, as (words, [(snapshot, path, format), ...])."""
-    return [(words, [(name, path, fmt)]) for words, name, path, fmt in QUOTES] + TABLE_ROWS
+def docs():
+    """Every doc whose numbers are checked: README.md and docs/*.md, as paths from ROOT."""
+    return ["README.md"] + sorted(f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md"))
+
+
+def checks(doc):
+    """The QUOTES and TABLE_ROWS of `doc` alike, as (words, [(snapshot, path, format), ...])."""
+    return ([(words, [(name, path, fmt)]) for words, name, path, fmt in QUOTES.get(doc, [])]
+            + TABLE_ROWS.get(doc, []))
 
 
 def quoted(words, cells, snapshots):
@@ -594,21 +655,22 @@ def quoted(words, cells, snapshots):
                                for value, (_, _, fmt) in zip(values, cells)]))
 
 
-def quote_problems(readme, snapshots, only=None):
-    """The checks that README text `readme` does not hold with the snapshots' numbers, and
-    how many numbers were checked."""
-    text, problems, n_numbers = flat(readme), [], 0
-    for words, cells in checks():
+def quote_problems(doc, text, snapshots, only=None):
+    """The checks of `doc` that its text `text` does not hold with the snapshots' numbers
+    (only those whose quote is in `only`, if given), and how many numbers were checked."""
+    text, problems, n_numbers = flat(text), [], 0
+    for words, cells in checks(doc):
         expected = quoted(words, cells, snapshots)
         if only is None or expected in only:
             n_numbers += len(cells)
             if expected not in text:
                 where = ", ".join(f"{name} {path}" for name, path, _ in cells)
-                problems.append(f"README should say {expected!r} (snapshot {where})")
+                problems.append(f"{doc} should say {expected!r} (snapshot {where})")
     return problems, n_numbers
 
 
-# The README's table of tools/check_draws.py: its row for each claim there
+# The doc with the table of tools/check_draws.py, and its row for each claim there
+DRAWS_DOC = "docs/draws.md"
 DRAW_CLAIMS = {
     "naive bias doubles with the mismatch":
         "naive bias about doubles when the mismatch doubles (ratio 1.8–2.3)",
@@ -621,32 +683,65 @@ DRAW_CLAIMS = {
 }
 
 
-def draws_problems(readme):
-    """The counts of tools/check_draws.py that README text `readme` does not hold."""
+def draw_lines():
+    """What DRAWS_DOC must say, from the counts tools/check_draws.py computes now (about 2 s)."""
     sys.path.insert(0, str(ROOT))
-    from tools import check_draws  # computed afresh: about 2 s, no snapshot
+    from tools import check_draws
     found = check_draws.draws()
     aside = [(seed, ratio) for seed, _, ratio, set_aside, _ in found if set_aside]
-    expected = [f"set aside ({', '.join(f'seed {s}: {r:.2f}×' for s, r in aside)})",
-                f"Of the other {len(found) - len(aside)} draws"]
+    lines = [f"set aside ({', '.join(f'seed {s}: {r:.2f}×' for s, r in aside)})",
+             f"Of the other {len(found) - len(aside)} draws"]
     for claim, results in check_draws.per_claim(found).items():
         failing = ", ".join(str(seed) for seed, holds in results if not holds) or "none"
-        expected.append(f"| {DRAW_CLAIMS[claim]} | {sum(h for _, h in results)}/{len(results)} "
-                        f"| {failing} |")
-    return [f"README should say {line!r} (tools/check_draws.py)" for line in expected
-            if line not in flat(readme)]
+        lines.append(f"| {DRAW_CLAIMS[claim]} | {sum(h for _, h in results)}/{len(results)} "
+                     f"| {failing} |")
+    return lines
 
 
-def quoting_text():
-    """README.md and the docs/ pages, where the quotes may be."""
-    return "\n".join(path.read_text() for path in
-                     [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+def draws_problems(text, lines):
+    """The lines of draw_lines() that the text of DRAWS_DOC, `text`, does not hold."""
+    return [f"{DRAWS_DOC} should say {line!r} (tools/check_draws.py)" for line in lines
+            if line not in flat(text)]
+
+
+def check_docs(root, snapshots, render=None):
+    """Every doc's quotes and the draws table, checked in the copy at `root`; with `render`
+    (a release's students' copy), only the docs and quotes that `render` keeps. Prints a
+    line per doc and returns the problems."""
+    problems, lines = [], draw_lines()
+    for doc in docs():
+        text = (root / doc).read_text() if (root / doc).exists() else None
+        only = None
+        if render is not None:
+            made = render(doc)
+            if made is None:
+                if text is not None:
+                    problems.append(f"{root / doc} is instructor-only but is in the copy")
+                continue
+            if text != made:
+                problems.append(f"{root / doc} is not what tools/release.py makes now")
+                continue
+            only = {quoted(words, cells, snapshots) for words, cells in checks(doc)
+                    if quoted(words, cells, snapshots) in flat(made)}
+        found, n_numbers = quote_problems(doc, text, snapshots, only)
+        n_checks = sum(only is None or quoted(words, cells, snapshots) in only
+                       for words, cells in checks(doc))
+        print(f"{root / doc}: {len(found)} of {n_checks} quotes differ ({n_numbers} numbers checked)")
+        problems += found
+        if doc == DRAWS_DOC:
+            found = draws_problems(text, lines)
+            print(f"{root / doc}: {len(found)} of {len(lines)} lines of tools/check_draws.py differ")
+            problems += found
+    unknown = (set(QUOTES) | set(TABLE_ROWS)) - set(docs())
+    problems += [f"QUOTES or TABLE_ROWS name {doc}, which is not a doc" for doc in sorted(unknown)]
+    return problems
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--update", action="store_true", help="rewrite the snapshots")
-    parser.add_argument("--student-readme", type=Path, help="also check this release README")
+    parser.add_argument("--student-copy", type=Path, metavar="DIR",
+                        help="also check the docs of this students' copy (OUT/student)")
     args = parser.parse_args(argv)
     problems = []
     snapshots = {}
@@ -664,28 +759,11 @@ def main(argv=None):
             print(f"run.py {' '.join(flags) or '(default flags)'}: "
                   f"{'matches' if not found else 'DIFFERS from'} tools/snapshots/{name}.json")
             problems += [f"{name}: {problem}" for problem in found]
-    readme = (ROOT / "README.md").read_text()
-    found, n_numbers = quote_problems(quoting_text(), snapshots)
-    print(f"README.md and docs/: {len(found)} of {len(checks())} quotes differ "
-          f"({n_numbers} numbers checked)")
-    problems += found
-    found = draws_problems(readme)
-    print(f"README.md: {len(found)} of {len(DRAW_CLAIMS) + 2} counts of tools/check_draws.py "
-          "differ")
-    problems += found
-    if args.student_readme:
+    problems += check_docs(ROOT, snapshots)
+    if args.student_copy:
         sys.path.insert(0, str(ROOT))
-        from tools.release import student_readme
-        made = student_readme(readme)
-        if args.student_readme.read_text() != made:
-            problems.append(f"{args.student_readme} is not what tools/release.py makes now")
-        quotes = [quoted(words, cells, snapshots) for words, cells in checks()]
-        kept = [quote for quote in quotes if quote in flat(made)]  # not in instructor parts
-        found, n_numbers = quote_problems(args.student_readme.read_text(), snapshots,
-                                          only=set(kept))
-        print(f"{args.student_readme}: {len(found)} of {len(kept)} quotes differ "
-              f"({n_numbers} numbers checked)")
-        problems += found
+        from tools.release import student_doc
+        problems += check_docs(args.student_copy, snapshots, render=student_doc)
     for problem in problems:
         print("PROBLEM:", problem)
     return 1 if problems else 0

@@ -1,32 +1,82 @@
-"""Tests of issue 12's machinery: the students' README, the autograder's wire, the snapshot
-tolerance, the --solutions switch and toy's blocked estimates (python -m pytest -q tools)."""
+"""Tests of the release machinery: the students' copy and its docs, the autograder's wire,
+the snapshot checks, the --solutions switch and toy's blocked estimates
+(python -m pytest -q tools)."""
+import ast
 import copy
 import io
 import json
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import lab
-from lab import gradescope
 import toy
+from lab import gradescope
+from tools import release
 from tools.autograder import wire
-from tools.release import student_readme
-from tools.snapshots import (RUNS, ROOT, SNAPSHOTS, checks, differences, quote_problems,
-                             quoting_text)
+from tools.release import links, student_python, student_text
+from tools.snapshots import (QUOTES, RUNS, ROOT, SNAPSHOTS, TABLE_ROWS, checks, differences,
+                             docs, quote_problems)
 
 
-def test_student_readme_drops_instructor_parts():
+def test_student_text_drops_instructor_parts():
     text = ("intro\n| a | b |\n| `solutions/` | x | <!-- instructor -->\n"
             "<!-- instructor -->\nsecret\n<!-- /instructor -->\n"
             "<!-- student\nonly students\nstudent -->\nend\n")
-    assert student_readme(text) == "intro\n| a | b |\nonly students\nend\n"
+    assert student_text(text) == "intro\n| a | b |\nonly students\nend\n"
 
 
-def test_student_readme_refuses_an_unclosed_block():
-    with pytest.raises(ValueError, match="never closed"):
-        student_readme("<!-- instructor -->\nsecret\n")
+def test_student_text_refuses_an_unclosed_block():
+    with pytest.raises(ValueError, match="docs/x.md: .* never closed"):
+        student_text("<!-- instructor -->\nsecret\n", "docs/x.md")
+
+
+def test_student_python_drops_the_marked_lines_only():
+    text = '"""Run it.\n\n    run.py --solutions   # the reference (instructors only)\n"""\nx = 1\n'
+    assert student_python(text) == '"""Run it.\n\n"""\nx = 1\n'
+
+
+def test_links_are_files_relative_to_the_doc():
+    text = "[a](grading.md#points), [b](../README.md), <https://x.org/a.md>, [c](https://x.org)"
+    assert links("docs/draws.md", text) == {"docs/grading.md", "README.md"}
+
+
+def test_every_link_of_the_docs_resolves():
+    for doc in docs():
+        missing = [path for path in links(doc, (ROOT / doc).read_text())
+                   if not (ROOT / path).exists()]
+        assert missing == [], f"{doc} links to missing {missing}"
+
+
+def test_release_refuses_a_students_doc_that_links_to_a_dropped_file(monkeypatch, tmp_path):
+    monkeypatch.setattr(release, "lab_files", lambda: ["README.md", "docs/instructors.md"])
+    monkeypatch.setattr(release, "student_doc", lambda doc: "see [x](docs/instructors.md)\n")
+    with pytest.raises(ValueError, match="README.md links to docs/instructors.md"):
+        release.write_student(tmp_path)
+
+
+def test_students_copy_offers_no_solutions_and_no_instructor_docs(tmp_path):
+    """The release itself: no instructor docs or links to them, and run.py and pytest in
+    the copy neither accept nor mention --solutions."""
+    release.main([str(tmp_path / "out")])
+    student = tmp_path / "out" / "student"
+    assert not (student / "solutions").exists() and not (student / "docs/instructors.md").exists()
+    assert (student / "docs/grading.md").exists()
+    for path in ["README.md", *(f"docs/{p.name}" for p in (student / "docs").glob("*.md"))]:
+        assert "instructors.md" not in (student / path).read_text(), path
+    assert "--solutions" not in ast.get_docstring(ast.parse((student / "run.py").read_text()))
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], cwd=student, capture_output=True,
+                              text=True, timeout=120)
+    for command in (["run.py", "--help"], ["-m", "pytest", "--help"]):
+        done = run(*command)
+        assert done.returncode == 0 and "--solutions" not in done.stdout, done.stderr[-300:]
+    done = run("run.py", "--solutions")
+    assert done.returncode == 2 and "unrecognized arguments: --solutions" in done.stderr
 
 
 def round_trip(value, table=None):
@@ -77,17 +127,20 @@ def test_snapshot_tolerance_has_a_relative_and_an_absolute_part():
     assert differences({"x": [1.001]}, {"x": [1.0]}) == ["x.0: 1.001 now, 1.0 in the snapshot"]
 
 
-def test_readme_quotes_hold_the_snapshots_and_catch_a_changed_number():
-    """Every README and docs/ check holds against the stored snapshots (no runs), and fails
-    once one of its numbers changes: the Part 2 k = 1 gain, quoted in prose and in a table."""
+def test_doc_quotes_hold_the_snapshots_and_catch_a_changed_number():
+    """Every doc's checks hold against the stored snapshots (no runs), and fail once one
+    of their numbers changes: the Part 2 k = 1 gain, quoted in the README and, in prose and
+    in a table, in docs/real-systems.md."""
     snapshots = {name: json.loads((SNAPSHOTS / f"{name}.json").read_text()) for name in RUNS}
-    readme = quoting_text()
-    problems, n_numbers = quote_problems(readme, snapshots)
-    assert problems == [] and n_numbers >= len(checks())
+    assert set(QUOTES) | set(TABLE_ROWS) <= set(docs())
+    for doc in docs():
+        problems, n_numbers = quote_problems(doc, (ROOT / doc).read_text(), snapshots)
+        assert problems == [] and n_numbers >= len(checks(doc)), problems
     changed = copy.deepcopy(snapshots)
     changed["default"]["scheduling"]["throughput_gain"][1] = 4.18
-    problems, _ = quote_problems(readme, changed)
-    assert len(problems) >= 3 and all("4.18" in problem for problem in problems)
+    for doc, at_least in (("README.md", 2), ("docs/real-systems.md", 2)):
+        problems, _ = quote_problems(doc, (ROOT / doc).read_text(), changed)
+        assert len(problems) >= at_least and all("4.18" in problem for problem in problems)
 
 
 def test_solutions_refused_in_a_copy_without_them(monkeypatch, tmp_path):

@@ -71,7 +71,8 @@ def test_readme_first_run_matches_the_stubs():
     """README's "Your first run" shows `pytest -q -k task1` on the stubs: its progress rows,
     its counts and the number of given-code tests must be what that command prints."""
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Your first run"):readme.index("### Reading a failure")]
+    start = readme.index("## Your first run")
+    section = readme[start:readme.index("\n## ", start)]
     sample = section.split("```")[3]  # the block after the commands' block
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "task1"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, RL_SOLUTIONS="0"))
@@ -83,3 +84,18 @@ def test_readme_first_run_matches_the_stubs():
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     n_given = int(given.stdout.strip().splitlines()[-1].split()[0])
     assert f"The {n_given} tests without a task in their name" in section, given.stdout[-200:]
+
+
+def test_hint_precision_catches_a_wrong_hint(monkeypatch):
+    """check_release's near-miss check can fail: a "near miss" that is really a known
+    mistake gets that mistake's hint, which is reported (the real 2a mutants pass)."""
+    from tools import check_release
+    from tools.mutants import MUTANTS, RULE, Mutant
+    monkeypatch.setenv("RL_SOLUTIONS", "0")
+    monkeypatch.setattr(check_release, "MUTANTS", [m for m in MUTANTS if m.task == "2a"])
+    monkeypatch.setattr(check_release, "NEAR_MISSES", [
+        Mutant("2a", "planted: ignores k", RULE, "return n_started - n_dropped < (version + 1) * B")])
+    monkeypatch.setattr(check_release, "model_problems", lambda: [])
+    problems = check_release.check_mutants()[0]
+    assert any("near miss 'planted: ignores k'" in p and "ignored k" in p for p in problems)
+    assert not any("mutant" in p and "Task 2a" in p for p in problems), problems
