@@ -29,6 +29,7 @@ import os
 import pwd
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -324,7 +325,16 @@ def leftovers():
         for folder, dirs, names in os.walk(top):
             found += [f"file of {user}: {Path(folder, n)}" for n in dirs + names
                       if owner(Path(folder, n)) == uid]
+            # a user can make files only in folders anyone may write to
+            dirs[:] = [d for d in dirs if writable_by_anyone(Path(folder, d))]
     return found
+
+
+def writable_by_anyone(path):
+    try:
+        return bool(os.lstat(path).st_mode & stat.S_IWOTH)
+    except OSError:
+        return False
 
 
 def owner(path):

@@ -91,3 +91,18 @@ def test_readme_stays_a_handout():
     to a file of docs/, linked from the README's list."""
     n_lines = len((ROOT / "README.md").read_text().splitlines())
     assert n_lines <= 260, f"README.md has {n_lines} lines: move background to docs/"
+
+
+def test_hint_precision_catches_a_wrong_hint(monkeypatch):
+    """check_release's near-miss check can fail: a "near miss" that is really a known
+    mistake gets that mistake's hint, which is reported (the real 2a mutants pass)."""
+    from tools import check_release
+    from tools.mutants import MUTANTS, RULE, Mutant
+    monkeypatch.setenv("RL_SOLUTIONS", "0")
+    monkeypatch.setattr(check_release, "MUTANTS", [m for m in MUTANTS if m.task == "2a"])
+    monkeypatch.setattr(check_release, "NEAR_MISSES", [
+        Mutant("2a", "planted: ignores k", RULE, "return n_started - n_dropped < (version + 1) * B")])
+    monkeypatch.setattr(check_release, "model_problems", lambda: [])
+    problems = check_release.check_mutants()[0]
+    assert any("near miss 'planted: ignores k'" in p and "ignored k" in p for p in problems)
+    assert not any("mutant" in p and "Task 2a" in p for p in problems), problems

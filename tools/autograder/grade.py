@@ -26,6 +26,7 @@ import resource
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -101,7 +102,8 @@ def child_user():
 
 
 def collect():
-    """{graded test: task}: every graded test, whether or not a run gets to it."""
+    """{graded test: task}: every graded test, whether or not a run gets to it (asked of
+    pytest only when a run stopped early: a whole run's report lists them all)."""
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p",
                            "grader.remote", "test_rl_systems.py"], cwd=LAB, env=grading_env(),
                           capture_output=True, text=True, errors="replace")
@@ -183,19 +185,20 @@ def running_as(uid):
 
 
 def remove_owned(folder, uid):
-    """Delete what user `uid` owns below `folder` (links are not followed)."""
+    """Delete what user `uid` owns below `folder` (links are not followed). It can own
+    something only in a folder anyone may write to, so only those are searched."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return
     for entry in entries:
         try:
-            mine = entry.stat(follow_symlinks=False).st_uid == uid
-            if entry.is_dir(follow_symlinks=False) and mine:
+            status = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False) and status.st_uid == uid:
                 shutil.rmtree(entry.path)
-            elif entry.is_dir(follow_symlinks=False):
+            elif entry.is_dir(follow_symlinks=False) and status.st_mode & stat.S_IWOTH:
                 remove_owned(Path(entry.path), uid)
-            elif mine:
+            elif status.st_uid == uid:
                 os.unlink(entry.path)
         except OSError:
             continue
@@ -255,9 +258,6 @@ def grade_submission():
     user = child_user() if os.geteuid() == 0 else None
     runs = []
     try:
-        tests = collect()
-        if not tests:
-            return dict(score=0.0, tests=[], output="The tests could not be collected."), 0
         with tempfile.TemporaryDirectory() as reports:
             # the reports' names carry no seed: the student's process can read command lines
             for i, (label, seed) in enumerate((
@@ -275,6 +275,13 @@ def grade_submission():
                 runs.append((label, found, problem))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    tests = {name: lab.task_of(name) for _, found, _ in runs for name in found
+             if lab.task_of(name) and not name.endswith(UNSEEN)}
+    if any(problem for _, _, problem in runs):
+        tests.update(collect())
+    if not tests:
+        return dict(score=0.0, tests=[], output="The tests could not be collected:\n"
+                    + "\n".join(problem for _, _, problem in runs if problem)), 0
     graded = grade(tests, runs)
     problems = [f"The run {label} failed: {problem}" for label, _, problem in runs if problem]
     graded["output"] = "\n".join(notes + problems)

@@ -27,7 +27,6 @@ import types
 from pathlib import Path
 
 import numpy as np
-
 import pytest
 
 import lab
@@ -120,7 +119,7 @@ CHILD = Child(os.environ.get("LAB_REMOTE_DIR", "."), os.environ.get("LAB_REMOTE_
 
 
 def _ask(message, blobs=()):
-    module = message["target"][0]
+    module, name = message["target"]
     limit = ANSWER_LIMIT.get(module, wire.MAX_BYTES)
     try:
         return CHILD.ask(message, blobs, limit)
@@ -128,8 +127,8 @@ def _ask(message, blobs=()):
         problem = ("your code ended the process it ran in (os._exit, a crash or running out "
                    "of memory)")
     except wire.TooLarge:
-        problem = (f"your code's answer takes more than {limit / 2**20:g} MiB, more than any "
-                   f"answer in {module}.py needs, so the grader refused it")
+        problem = (f"the answer of {name or module} takes more than {limit / 2**20:g} MiB, more "
+                   f"than any answer in {module}.py needs, so the grader refused it")
     except (wire.WireError, ValueError) as error:
         problem = f"the grader could not read your code's answer: {error}"
     raised = RuntimeError(problem)
