@@ -157,7 +157,7 @@ QUOTES = {
         ("from k = 2 on, p95 {} and max", "default", "scheduling.lag_p95.2", "{}"),
         ("p95 2 and max {}.", "default", "scheduling.max_lag.2", "{}"),
         # Timeline
-        ("end of the k = 0 run's {}th update", "timeline", "timeline.n_updates", "{}"),
+        ("Up to the k = 0 run's {}th update", "timeline", "timeline.n_updates", "{}"),
         ("4th update ({} time units)", "timeline", "timeline.window", "{:.1f}"),
         # response 21 at k = 0: the first batch's straggler, whose end starts the first update
         ("lane {}'s response, which ends", "timeline", "timeline.runs.0.responses.21.lane",

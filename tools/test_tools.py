@@ -86,6 +86,13 @@ def test_readme_first_run_matches_the_stubs():
     assert f"The {n_given} tests without a task in their name" in section, given.stdout[-200:]
 
 
+def test_readme_stays_a_handout():
+    """The README is what a student reads first, in order: at most 260 lines. Background goes
+    to a file of docs/, linked from the README's list."""
+    n_lines = len((ROOT / "README.md").read_text().splitlines())
+    assert n_lines <= 260, f"README.md has {n_lines} lines: move background to docs/"
+
+
 def test_hint_precision_catches_a_wrong_hint(monkeypatch):
     """check_release's near-miss check can fail: a "near miss" that is really a known
     mistake gets that mistake's hint, which is reported (the real 2a mutants pass)."""
