@@ -223,6 +223,7 @@ QUOTES = {
         ("stays low under both ({}", "noise_gaussian", "mismatch.schemes.seq_tis.rmse.10",
          "{:.2f}"),
         ("under both (0.14 and {})", "default", "mismatch.schemes.seq_tis.rmse.10", "{:.2f}"),
+        ("Task 3 at up to {} tokens", "length_sweep", "length_sweep.levels.-1.T.-1", "{:,}"),
     ],
     "docs/real-systems.md": [
         # the GPU model's predictions (docs/gpu-model.md)
