@@ -76,6 +76,11 @@ def within(g, key, low, high):
     return str(sum(low <= run["ratio"][key] <= high for run in g.values()))
 
 
+def hour_ratios(g):
+    """Every preset's predicted / published hours, synchronous and asynchronous."""
+    return [run["ratio"][key] for run in g.values() for key in ("sync", "asynchronous")]
+
+
 def gpu_preset_row(name):
     cells = []
     for part in ("sync", "asynchronous"):
@@ -218,8 +223,19 @@ QUOTES = {
         ("stays low under both ({}", "noise_gaussian", "mismatch.schemes.seq_tis.rmse.10",
          "{:.2f}"),
         ("under both (0.14 and {})", "default", "mismatch.schemes.seq_tis.rmse.10", "{:.2f}"),
+        ("Task 3 at up to {} tokens", "length_sweep", "length_sweep.levels.-1.T.-1", "{:,}"),
     ],
     "docs/real-systems.md": [
+        # the GPU model's predictions (docs/gpu-model.md)
+        gpu_quote("gives speedups of {}× for AReaL's 1.5B run", "areal-1.5b", "speedup", "{:.2f}"),
+        gpu_quote("1.5B run, {}× for its 7B run", "areal-7b", "speedup", "{:.2f}"),
+        gpu_quote("7B run and {}× for verl's, against", "verl-7b", "speedup", "{:.2f}"),
+        ("2.35× ({} of the 3 within 25%)", "gpu_model", "gpu_model",
+         lambda g: within(g, "speedup", 0.75, 1.25)),
+        ("and its hours land between {} and", "gpu_model", "gpu_model",
+         lambda g: f"{min(hour_ratios(g)):.2f}×"),
+        ("× and {} of the published ones", "gpu_model", "gpu_model",
+         lambda g: f"{max(hour_ratios(g)):.2f}×"),
         # The speedup at equal hardware
         ("Part 2's {} compares", "default", "scheduling.throughput_gain.1", "{:.2f}×"),
         ("(`--gpus`, default {})", "equal_hardware", "equal_hardware.gpus", "{}"),
@@ -587,6 +603,9 @@ TABLE_ROWS = {
           for i in range(5)]),
     ],
     "docs/real-systems.md": [
+        ("| this lab, GPU model, each run's own split | {}× (areal-1.5b), {}× (areal-7b), {}× "
+         "(verl-7b) |", [gpu(name, "speedup", "{:.2f}") for name in ("areal-1.5b", "areal-7b",
+                                                                    "verl-7b")]),
         ("| `--train-work` |" + " {} |" * len(WORKS),
          [(equal_hardware_snapshot(w), "equal_hardware.train_work", "{:g}") for w in WORKS]),
         ("| best split (generate / train) |" + " {} |" * len(WORKS),

@@ -84,6 +84,10 @@ def test_readme_first_run_matches_the_stubs():
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     n_given = int(given.stdout.strip().splitlines()[-1].split()[0])
     assert f"The {n_given} tests without a task in their name" in section, given.stdout[-200:]
+    gpu = subprocess.run([sys.executable, "-m", "pytest", "-q", "lab/test_gpu_model.py"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    n_gpu = int(gpu.stdout.strip().splitlines()[-1].split()[0])
+    assert f"and {n_gpu} more of the GPU model" in " ".join(section.split()), gpu.stdout[-200:]
 
 
 def test_readme_stays_a_handout():

@@ -251,11 +251,11 @@ def grade_submission():
     """Grade ROOT/submission: (results.json as a dict, peak memory of a grading process)."""
     if os.geteuid() == 0:
         SOURCE.chmod(0o700)  # the reference in course/solutions: not for the student's process
-    folder, notes = work_folder(ROOT / "submission")
+    user = child_user() if os.geteuid() == 0 else None
     fresh_seed = PUBLIC_SEED
     while fresh_seed == PUBLIC_SEED:
         fresh_seed = secrets.randbelow(10**9)
-    user = child_user() if os.geteuid() == 0 else None
+    folder, notes = work_folder(ROOT / "submission")  # removed below, whatever happens
     runs = []
     try:
         with tempfile.TemporaryDirectory() as reports:
