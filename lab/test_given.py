@@ -201,10 +201,12 @@ def test_length_sweep_kl_is_the_long_run_kl_per_token():
         # the same by the chain rule, then per token over a long response (10,000 tokens)
         p, q = toy.token_probs(toy.THETA), toy.token_probs(q_logits)
         row_kl = (q * np.log(q / p)).sum(axis=1)
+        move = np.zeros((toy.V + 1, toy.V + 1))  # row a: where a token after a goes
+        move[:, :toy.V] = q  # (never back to START)
         visits, total = np.eye(toy.V + 1)[toy.START], []
         for _ in range(10_000):
-            total.append(visits @ row_kl)
-            visits = np.append(visits @ q, 0.0)
+            total.append(float(visits @ row_kl))
+            visits = visits @ move
         assert sum(total[:6]) == pytest.approx(six, rel=1e-10)
         assert toy.per_token_kl(mismatch) == pytest.approx(sum(total) / 10_000, rel=1e-3)
         assert toy.per_token_kl(mismatch) == pytest.approx(total[-1], rel=1e-10)
