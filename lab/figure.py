@@ -280,8 +280,10 @@ def length_panels(s, ax_rmse, ax_cos, ax_zero, ax_legend):
                        (ax_cos, "cos(mean estimate, true gradient)"),
                        (ax_zero, "share of token weights < 1e-6")):
         ax.set_xscale("log")
+        log_ticks(ax.xaxis)
         ax.set_xlabel("T x KL: response length x per-token KL (nats)")
         ax.set_ylabel(ylabel)
+    log_ticks(ax_rmse.yaxis)
     ax_legend.axis("off")
     ax_legend.legend(handles=length_legend(s), title=f"batch of {s['batch_size']}; T = 6 exact, "
                      "longer Monte Carlo;\ndotted: collapse lines (cosine 0.5, half the "

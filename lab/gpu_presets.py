@@ -4,14 +4,15 @@ Each value is either cited (repository, path and commit; paper and table; or URL
 or marked ASSUMED with the reason. `python run.py --preset NAME` runs one; the
 docs (docs/gpu-model.md) discuss how far the predictions land from the hours.
 
-Sources, named once:
+Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
   AREAL_V03   inclusionAI/AReaL blog/AReaL_v0_3.md @ ea9b799c91fc1a4219b5d5dcd14c94c5e7565c24
               (Table 2: hours; Table 3: eta = 4 row equals Table 2's 42.2)
   AREAL_V02   inclusionAI/AReaL blog/AReaL_v0_2.md @ 13c5dd227af1ea5c76e986c672c9ce405d20d531
               (512 prompts x 16 responses, 27K new tokens, truncation below 5%, 4 minibatches)
   AREAL_CFG   inclusionAI/AReaL training/configs/async-ppo.yaml @ 7dc6daa6cc2b47ecacbf8bc52262138147df2b0b
               (max_head_offpolicyness 4, max_new_tokens 27648, recompute_logprob true,
-               kl_ctl 0, total_train_epochs 5, mem_fraction_static 0.8, max_prompt_len 1024)
+               kl_ctl 0, total_train_epochs 5, mem_fraction_static 0.8, max_prompt_len 1024,
+               train_bs_n_seqs 512, group_size 16, ppo_n_minibatches 4, boba_106k data)
   AREAL_ALLOC inclusionAI/AReaL benchmark/verl_312a8cb/build_cmd.py @ af2693dc31d5e63943692a81ffc68a684c32f314
               (n_sglang_gpus = n_nodes * 8 // 4 * 3, SGLang TP 1 below 32B,
                mem_fraction_static 0.7 above 1.5B)
@@ -24,7 +25,8 @@ Sources, named once:
   VERL_SCRIPT volcengine/verl recipe/fully_async_policy/exp/qwen2-7B-math_128/fsdp2_fully-async_64-64/
               dapo_qwen2-7B-math_28k_fsdp2_fully-async_64-64_mbs32_tfq4.sh @ 34cf9e7b91fbabb6761a74047bf33fe13bfb5318
               (gen_tp 4, gpu_memory_utilization 0.80, max_response_length 28672,
-               max_prompt_length 2048, no KL, rollout log-probs used)
+               max_prompt_length 2048, no KL, rollout log-probs used; it sets
+               staleness_threshold 1, where VERL_README's runs state 0.5)
   SGLANG_1401 https://github.com/sgl-project/sglang/pull/1401 (Llama-3-8B, batch 1,
               FlashInfer with CUDA graph: median decode step 7.35 ms)
   H100_SHEET  https://www.nvidia.com/en-us/data-center/h100/ (H100 SXM: 80 GB, 3.35 TB/s,
@@ -143,8 +145,7 @@ AREAL_NOTES = (
     ("3/4 of the GPUs generate, SGLang TP 1", "AREAL_ALLOC"),
     ("staleness bound 4 for math", "AREAL_CFG; AREAL_V03 Table 3 (eta = 4 scores Table 2's "
                                    "42.2)"),
-    ("sync baseline = same split at eta = 0", "AREAL_V03 ('eta = 0 degenerates to the "
-                                              "synchronous setting')"),
+    ("sync baseline = same split at eta = 0", "AREAL_V03 (eta = 0 is synchronous RL)"),
     ("1000 PPO steps = 1000 batches", "DERIVED: AREAL_CFG trains 5 epochs of boba-106k "
                                       "= 5 x 106k / 512 = 1,035 batches"),
     ("1 extra forward (recomputed log-probs), no reference (kl_ctl 0)", "AREAL_CFG"),
@@ -168,7 +169,8 @@ PRESETS = {
         "colocated", 1, 0, 40 + 48 / 60, 17 + 22 / 60,
         (("H20 x 128, 64:64 split, 512 x 16, cap 28,672, 400 steps", "VERL_README, VERL_SCRIPT"),
          ("vLLM TP 4, memory fraction 0.80", "VERL_SCRIPT"),
-         ("staleness_threshold 0.5 -> k = 1", "ASSUMED: 0.5 lets the rollouter run half a "
+         ("staleness_threshold 0.5 -> k = 1", "VERL_README (VERL_SCRIPT sets 1, also k = 1); "
+                                              "ASSUMED: 0.5 lets the rollouter run half a "
                                               "batch ahead; the lab's whole-batch bound "
                                               "rounds it up"),
          ("sync: old_log_prob forward; async: rollout log-probs", "VERL_README (old_log_prob "

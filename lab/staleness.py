@@ -36,7 +36,7 @@ import toy
 # PPO's usual per-update KL target, in nats per token: OpenAI Spinning Up's ppo has
 # target_kl=0.01 ("usually small, 0.01 or 0.05"), on approx_kl = mean(logp_old - logp_new),
 # i.e. KL(old || new) per action (openai/spinningup spinup/algos/pytorch/ppo/ppo.py,
-# commit 2092113).
+# commit 20921137141b154454c0a2698709d9f9a0302101).
 TARGET_KL = 0.01
 
 

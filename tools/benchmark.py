@@ -16,6 +16,11 @@ the same answers unchecked (its own rule checks on take_batch's answers stay):
 
     simulate / unchecked run_simulation      target <= 1.1
 
+With --presets, each GPU-model preset (run.py --preset NAME, docs/gpu-model.md) against
+the default run.py, in the same round robin:
+
+    run.py --preset NAME / run.py            target <= 4
+
 For information, the same run as a plain SimPy model of the same rules (SimPy is
 not a dependency of the lab: `pip install simpy` to see this line).
 
@@ -41,6 +46,8 @@ import scheduler_core  # noqa: E402  (these need ROOT on the path first)
 from solutions import scheduler  # noqa: E402
 
 TARGETS = {"run.py": 3.0, "test suite": 2.0}
+PRESETS = ("areal-1.5b", "areal-7b", "verl-7b")  # run.py --preset: each <= 4x run.py
+PRESET_TARGET = 4.0
 SIMULATION = dict(n_lanes=64, B=64, k=2, n_steps=1000)
 SIMULATE_TARGET = 1.1
 
@@ -124,10 +131,12 @@ def main(argv=None):
                         help="runs per simulation (median taken)")
     parser.add_argument("--only-simulator", action="store_true",
                         help="skip run.py and the test suite")
+    parser.add_argument("--presets", action="store_true",
+                        help="also time run.py --preset for each GPU-model preset")
     args = parser.parse_args(argv)
     ok = simulator_report(args.simulations)
     if not args.only_simulator:
-        ok &= commands_report(args.runs)
+        ok &= commands_report(args.runs, args.presets)
     return 0 if ok else 1
 
 
@@ -145,12 +154,14 @@ def simulator_report(runs):
     return ratio <= SIMULATE_TARGET
 
 
-def commands_report(runs):
+def commands_report(runs, presets=False):
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         commands = {"bare imports": [python, "-c", "import numpy, matplotlib.pyplot"],
                     "run.py": [python, "run.py", "--out", str(Path(tmp, "bench.png"))],
                     "test suite": [python, "-m", "pytest", "-q"]}
+        for name in PRESETS if presets else ():
+            commands[f"--preset {name}"] = [*commands["run.py"], "--preset", name]
         seconds(commands["run.py"])  # warm the file cache and matplotlib's font cache
         # Round robin, so a machine that gets busier slows all three alike.
         times = {name: [] for name in commands}
@@ -167,6 +178,11 @@ def commands_report(runs):
         ok &= ratio <= target
         print(f"  {name:<13} {median[name]:6.2f} s  = {ratio:4.2f}x bare imports "
               f"(target <= {target:g}x){'' if ratio <= target else '  OVER'}")
+    for name in PRESETS if presets else ():
+        ratio = median[f"--preset {name}"] / median["run.py"]
+        ok &= ratio <= PRESET_TARGET
+        print(f"  run.py --preset {name:<11} {median[f'--preset {name}']:6.2f} s  = {ratio:4.2f}x "
+              f"run.py (target <= {PRESET_TARGET:g}x){'' if ratio <= PRESET_TARGET else '  OVER'}")
     return ok
 
 
