@@ -50,9 +50,7 @@ HINT = re.compile(r"Likely mistake: (.*)")
 KNOWN = test_rl_systems.KNOWN_MISTAKES  # task -> lab.feedback.KnownMistakes
 # The corpus has no loops, so its verdicts must not depend on how busy the machine is:
 # here a test and a hint's probes get far more time than in a student's run.
-CHECK_LIMIT = 60  # seconds per test
-for _known in KNOWN.values():
-    _known.limit = CHECK_LIMIT / 4
+CHECK_LIMIT = 60  # seconds per test; a hint's probes get a quarter of it
 
 
 def pytest(reference=False):
@@ -181,6 +179,8 @@ def check_mutants():
     mistake, got their own hint, got a wrong one]}, [near misses, caught, hinted],
     the number of tasks in which the reference gets a hint)."""
     os.environ["RL_SOLUTIONS"] = "0"
+    for known in KNOWN.values():
+        known.limit = CHECK_LIMIT / 4
     problems, lines, counts, near, reference_hints = [], [], {}, [0, 0, 0], 0
     for name in STUDENT_FILES:  # without a clean baseline, a caught mutant proves nothing
         module, failed = failures(name, (ROOT / "solutions" / name).read_text())
