@@ -146,19 +146,19 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
 
         # Free lanes start new responses for as long as admission allows.
         while len(running) < n_lanes and not out_of_lengths:
-            allowed = may_start(len(trace), n_dropped, version, k, B)
+            n_started = len(trace)  # also the id of the response that may start
+            allowed = may_start(n_started, n_dropped, version, k, B)
             if type(allowed) is not bool:
-                allowed = _as_bool(allowed, len(trace), n_dropped, version, k, B)
+                allowed = _as_bool(allowed, n_started, n_dropped, version, k, B)
             if not allowed:
                 break
             length = next(lengths, None)
             if length is None:
                 out_of_lengths = True
                 break
-            response = {"id": len(trace), "tag": version, "start": time, "end": time + length,
-                        "length": length, "lag": None, "dropped": False}
-            trace.append(response)
-            heapq.heappush(running, (response["end"], response["id"]))
+            trace.append({"id": n_started, "tag": version, "start": time, "end": time + length,
+                          "length": length, "lag": None, "dropped": False})
+            heapq.heappush(running, (time + length, n_started))
 
         if trainer_done_at is None and not running:
             raise SchedulerError(_why_stuck(len(trace), n_dropped, version, k, B,
@@ -233,8 +233,11 @@ def _as_bool(answer, n_started, n_dropped, version, k, B):
 
 def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_started, n_dropped):
     """Call take_batch and make sure it followed the rules of Task 2b."""
-    before = list(finished)
+    before = finished[:]
     answer = take_batch(finished, version, k, B, drop_stale)
+    if type(answer) is tuple and len(answer) == 2 and answer[0] is None \
+            and type(answer[1]) is list and not answer[1] and finished == before:
+        return None, []  # nothing taken: the common case, checked cheaply
 
     def broken(rule):
         return SchedulerError(
@@ -245,8 +248,6 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
     if not (isinstance(answer, tuple) and len(answer) == 2):
         raise broken(f"it must return a tuple (batch, dropped), got {answer!r}.")
     batch, dropped = answer
-    if batch is None and dropped == [] and finished == before:
-        return None, []  # nothing taken: the common case, checked cheaply
     if not isinstance(dropped, (list, tuple)) or (dropped and not drop_stale):
         raise broken(f"dropped must be a list, empty unless drop_stale is True; got {dropped!r}.")
     if batch is not None:

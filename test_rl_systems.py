@@ -732,7 +732,7 @@ def test_task2_seeded_run_snapshot(scheduler):
 
 def test_task2_heavy_tail_speedup(scheduler):
     # the chapter's set-up: 16 lanes, B = 32, lognormal sigma 1.25, train_time 1
-    runs = {k: scheduler.simulate(16, 32, k, n_steps=100) for k in (0, 1, 2, 3)}
+    runs = {k: scheduler.simulate(16, 32, k, n_steps=50) for k in (0, 1, 2, 3)}
     util0 = runs[0]["utilization"]
     gain = {k: runs[k]["throughput"] / runs[0]["throughput"] for k in runs}
     assert 0.15 < util0 < 0.30, (
@@ -768,8 +768,8 @@ def test_task2_drop_stale_wastes_long_responses(scheduler):
 
 
 def test_task2_slow_trainer_lowers_the_gain(scheduler):
-    fast = scheduling_sweep(scheduler, 16, 32, ks=(0, 1), n_steps=100, train_time=1.0, sigma=1.25)
-    slow = scheduling_sweep(scheduler, 16, 32, ks=(0, 1), n_steps=100, train_time=3.0, sigma=1.25)
+    fast = scheduling_sweep(scheduler, 16, 32, ks=(0, 1), n_steps=50, train_time=1.0, sigma=1.25)
+    slow = scheduling_sweep(scheduler, 16, 32, ks=(0, 1), n_steps=50, train_time=3.0, sigma=1.25)
     assert slow["throughput_gain"][1] < fast["throughput_gain"][1] - 0.5, (
         f"with train_time 3.0 the trainer is the bottleneck, so k = 1 should gain less: "
         f"{slow['throughput_gain'][1]:.2f}x vs {fast['throughput_gain'][1]:.2f}x at train_time 1.0"

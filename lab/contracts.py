@@ -134,17 +134,18 @@ def gradient(name, answer, grad_logp, **_):
 
 def expect_shape(name, answer, shape, meaning):
     """A ContractError of the task of function `name` unless `answer` is a real array of `shape`."""
-    task = lab.task_of_function(name)
-    where = f"{name} (Task {task}, {lab.file_of(task)})"
+    def broken(rule):
+        task = lab.task_of_function(name)
+        return ContractError(f"{name} (Task {task}, {lab.file_of(task)}) {rule}")
+
     if answer is None:
-        raise ContractError(f"{where} returned None: did you forget the return statement?")
+        raise broken("returned None: did you forget the return statement?")
     try:
         array = np.asarray(answer)
     except ValueError:  # a ragged list
         array = np.asarray(None)
     if array.dtype.kind not in "biuf":
-        raise ContractError(f"{where} must return an array of real numbers, returned "
-                            f"{show_short(answer)}")
+        raise broken(f"must return an array of real numbers, returned {show_short(answer)}")
     if array.shape != shape:
-        raise ContractError(f"{where} must return an array of shape {shape}: {meaning}; it "
-                            f"returned shape {array.shape} ({type(answer).__name__})")
+        raise broken(f"must return an array of shape {shape}: {meaning}; it returned shape "
+                     f"{array.shape} ({type(answer).__name__})")

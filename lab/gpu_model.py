@@ -17,6 +17,7 @@ GPU the same tokens. Only the longest response of a step is drawn from fewer
 responses, which the length cap makes nearly irrelevant (on areal-1.5b the full
 cluster gives the same seconds per step within about 5%).
 """
+import functools
 import inspect
 import itertools
 import math
@@ -48,7 +49,7 @@ def costs(memory, preset, engines_gpus, train_gpus, forwards, overhead=STEP_OVER
     bandwidth = tp * gpu.bandwidth
     step = Linear(overhead + weights / bandwidth, kv / bandwidth)
     train = Linear(0.0, (6 + 2 * forwards) * m.params / (train_gpus * gpu.flops * MFU))
-    sample = np.array(list(itertools.islice(lengths(preset, seed=99), 20_000)), float)
+    sample = length_sample(preset)
     context = PROMPT_TOKENS + (sample**2).mean() / (2 * sample.mean())
     free = preset.memory_fraction * tp * gpu.memory_gb * 1e9 - weights
     return step, train, max(1, math.floor(free / (kv * context)))
@@ -61,6 +62,14 @@ def lengths(preset, seed=0):
     while True:
         draw = np.ceil(rng.lognormal(math.log(preset.median_len), SIGMA, 4096))
         yield from np.minimum(draw, preset.max_len).astype(int).tolist()
+
+
+@functools.cache  # every run of a preset asks for the same sample
+def length_sample(preset, n=20_000):
+    """n lengths of `preset` (seed 99, apart from the runs' seed 0), for their moments."""
+    sample = np.array(list(itertools.islice(lengths(preset, seed=99), n)), float)
+    sample.setflags(write=False)
+    return sample
 
 
 def run(scheduler, memory, preset, gen_gpus, train_gpus, k, forwards, slots=None,
@@ -120,7 +129,7 @@ def gpu_comparison(scheduler, memory, name):
         preset=name, system=p.system, model=p.model.name, gpu=p.gpu.name, gpus=p.gpus,
         gen_gpus=p.gen_gpus, tp=p.tp, prompts=p.prompts, group_size=p.group_size,
         max_len=p.max_len, sigma=SIGMA, median_len=p.median_len,
-        mean_len=float(np.mean(list(itertools.islice(lengths(p, seed=99), 20_000)))),
+        mean_len=float(length_sample(p).mean()),
         k=p.k, n_steps=p.n_steps, baseline=p.baseline, mfu=MFU, step_overhead=STEP_OVERHEAD,
         shard=SHARD, slots=sync["slots"],
         sync=dict(hours=sync_hours, seconds=sync["seconds"], **generation(sync_run)),

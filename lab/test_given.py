@@ -17,7 +17,8 @@ from lab.experiments import (collapse_point, equal_hardware, lag_counts, lanes_p
                              length_grid, scheduling_sweep, staleness_sweep, timeline)
 from lab.feedback import KnownMistakes, Mistake
 from lab.model_shapes import MODELS, ROUND_7B
-from scheduler_core import SchedulerError, assign_lanes, checked_lengths, run_simulation
+from scheduler_core import (SchedulerError, assign_lanes, checked_lengths, lognormal_lengths,
+                            run_simulation)
 
 LOGP = np.log(np.full((4, 3), 0.5))  # any (N, T) log-probabilities will do
 
@@ -183,14 +184,18 @@ def test_length_sweep_monte_carlo_agrees_with_exact():
         return np.einsum("n,nt,ntd->d", rewards, weights, grad_logp) / len(rewards)
 
     ratio = {"token": lambda train, infer: np.exp(train - infer)}
-    exact = toy.length_stats(ratio, estimate, 6, 0.6)["schemes"]["token"]
-    g, mean_zeros = toy.length_true_grad(6)
+    T = 5  # 1,024 responses to list: any T up to 6 would do, a short one is quick
+    exact = toy.length_stats(ratio, estimate, T, 0.6)["schemes"]["token"]
+    g, mean_zeros = toy.length_true_grad(T)
     q = toy.THETA + 0.6 * toy.PERTURBATIONS["student_t"]
-    batches = [toy.length_responses(toy.sample_responses(q, 64, 6, np.random.default_rng(s)),
-                                    q, mean_zeros) for s in range(200)]
+    batches = [toy.length_responses(toy.sample_responses(q, 64, T, np.random.default_rng(s)),
+                                    q, mean_zeros) for s in range(64)]
     sampled = toy.sampled_stats(ratio, estimate, g, batches)["schemes"]["token"]
+    # Over 40 other sets of 64 seeds: the rmse's z-score has sd 0.86 and the cosine's
+    # difference sd 0.004, so these bounds are over 4 sd wide.
     assert abs(sampled["rmse"] - exact["rmse"]) < 4 * sampled["rmse_stderr"], (sampled, exact)
     assert abs(sampled["cosine"] - exact["cosine"]) < 0.02, (sampled, exact)
+
 
 def test_length_sweep_kl_is_the_long_run_kl_per_token():
     for mismatch in (0.05, 0.6):
@@ -198,17 +203,19 @@ def test_length_sweep_kl_is_the_long_run_kl_per_token():
         # exact KL(pi_infer || pi_train) of whole responses, T = 6: a sum over all 4,096
         logq, logp = toy.token_logprobs(q_logits).sum(axis=1), toy.LOGP_TRAIN.sum(axis=1)
         six = np.exp(logq) @ (logq - logp)
-        # the same by the chain rule, then per token over a long response (10,000 tokens)
+        # the same by the chain rule, then per token over a long response (1,000 tokens)
         p, q = toy.token_probs(toy.THETA), toy.token_probs(q_logits)
         row_kl = (q * np.log(q / p)).sum(axis=1)
         move = np.zeros((toy.V + 1, toy.V + 1))  # row a: where a token after a goes
         move[:, :toy.V] = q  # (never back to START)
         visits, total = np.eye(toy.V + 1)[toy.START], []
-        for _ in range(10_000):
+        for _ in range(1_000):
             total.append(float(visits @ row_kl))
             visits = visits @ move
         assert sum(total[:6]) == pytest.approx(six, rel=1e-10)
-        assert toy.per_token_kl(mismatch) == pytest.approx(sum(total) / 10_000, rel=1e-3)
+        # each token's KL settles at the per-token KL within some 100 tokens, so the
+        # average over 1,000 is within 1% of it, and the 1,000th token's KL is it
+        assert toy.per_token_kl(mismatch) == pytest.approx(sum(total) / 1_000, rel=1e-2)
         assert toy.per_token_kl(mismatch) == pytest.approx(total[-1], rel=1e-10)
     assert toy.per_token_kl(0.6) == pytest.approx(0.158, abs=5e-4)  # the lab's Part 3 scale
     for kl in (1e-3, 0.16):
@@ -237,7 +244,7 @@ def admit(n_started, n_dropped, version, k, B):  # the rule in may_start's docst
 
 
 def newest_first(finished, version, k, B, drop_stale):
-    dropped = [r for r in finished if drop_stale and version - r["tag"] > k]
+    dropped = [r for r in finished if version - r["tag"] > k] if drop_stale else []
     for r in dropped:
         finished.remove(r)
         r["dropped"] = True
@@ -256,9 +263,8 @@ class StandInScheduler:
     @staticmethod
     def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
                  seed=0):
-        lengths = iter(np.random.default_rng(seed).lognormal(-sigma**2 / 2, sigma, 100_000))
-        return run_simulation(n_lanes, B, k, n_steps, train_time, lengths, admit, newest_first,
-                              drop_stale)
+        return run_simulation(n_lanes, B, k, n_steps, train_time, lognormal_lengths(sigma, seed),
+                              admit, newest_first, drop_stale)
 
 
 class StandInMemory:
@@ -274,20 +280,20 @@ class StandInMemory:
 
 
 def test_core_reports_the_lag_tail():
-    keep = StandInScheduler.simulate(16, 32, 1, n_steps=100)
+    keep = StandInScheduler.simulate(16, 32, 1, n_steps=40)
     lags = sorted(r["lag"] for r in keep["trace"] if r["lag"] is not None)
     assert keep["max_lag"] == lags[-1] > 1, "k = 1 bounds admission, not lag: the tail exceeds k"
     assert keep["lag_p95"] == lags[math.ceil(0.95 * len(lags)) - 1]
     assert keep["lag_p95"] <= keep["max_lag"]
-    drop = StandInScheduler.simulate(16, 32, 1, n_steps=100, drop_stale=True)
+    drop = StandInScheduler.simulate(16, 32, 1, n_steps=40, drop_stale=True)
     assert drop["max_lag"] <= 1, "dropping stale responses keeps every trained lag <= k"
 
 
 def test_lag_counts_count_each_trained_lag():
     assert lag_counts([dict(lag=0), dict(lag=None), dict(lag=3), dict(lag=0)]) == [2, 0, 0, 1]
-    s = scheduling_sweep(StandInScheduler, 16, 32, ks=(0, 1, 2), n_steps=60)
+    s = scheduling_sweep(StandInScheduler, 16, 32, ks=(0, 1, 2), n_steps=30)
     for i, k in enumerate(s["k"]):
-        trace = StandInScheduler.simulate(16, 32, k, n_steps=60)["trace"]
+        trace = StandInScheduler.simulate(16, 32, k, n_steps=30)["trace"]
         lags = [r["lag"] for r in trace if r["lag"] is not None]
         counts = s["lag_counts"][i]
         assert counts == [lags.count(lag) for lag in range(len(counts))]
@@ -372,15 +378,10 @@ def test_staleness_update_moves_the_stated_kl():
     for kl in (0.01, 0.05):
         step = staleness.step_for_kl(kl)
         old, new = staleness.policy_versions(step, 1)[::-1]
-        # KL(pi_old || pi_new) per token by the chain rule, position by position: the
-        # rows' KLs weighted by how often pi_old visits each row, no responses listed
-        p, q = toy.token_probs(old), toy.token_probs(new)
-        row_kl = (p * np.log(p / q)).sum(axis=1)
-        visits, total = np.eye(toy.V + 1)[toy.START], 0.0
-        for _ in range(toy.T):
-            total += visits @ row_kl
-            visits = np.append(visits @ p, 0.0)
-        assert total / toy.T == pytest.approx(kl, rel=1e-9)
+        # KL(pi_old || pi_new) per token, summed over all 4,096 responses (per_token_kl
+        # works it out by the chain rule, without listing them)
+        logp, logq = toy.token_logprobs(old).sum(axis=1), toy.token_logprobs(new).sum(axis=1)
+        assert np.exp(logp) @ (logp - logq) / toy.T == pytest.approx(kl, rel=1e-9)
         assert np.allclose(old, toy.THETA - step * toy.TRUE_GRAD.reshape(old.shape))
 
 
@@ -458,8 +459,11 @@ def test_a_hint_that_cannot_be_checked_is_not_shown():
         while True:
             pass
     assert TOY_MISTAKES.hint(fails) == ""
+    # the same task with a shorter limit: here it only ever cuts the loop short
+    quick = KnownMistakes(TOY_MISTAKES.right, TOY_MISTAKES.mistakes, TOY_MISTAKES.probes,
+                          limit=0.02)
     start = time.monotonic()
-    assert TOY_MISTAKES.hint(loops) == ""
-    assert time.monotonic() - start < 1.0, "the probe outlived its limit"
+    assert quick.hint(loops) == ""
+    assert time.monotonic() - start < 0.5, "the probe outlived its limit"
     if hasattr(signal, "getitimer"):  # the test's own time limit is armed again
         assert signal.getitimer(signal.ITIMER_REAL)[0] > 0
