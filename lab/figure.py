@@ -9,14 +9,13 @@ x-axis.
 import math
 
 import matplotlib
+# Figure, not pyplot: a figure saved to a file needs no window, and no pyplot (0.1 s to import)
+from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
 
-matplotlib.use("Agg")  # draw to a file; no screen needed
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.collections import LineCollection, PolyCollection  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator  # noqa: E402
-
-from lab import PARTS  # noqa: E402
-from lab.model_shapes import GPU_GB  # noqa: E402
+from lab import PARTS
+from lab.model_shapes import GPU_GB
 
 COLORS = {"none": "black", "token": "tab:blue", "token_tis": "tab:green", "seq": "tab:red",
           "seq_tis": "tab:orange", "token_mask": "tab:cyan", "seq_mask": "tab:pink",
@@ -39,12 +38,13 @@ LABELS = {"none": "none (ignore mismatch)", "token": "token IS", "token_tis": "t
 
 def draw(results, path):
     """Save the 2 x 4 figure for `results` (the dict run.py writes as JSON) to `path`."""
-    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True,
+    matplotlib.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True,
                          "grid.alpha": 0.3,
                          "axes.titley": 1.0})  # fixed: finding room above ticks is slow
     sweep = "length_sweep" in results  # run.py --length-sweep: a third row
     height = 13.5 if sweep else 9
-    fig, axes = plt.subplots(3 if sweep else 2, 4, figsize=(18, height))
+    fig = Figure(figsize=(18, height))
+    axes = fig.subplots(3 if sweep else 2, 4)
     # Fixed margins (in inches, whatever the height) instead of tight_layout, which lays
     # out every label a second time. Set first: the line labels measure their panels.
     fig.subplots_adjust(left=0.045, right=0.99, bottom=0.75 / height, top=1 - 0.75 / height,
@@ -71,7 +71,6 @@ def draw(results, path):
     fig.suptitle(f"RL systems on a laptop. Code under test: {results['code']}", fontsize=13)
     # 90 dpi: the saved figure costs half as much and reads the same on a screen.
     fig.savefig(path, dpi=90, pil_kwargs={"compress_level": 1})  # fast; the file is bigger
-    plt.close(fig)
 
 
 def placeholder(ax, text):
@@ -308,7 +307,8 @@ LEVEL_STYLES = ("-", "--", ":", "-.") * 4  # the line style of each KL level, in
 
 def draw_equal_hardware(results, path):
     """Save the --equal-hardware figure: throughput of each async split vs the sync run."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     e = results["equal_hardware"]
     if e is None:
         placeholder(ax, results["unavailable"]["Equal hardware"])
@@ -319,7 +319,6 @@ def draw_equal_hardware(results, path):
     ax.set_title(f"Synchronous vs asynchronous on {gpus} (Task {PARTS['equal_hardware'][1]})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def equal_hardware_panel(e, ax):
@@ -349,12 +348,13 @@ def draw_timeline(results, path):
     """Save the --timeline figure: one row per lane, one bar per response, the trainer below."""
     t = results["timeline"]
     runs = t["runs"] if t else [None, None]
-    fig, axes = plt.subplots(len(runs), 1, figsize=(15, 5.2 * len(runs)), sharex=True)
+    fig = Figure(figsize=(15, 5.2 * len(runs)))
+    axes = fig.subplots(len(runs), 1, sharex=True)
     fig.subplots_adjust(left=0.06, right=0.85, top=0.95, bottom=0.07, hspace=0.17)
     task = PARTS["timeline"][1]
     # one colour per version drawn, the same in both panels: blue the oldest, red the newest
     n_versions = 1 + max(len(run["updates"]) for run in runs) if t else 0
-    colors = plt.get_cmap("turbo")([0.05 + 0.9 * v / max(1, n_versions - 1)
+    colors = matplotlib.colormaps["turbo"]([0.05 + 0.9 * v / max(1, n_versions - 1)
                                      for v in range(n_versions)])
     for k, (ax, run) in enumerate(zip(axes, runs)):  # the runs are k = 0 and k = 1
         if run is None:
@@ -369,14 +369,14 @@ def draw_timeline(results, path):
         axes[-1].set_xlabel(f"time (mean response length = 1); {t['n_lanes']} lanes, B = {t['B']}, "
                             f"train_time = {t['train_time']}, sigma = {t['sigma']}")
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def draw_staleness(results, path):
     """Save the --staleness figure: the batch estimate's RMSE, and the expected gain of J
     per time unit, against k, for each weighting scheme; k = 1 with drop_stale as stars."""
     s = results["staleness"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    fig = Figure(figsize=(13, 4.8))
+    axes = fig.subplots(1, 2)
     titles = ["Stale batches: error of the gradient", "What a time unit buys: gain of J"]
     for ax, title in zip(axes, titles):
         if s is None:
@@ -386,7 +386,6 @@ def draw_staleness(results, path):
         staleness_panels(s, *axes)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def staleness_panels(s, ax_error, ax_gain):

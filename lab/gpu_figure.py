@@ -3,12 +3,9 @@
 Kept apart from lab/figure.py: one figure per file of the optional parts that
 have their own module.
 """
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from lab.figure import placeholder  # noqa: E402
+from lab.figure import placeholder
 
 
 def draw(results, path):
@@ -16,7 +13,8 @@ def draw(results, path):
     beside published), one engine's tokens per second over a synchronous step on the right."""
     runs = results["gpu_model"]
     rows = len(runs) if runs else 1
-    fig, axes = plt.subplots(rows, 2, figsize=(11, 3.6 * rows), squeeze=False)
+    fig = Figure(figsize=(11, 3.6 * rows))
+    axes = fig.subplots(rows, 2, squeeze=False)
     if not runs:
         for ax in axes[0]:
             placeholder(ax, results["unavailable"]["GPU model"])
@@ -25,7 +23,6 @@ def draw(results, path):
         speed_panel(g, ax_speed)
     fig.tight_layout()
     fig.savefig(path, pil_kwargs={"compress_level": 1})
-    plt.close(fig)
 
 
 def hours_panel(g, ax):
