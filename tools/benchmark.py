@@ -65,6 +65,12 @@ def seconds(command):
     return time.perf_counter() - start
 
 
+def in_turn(names, i):
+    """The names in order in even rounds, reversed in odd ones: whatever runs first in a
+    round (slower, on some machines) is each one's turn alike."""
+    return list(names) if i % 2 == 0 else list(names)[::-1]
+
+
 def simpy_time(n_lanes, B, k, n_steps, lengths, train_time=1.0):
     """The simulated time of the same run as a plain SimPy model: lanes and a trainer as
     processes, admission by may_start's rule, first-in first-out batches (no drops)."""
@@ -120,8 +126,9 @@ def simulator_ratios(runs):
         print("  SimPy model: skipped (SimPy is not installed; `pip install simpy` to compare)")
     times = {name: [] for name in runs_of}
     simulated = {}
-    for _ in range(runs):
-        for name, run in runs_of.items():
+    for i in range(runs):
+        for name in in_turn(runs_of, i):
+            run = runs_of[name]
             gc.collect()  # the last run's garbage is not this run's cost
             start = time.process_time()  # CPU seconds: less swayed by a busy machine
             simulated[name] = run()
@@ -169,11 +176,11 @@ def commands_report(runs, presets=False):
             commands[f"--preset {name}"] = [*commands["run.py"], "--preset", name]
         for name in ("run.py", "test suite"):  # warm the file, bytecode and font caches
             seconds(commands[name])
-        # Round robin, so a machine that gets busier slows all three alike.
+        # Round robin, so a machine that gets busier slows every command alike.
         times = {name: [] for name in commands}
-        for _ in range(runs):
-            for name, command in commands.items():
-                times[name].append(seconds(command))
+        for i in range(runs):
+            for name in in_turn(commands, i):
+                times[name].append(seconds(commands[name]))
         median = {name: statistics.median(t) for name, t in times.items()}
     bare = median["bare imports"]
     print(f"{python}, median of {runs} runs, reference solutions")
