@@ -146,19 +146,19 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
 
         # Free lanes start new responses for as long as admission allows.
         while len(running) < n_lanes and not out_of_lengths:
-            n_started = len(trace)  # also the id of the response that may start
-            allowed = may_start(n_started, n_dropped, version, k, B)
+            allowed = may_start(len(trace), n_dropped, version, k, B)
             if type(allowed) is not bool:
-                allowed = _as_bool(allowed, n_started, n_dropped, version, k, B)
+                allowed = _as_bool(allowed, len(trace), n_dropped, version, k, B)
             if not allowed:
                 break
             length = next(lengths, None)
             if length is None:
                 out_of_lengths = True
                 break
-            trace.append({"id": n_started, "tag": version, "start": time, "end": time + length,
-                          "length": length, "lag": None, "dropped": False})
-            heapq.heappush(running, (time + length, n_started))
+            response = {"id": len(trace), "tag": version, "start": time, "end": time + length,
+                        "length": length, "lag": None, "dropped": False}
+            trace.append(response)
+            heapq.heappush(running, (response["end"], response["id"]))
 
         if trainer_done_at is None and not running:
             raise SchedulerError(_why_stuck(len(trace), n_dropped, version, k, B,
