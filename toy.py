@@ -125,7 +125,7 @@ def one_response_estimates(pg_estimate, weights):
 
     These calls skip pg_estimate's @checked input checks (inspect.unwrap), as the
     simulator does: the toy made these float arrays itself, and checking them on
-    each of the 49 calls would cost a third of the time. Each answer is still checked.
+    each of the 49 calls would cost a quarter of the time. Each answer is still checked.
     """
     unchecked, g = inspect.unwrap(pg_estimate), []
     for rows, grad in BLOCKS:
