@@ -5,6 +5,7 @@ import ast
 import copy
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -69,9 +70,10 @@ def test_students_copy_offers_no_solutions_and_no_instructor_docs(tmp_path):
         assert "instructors.md" not in (student / path).read_text(), path
     assert "--solutions" not in ast.get_docstring(ast.parse((student / "run.py").read_text()))
 
-    def run(*args):
+    def run(*args):  # as a student runs it: an instructor's RL_SOLUTIONS=1 is not theirs
+        env = {name: value for name, value in os.environ.items() if name != "RL_SOLUTIONS"}
         return subprocess.run([sys.executable, *args], cwd=student, capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=120, env=env)
     for command in (["run.py", "--help"], ["-m", "pytest", "--help"]):
         done = run(*command)
         assert done.returncode == 0 and "--solutions" not in done.stdout, done.stderr[-300:]
