@@ -233,13 +233,15 @@ def exact_stats(tis, scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
 # ---------------------------------------------------------------- Part 2 drives Part 3: staleness
 
 def staleness_sweep(scheduler, tis, n_lanes, B, ks=STALENESS_KS, n_steps=200, train_time=1.0,
-                    sigma=1.25, kl=staleness.TARGET_KL, mismatch=0.0, C=2.0, noise="student_t"):
+                    sigma=1.25, kl=staleness.TARGET_KL, mismatch=0.0, C=2.0, noise="student_t",
+                    n_batches=staleness.ONE_STEP_BATCHES):
     """What each k's lag costs the gradient (lab/staleness.py), from Task 2's `scheduler`
     (the lag of every trained response, batch by batch) and Task 3's `tis` (the weights
     that correct it). One row per k in ks, then k = 1 with drop_stale; per row and scheme
     the bias, variance, RMSE and cosine of the batch estimate at version v, and the
     expected gain of J per update and per time unit (gain per update x updates per time
-    unit, throughput / B: a dropped response costs its time and trains nothing)."""
+    unit, throughput / B: a dropped response costs its time and trains nothing), to second
+    order and exactly (Monte Carlo over n_batches batches, staleness.exact_gain_stats)."""
     settings = [(k, False) for k in ks] + [(1, True)]
     runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
                                sigma=sigma, drop_stale=drop) for k, drop in settings]
@@ -257,7 +259,7 @@ def staleness_sweep(scheduler, tis, n_lanes, B, ks=STALENESS_KS, n_steps=200, tr
         for scheme in STALENESS_SCHEMES:
             stats = staleness.staleness_stats(staleness.lag_moments(estimates[scheme], H), c,
                                               step, H)
-            stats |= staleness.exact_gain_stats(estimates[scheme], c, step, H)
+            stats |= staleness.exact_gain_stats(estimates[scheme], c, step, H, n_batches)
             per_update = r["throughput"] / B  # updates per time unit
             stats["gain_per_time"] = stats["gain_per_update"] * per_update
             stats["exact_gain_per_time"] = stats["exact_gain"] * per_update
@@ -274,7 +276,7 @@ def staleness_sweep(scheduler, tis, n_lanes, B, ks=STALENESS_KS, n_steps=200, tr
                 kl=kl, step=step, lag_kl=[staleness.per_token_kl(theta, toy.THETA)
                                           for theta in versions],
                 mismatch=mismatch, C=C, noise=noise, schemes=list(STALENESS_SCHEMES),
-                rows=rows, best=best)
+                n_batches=n_batches, rows=rows, best=best)
 
 
 # ---------------------------------------------------------------- Part 3 with masking (Task 3c)

@@ -57,6 +57,7 @@ RUNS = {
     "staleness": ["--staleness"],
     "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
     "staleness_mismatch_0.6": ["--staleness", "--staleness-mismatch", "0.6"],
+    "learning_curves": ["--learning-curves"],
     "gpu_model": ["--preset", "all", "--gpu-sweep"],
 }
 
