@@ -374,14 +374,16 @@ def scheme_weights(tis, scheme, C):
 
 LEARNING_TARGET = 0.5   # the J to reach, fixed before running (J(THETA) = 0.208, at most 1)
 LEARNING_SEEDS = 200    # seeds of the toy's sampling, the same in every setting and scheme
-LEARNING_UPDATES = 32   # updates per run: enough that every seed reaches the target
+LEARNING_UPDATES = 32   # updates every run makes (the curves)
+LEARNING_MAX_UPDATES = 128  # a run that has not reached the target by then goes on up to this
 LEARNING_SEED = 24      # the seed of the uniform draws
 STEP_SCALES = (0.5, 1.0, 2.0)   # the grid of step sizes, times the rule's step
 LEARNING_MISMATCHES = (0.0, LARGE_MISMATCH)
 
 
 def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
-                    n_updates=LEARNING_UPDATES, n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET,
+                    n_updates=LEARNING_UPDATES, max_updates=LEARNING_MAX_UPDATES,
+                    n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET,
                     mismatches=LEARNING_MISMATCHES, scales=STEP_SCALES, C=2.0,
                     noise="student_t"):
     """Train the toy (lab/training.py) on each setting's simulate trace (k in STALENESS_KS,
@@ -390,6 +392,8 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
 
     The step rule: step = scale x staleness.step_for_kl(TARGET_KL), the step that moves
     THETA by 0.01 nats per token along the exact gradient, the same for every setting.
+    Every run makes n_updates updates; one that has not reached the target by then goes on
+    until it does, up to max_updates (the trace is simulated that long).
     Per setting, scheme, scale and mismatch: the time to reach J >= target (mean and
     standard error over the seeds, how many reached it), and at scale 1 the mean J and its
     standard error after each update, at the update's end time. Per mismatch and scale,
@@ -397,9 +401,9 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
     same seeds: significant when the mean difference exceeds 2 standard errors.
     """
     settings = [(k, False) for k in STALENESS_KS] + [(1, True)]
-    runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_updates, train_time=train_time,
+    runs = [scheduler.simulate(n_lanes, B, k, n_steps=max_updates, train_time=train_time,
                                sigma=sigma, drop_stale=drop) for k, drop in settings]
-    tags = [training.batch_tags(r["trace"], B, n_updates) for r in runs]
+    tags = [training.batch_tags(r["trace"], B, max_updates) for r in runs]
     times = [[0.0] + [end for _, end in r["updates"]] for r in runs]
     # k = 2, 4, 8 give the same trace here (generation is the bottleneck): train it once
     unique = []
@@ -410,26 +414,30 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
             range(len(settings))]
     step = staleness.step_for_kl(staleness.TARGET_KL)
     steps = [scale * step for scale in scales]
-    draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, n_updates, B, toy.T))
+    draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, max_updates, B, toy.T))
     levels = []
     for mismatch in mismatches:
         J = training.train(tis.importance_weights, tis.pg_estimate, np.array([tags[i] for i in
-                           unique]), STALENESS_SCHEMES, steps, draws, mismatch, C, noise)
+                           unique]), STALENESS_SCHEMES, steps, draws, mismatch, C, noise,
+                           target, n_updates)
         J = J[[unique.index(j) for j in same]]  # back to one row per setting
         reach = [[[training.time_to_target(J[i, s, e], times[i], target) for e in
                    range(len(scales))] for s in range(len(STALENESS_SCHEMES))]
                  for i in range(len(settings))]
         rows = []
         for i, ((k, drop), r) in enumerate(zip(settings, runs)):
-            row = dict(k=k, drop_stale=drop, throughput=r["throughput"], times=times[i],
-                       schemes={})
+            row = dict(k=k, drop_stale=drop, throughput=r["throughput"],
+                       times=times[i][:n_updates + 1], schemes={})
             for s, scheme in enumerate(STALENESS_SCHEMES):
                 at_1 = J[i, s, list(scales).index(1.0)] if 1.0 in scales else J[i, s, 0]
                 row["schemes"][scheme] = dict(
                     time=[mean_se(t) for t, _ in reach[i][s]],
                     n_reached=[int(ok.sum()) for _, ok in reach[i][s]],
-                    J=[float(x) for x in at_1.mean(axis=0)],
-                    J_se=[float(x) for x in at_1.std(axis=0, ddof=1) / np.sqrt(n_seeds)])
+                    updates_needed=[int(np.isfinite(J[i, s, e]).sum(axis=-1).max() - 1)
+                                    for e in range(len(scales))],
+                    J=[float(x) for x in at_1[:, :n_updates + 1].mean(axis=0)],
+                    J_se=[float(x) for x in at_1[:, :n_updates + 1].std(axis=0, ddof=1)
+                          / np.sqrt(n_seeds)])
             rows.append(row)
         best = []
         for e in range(len(scales)):
@@ -444,7 +452,7 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
                              differences=diffs))
         levels.append(dict(mismatch=mismatch, rows=rows, best=best))
     return dict(n_lanes=n_lanes, B=B, train_time=train_time, sigma=sigma, n_updates=n_updates,
-                n_seeds=n_seeds, target=target, J_start=staleness.expected_reward(toy.THETA),
+                max_updates=max_updates, n_seeds=n_seeds, target=target, J_start=staleness.expected_reward(toy.THETA),
                 step=step, kl=staleness.TARGET_KL, scales=list(scales), C=C, noise=noise,
                 schemes=list(STALENESS_SCHEMES), levels=levels)
 

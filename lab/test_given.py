@@ -513,13 +513,20 @@ def test_training_weights_are_1_exactly_when_every_tag_is_current():
 
 
 def test_training_is_deterministic_for_a_fixed_seed():
-    tags = np.array([[[0, 0], [0, 1], [1, 2]]])
-    draws = np.random.default_rng(7).random((3, 3, 2, toy.T))
+    tags = np.array([[[0] * 8, [0] * 4 + [1] * 4, [1] * 4 + [2] * 4]])
+    draws = np.random.default_rng(7).random((3, 3, 8, toy.T))
     runs = [training.train(StandInTis.importance_weights, StandInTis.pg_estimate, tags,
                            ("none", "seq_tis"), (2.0, 4.0), draws, mismatch=0.6)
             for _ in range(2)]
     assert np.array_equal(*runs)
     assert not np.array_equal(runs[0][:, 0], runs[0][:, 1]), "the schemes must differ"
+    # a run stopped at its target (after 1 update at least) was the same run until then
+    # (to rounding: its blocks of pg_estimate calls hold other runs)
+    stopped = training.train(StandInTis.importance_weights, StandInTis.pg_estimate, tags,
+                             ("none", "seq_tis"), (2.0, 4.0), draws, 0.6, target=0.25,
+                             n_always=1)
+    kept = np.isfinite(stopped)
+    assert np.allclose(stopped[kept], runs[0][kept], rtol=1e-12) and not kept.all()
 
 
 def test_training_batch_tags_and_time_to_target():

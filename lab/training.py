@@ -70,19 +70,20 @@ def batch_tags(trace, B, n_updates):
     return np.array(rows, dtype=int)
 
 
-def sample_tokens(sampler_cdf, tags, draws):
-    """Each response drawn from the version that tagged it: (R, B, T) tokens and their
-    previous tokens (START first). sampler_cdf (versions, R, V + 1, V - 1) holds the
-    history of the samplers' cumulative next-token probabilities (the last, 1, left out),
-    tags (R, B), draws (R, B, T) uniforms. A token is the number of its row's cumulative
-    probabilities that the uniform exceeds (toy.sample_responses' rule)."""
-    R, B = tags.shape
-    # one flat column per cumulative probability, row (tag * R + run) * (V + 1) + previous
+def sample_tokens(sampler_cdf, slots, runs, draws):
+    """Each response drawn from the version that tagged it: (r, B, T) tokens and their
+    previous tokens (START first), for the runs `runs` (r,). sampler_cdf (L, R, V + 1, V - 1)
+    holds recent versions' cumulative next-token probabilities for every run (the last, 1,
+    left out); slots (r, B) says where each response's version sits; draws (r, B, T)
+    uniforms. A token is the number of its row's cumulative probabilities that the uniform
+    exceeds (toy.sample_responses' rule)."""
+    R = sampler_cdf.shape[1]
+    # one flat column per cumulative probability, row (slot * R + run) * (V + 1) + previous
     columns = [sampler_cdf[..., b].ravel() for b in range(V - 1)]
-    first = (tags * R + np.arange(R)[:, None]) * (V + 1)
-    tokens = np.empty((R, B, T), dtype=int)
+    first = (slots * R + runs[:, None]) * (V + 1)
+    tokens = np.empty(draws.shape, dtype=int)
     previous = np.empty_like(tokens)
-    prev = np.full((R, B), START)
+    prev = np.full(slots.shape, START)
     for t in range(T):
         previous[..., t] = prev
         row, u = first + prev, draws[..., t]
@@ -130,47 +131,57 @@ def batch_estimates(pg_estimate, thetas, rewards, tokens, previous, weights):
 
 
 def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch=0.0, C=2.0,
-          noise="student_t"):
+          noise="student_t", target=None, n_always=0):
     """Train the toy from toy.THETA in every combination at once; return J after each update.
 
     tags (n_settings, n_updates, B): the batches of each setting's simulate trace (from
     batch_tags); schemes: Task 3a scheme names; steps: step sizes; draws (n_seeds,
     n_updates, B, T) uniforms, one set per seed, shared by every setting, scheme and step.
+    With a target, a run stops once its J >= target and it has made n_always updates.
     Returns J (n_settings, n_schemes, n_steps, n_seeds, n_updates + 1), exact, with
-    J[..., 0] = J(THETA) and J[..., u + 1] the J of version u + 1.
+    J[..., 0] = J(THETA) and J[..., u + 1] the J of version u + 1 (NaN once stopped).
     """
     n_settings, n_updates, B = tags.shape
-    n_seeds = len(draws)
-    shape = (n_settings, len(schemes), len(steps), n_seeds)
+    shape = (n_settings, len(schemes), len(steps), len(draws))
     setting, scheme, step, seed = (axis.ravel() for axis in np.indices(shape))
     R = len(seed)
     theta = np.broadcast_to(toy.THETA, (R, V + 1, V)).copy()
     engine = mismatch * toy.PERTURBATIONS[noise]  # the sampler's logits: theta_tag + engine
-    sampler_logp = np.empty((n_updates, R, V + 1, V))
-    sampler_cdf = np.empty((n_updates, R, V + 1, V - 1))
-    J = np.empty((R, n_updates + 1))
+    # the samplers of the last L versions, version j in slot j % L: every lag is below L
+    L = int((np.arange(n_updates)[:, None] - tags).max()) + 1
+    sampler_logp = np.empty((L, R, V + 1, V))
+    sampler_cdf = np.empty((L, R, V + 1, V - 1))
+    J = np.full((R, n_updates + 1), np.nan)
     J[:, 0] = expected_rewards(theta)
     step_of_run = np.asarray(steps, dtype=float)[step]
+    runs = np.arange(R)  # the runs still training
     for u in range(n_updates):
-        sampler_logp[u] = log_softmax_rows(theta + engine)  # version u, as the engine samples
-        sampler_cdf[u] = np.cumsum(np.exp(sampler_logp[u][..., :V - 1]), axis=-1)
-        run_tags = tags[setting, u]  # (R, B)
-        tokens, previous = sample_tokens(sampler_cdf, run_tags, draws[seed, u])
-        # flat indices: (version * R + run) * (V + 1) * V + previous * V + token
-        pair = previous * V + tokens
-        at_run = np.arange(R)[:, None, None] * ((V + 1) * V) + pair
-        logp_sampler = sampler_logp.reshape(-1)[run_tags[..., None] * (R * (V + 1) * V) + at_run]
-        logp_train = log_softmax_rows(theta).reshape(-1)[at_run]  # version u trains
-        weights = np.empty((R, B, T))
+        if target is not None and u >= n_always:
+            runs = runs[~(J[runs, :u + 1] >= target).any(axis=1)]
+            if not len(runs):
+                break
+        here = theta[runs]
+        sampler_logp[u % L, runs] = log_softmax_rows(here + engine)  # version u, as sampled
+        sampler_cdf[u % L, runs] = np.cumsum(np.exp(sampler_logp[u % L, runs][..., :V - 1]),
+                                             axis=-1)
+        slots = tags[setting[runs], u] % L  # (r, B)
+        tokens, previous = sample_tokens(sampler_cdf, slots, runs, draws[seed[runs], u])
+        # flat indices: (slot * R + run) * (V + 1) * V + previous * V + token
+        at_run = runs[:, None, None] * ((V + 1) * V) + previous * V + tokens
+        logp_sampler = sampler_logp.reshape(-1)[slots[..., None] * (R * (V + 1) * V) + at_run]
+        logp_train = log_softmax_rows(here)[np.arange(len(runs))[:, None, None], previous,
+                                            tokens]  # version u trains
+        weights = np.empty(tokens.shape)
         for i, name in enumerate(schemes):
-            mine = scheme == i
-            w = importance_weights(logp_train[mine].reshape(-1, T),
-                                   logp_sampler[mine].reshape(-1, T), name, C)
-            weights[mine] = np.asarray(w, dtype=float).reshape(-1, B, T)
-        rewards = toy.reward(tokens.reshape(-1, T)).reshape(R, B)
-        g = batch_estimates(pg_estimate, theta, rewards, tokens, previous, weights)
-        theta = theta + step_of_run[:, None, None] * g.reshape(R, V + 1, V)
-        J[:, u + 1] = expected_rewards(theta)
+            mine = scheme[runs] == i
+            if mine.any():
+                w = importance_weights(logp_train[mine].reshape(-1, T),
+                                       logp_sampler[mine].reshape(-1, T), name, C)
+                weights[mine] = np.asarray(w, dtype=float).reshape(-1, B, T)
+        rewards = toy.reward(tokens.reshape(-1, T)).reshape(len(runs), B)
+        g = batch_estimates(pg_estimate, here, rewards, tokens, previous, weights)
+        theta[runs] = here + step_of_run[runs, None, None] * g.reshape(-1, V + 1, V)
+        J[runs, u + 1] = expected_rewards(theta[runs])
     return J.reshape(*shape, n_updates + 1)
 
 
