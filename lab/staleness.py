@@ -23,9 +23,14 @@ l versions ago. Here the toy's policy moves, so that lag has a price:
 
         step * g . E[g_hat] + step**2 / 2 * (tr(H Cov[g_hat]) + E[g_hat]' H E[g_hat])
 
-    with g, H the exact gradient and Hessian of J at version v. Bias and noise both
-    count: a biased estimate loses the first term, a noisy one pays in the second
-    when H is negative there.
+    with g, H the exact gradient and Hessian of J at version v. A biased estimate loses
+    in the first term. The noise enters through step**2 / 2 * tr(H Cov[g_hat]), whose
+    sign is that of J's curvature along the noise: on this toy it is positive in every
+    cell run.py prints, so noise adds gain to second order.
+  * The second-order gain is an approximation, so exact_gain_stats measures the real
+    thing: E[J(theta_v + step * g_hat)] - J(theta_v) with the exact J, Monte Carlo over
+    sampled batches, and the per-token KL such a noisy update actually moves (more than
+    `step` was sized for: the older versions above are closer than a real run's).
 """
 import functools
 
