@@ -452,7 +452,8 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
                              differences=diffs))
         levels.append(dict(mismatch=mismatch, rows=rows, best=best))
     return dict(n_lanes=n_lanes, B=B, train_time=train_time, sigma=sigma, n_updates=n_updates,
-                max_updates=max_updates, n_seeds=n_seeds, target=target, J_start=staleness.expected_reward(toy.THETA),
+                max_updates=max_updates, n_seeds=n_seeds, target=target,
+                J_start=staleness.expected_reward(toy.THETA),
                 step=step, kl=staleness.TARGET_KL, scales=list(scales), C=C, noise=noise,
                 schemes=list(STALENESS_SCHEMES), levels=levels)
 

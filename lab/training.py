@@ -9,8 +9,9 @@ the simulated clock:
         theta_{u+1} = theta_u + step * g_hat_u
 
   * Each response of that batch was sampled by the version that tagged it: a real past
-    iterate theta_tag of this same run (the run keeps its whole history), or, with an
-    engine mismatch m, by the engine's logits theta_tag + m * b (as in Part 3).
+    iterate theta_tag of this same run (each run keeps its last versions, as many as the
+    trace's largest lag needs), or, with an engine mismatch m, by the engine's logits
+    theta_tag + m * b (as in Part 3).
   * g_hat_u is Task 3b's estimate with Task 3a's weights for the ratio
     pi_train(theta_u) / pi_sampler, token by token:
 
@@ -22,6 +23,8 @@ the simulated clock:
 Many runs (seeds, schemes, step sizes, settings) train at once, as arrays with a run axis
 first; the seeds differ only in their uniform draws, and every setting, scheme and step
 uses the same draws (common random numbers), so paired differences are meaningful.
+A run can stop once it has reached a target J (train's `target`), so that the few slow
+seeds can go on for many more updates at little cost.
 """
 import inspect
 

@@ -118,9 +118,14 @@ def lane_row(i, label):
 
 # ---- docs/staleness.md: the one-step tables (snapshots staleness*) and the learning curves
 
+def exact_ratio(rows, i, scheme):
+    """Row i's exact gain per update over the k = 0 row's."""
+    return rows[i]["schemes"][scheme]["exact_gain"] / rows[0]["schemes"][scheme]["exact_gain"]
+
+
 def exact_share(rows, i, scheme):
     """Row i's exact gain per update as a share of the k = 0 row's: "61%"."""
-    return f"{rows[i]['schemes'][scheme]['exact_gain'] / rows[0]['schemes'][scheme]['exact_gain']:.0%}"
+    return f"{exact_ratio(rows, i, scheme):.0%}"
 
 
 def exact_speedup(rows, i, scheme):
@@ -195,8 +200,8 @@ def kl_row(i):
     """Row i of the --staleness-kl 0.1 table: second-order and exact gain per time / k = 0's."""
     cells = [("staleness_kl_0.1", f"staleness.rows.{i}", row_label)]
     for ratio in (second_order_speedup, exact_speedup):
-        cells += [("staleness_kl_0.1", "staleness.rows", lambda rows, s=scheme, f=ratio: f(rows, i, s))
-                  for scheme in SCHEME_KEYS]
+        cells += [("staleness_kl_0.1", "staleness.rows",
+                   lambda rows, s=scheme, f=ratio: f(rows, i, s)) for scheme in SCHEME_KEYS]
     return "| {} |" + " {} / {} / {} |" * 2, cells
 
 
@@ -241,7 +246,8 @@ def ties(c, level, e):
 def time_share(c, level, e, row, scheme):
     """A cell's time to target as a share of k = 0's, same scheme: "48%"."""
     rows = c["levels"][level]["rows"]
-    return f"{rows[row]['schemes'][scheme]['time'][e]['mean'] / rows[0]['schemes'][scheme]['time'][e]['mean']:.0%}"
+    times = [rows[j]["schemes"][scheme]["time"][e]["mean"] for j in (row, 0)]
+    return f"{times[0] / times[1]:.0%}"
 
 
 def async_share_range(c):
@@ -656,7 +662,8 @@ QUOTES = {
         ("are then {} nats per token from v", "staleness", "staleness.lag_kl",
          lambda kl: ", ".join(f"{x:.3f}" for x in kl[1:4]) + f" and {kl[4]:.3f}"),
         ("moves the policy by {} nats per token on average", "staleness",
-         "staleness.rows.0.schemes.none", lambda v: f"{v['update_kl']:.4f} ± {v['update_kl_se']:.4f}"),
+         "staleness.rows.0.schemes.none",
+         lambda v: f"{v['update_kl']:.4f} ± {v['update_kl_se']:.4f}"),
         ("(+{} of", "staleness", "staleness.rows.0.schemes.none.noise_term", "{:.4f}"),
         ("of {} at k = 0)", "staleness", "staleness.rows.0.schemes.none.gain_per_update",
          "{:.4f}"),
@@ -681,7 +688,7 @@ QUOTES = {
          "{:.3f}"),
         ("at k = 1 against {}): older", "staleness", "staleness.rows.0.schemes.none.rmse", "{:.3f}"),
         ("still costs them {} of each update", "staleness", "staleness.rows",
-         lambda rows: f"{1 - rows[1]['schemes']['none']['exact_gain'] / rows[0]['schemes']['none']['exact_gain']:.0%}"),
+         lambda rows: f"{1 - exact_ratio(rows, 1, 'none'):.0%}"),
         ("With `--staleness-kl {}` (ten", "staleness_kl_0.1", "staleness.kl", "{:g}"),
         ("per update, η = {}) the second-order", "staleness_kl_0.1", "staleness.step", "{:.2f}"),
         ("gain of a synchronous update is {}, the exact", "staleness_kl_0.1",
