@@ -13,16 +13,17 @@ import json
 import math
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import lab
 import toy
-from lab import SCHEMES, harness
+from lab import SCHEMES, harness, staleness
 from lab.experiments import (C_SWEEP, COLLAPSE_BUDGET, LARGE_MISMATCH, LENGTH_GRID,
                              LENGTH_KLS, LONG, MAX_TOKENS, c_sweep,
-                             drop_stale_analysis, equal_hardware, length_sweep, masked_sweep,
-                             memory_table, mismatch_sweep, scheduling_sweep, staleness_sweep,
-                             timeline)
+                             drop_stale_analysis, equal_hardware, learning_curves, length_sweep,
+                             masked_sweep, memory_table, mismatch_sweep, scheduling_sweep,
+                             staleness_sweep, timeline)
 from lab.gpu_model import gpu_comparison, gpu_sweep
 from lab.gpu_presets import PRESETS
 from lab.staleness import TARGET_KL
@@ -225,14 +226,67 @@ def print_staleness(s):
         print(f"  {row_name(row):>9}{row['throughput']:>11.2f}{row['mean_lag']:>9.2f}"
               f"{row['lag_p95']:>5}{row['max_lag']:>5}"
               + "".join(f"{v['rmse']:>15.4f}{v['cosine']:>7.3f}" for v in row["schemes"].values()))
-    print("  expected gain of the toy's reward J per time unit (second order, exact): gain per "
-          "update x throughput / B")
-    print(f"  {'k':>9}" + "".join(f"{names[n]:>12}" for n in s["schemes"]))
+    print("  expected gain of J per update: second order (exact formula) | exact J after a real "
+          "sampled step,")
+    print(f"  Monte Carlo over {staleness.ONE_STEP_BATCHES:,} batches (+- SE); * = the two differ "
+          "by over 10%; noise = eta^2/2 tr(H Cov)")
+    print(f"  {'k':>9}" + "".join(f"{names[n] + ': 2nd | exact':>30}" for n in s["schemes"]))
     for row in s["rows"]:
-        print(f"  {row_name(row):>9}"
-              + "".join(f"{v['gain_per_time']:>12.5f}" for v in row["schemes"].values()))
-    print("  best: " + ", ".join(f"{names[n]} at k = {row_name(s['rows'][i])}"
-                                 for n, i in s["best"].items()))
+        print(f"  {row_name(row):>9}" + "".join(
+            f"{v['gain_per_update']:>10.4f} |{v['exact_gain']:>8.4f} +-{v['exact_gain_se']:.4f}"
+            + ("*" if v["second_order_off"] else " ") for v in row["schemes"].values()))
+    print(f"  {'k':>9}" + "".join(f"{names[n] + ': noise, KL moved':>30}" for n in s["schemes"]))
+    for row in s["rows"]:
+        print(f"  {row_name(row):>9}" + "".join(
+            f"{v['noise_term']:>+14.4f}{v['update_kl']:>9.4f} +-{v['update_kl_se']:.4f}"
+            for v in row["schemes"].values()))
+    print(f"  (KL moved: KL(pi_v || pi_v+1) / T of a real noisy update; the versions above are "
+          f"{s['kl']:g} apart)")
+    print("  exact gain of J per time unit (gain per update x throughput / B), and / k = 0's")
+    print(f"  {'k':>9}" + "".join(f"{names[n]:>22}" for n in s["schemes"]))
+    sync = s["rows"][0]["schemes"]
+    for row in s["rows"]:
+        print(f"  {row_name(row):>9}" + "".join(
+            f"{v['exact_gain_per_time']:>11.5f} "
+            f"({v['exact_gain_per_time'] / sync[n]['exact_gain_per_time']:.2f}x)"
+            for n, v in row["schemes"].items()))
+    print("  best (exact gain per time unit): " + ", ".join(
+        f"{names[n]} at k = {row_name(s['rows'][i])}" for n, i in s["best"].items()))
+
+
+def print_learning_curves(c):
+    print(f"Learning curves: the toy trained on each k's simulate trace ({c['n_lanes']} lanes, "
+          f"B = {c['B']}, sigma = {c['sigma']}, {c['n_updates']} updates, {c['n_seeds']} seeds)")
+    print(f"  step rule: eta = scale x {c['step']:.4g} (one exact-gradient step of {c['kl']:g} "
+          f"nats/token at THETA), C = {c['C']}")
+    print(f"  time to reach J >= {c['target']:g} (J(THETA) = {c['J_start']:.3f}), mean +- SE over "
+          "the seeds; (n) = seeds that reached it,\n  if not all (the others count at the "
+          "run's end: a lower bound); throughput of these runs")
+    names = {"none": "none", "token_tis": "token TIS", "seq_tis": "seq TIS"}
+    for level in c["levels"]:
+        for e, scale in enumerate(c["scales"]):
+            print(f"  engine mismatch {level['mismatch']}, step {scale:g}x:")
+            print(f"  {'k':>9}{'throughput':>11}"
+                  + "".join(f"{names[n]:>22}" for n in c["schemes"]))
+            for row in level["rows"]:
+                cells = [f"{v['time'][e]['mean']:.2f} +- {v['time'][e]['se']:.2f}"
+                         + (f" ({v['n_reached'][e]})" if v["n_reached"][e] < c["n_seeds"] else "")
+                         for v in row["schemes"].values()]
+                print(f"  {row_name(row):>9}{row['throughput']:>11.2f}"
+                      + "".join(f"{cell:>22}" for cell in cells))
+            best = level["best"][e]
+            winner = cell_name(level, best["row"], best["scheme"], names)
+            ties = [cell_name(level, int(cell.split()[0]), cell.split()[1], names)
+                    for cell, d in best["differences"].items() if not d["significant"]]
+            print(textwrap.fill(f"best: {winner}; not significantly slower (paired difference "
+                                f"<= 2 SE): " + (", ".join(t for t in ties if t != winner)
+                                                 or "none"), 98, initial_indent="  ",
+                                subsequent_indent="    "))
+
+
+def cell_name(level, i, scheme, names):
+    """"token TIS at k = 1" or "... at k = 1 drop"."""
+    return f"{names[scheme]} at k = {row_name(level['rows'][i])}"
 
 
 def row_name(row):
@@ -303,6 +357,9 @@ def parser():
                    help="nats per token that one update moves the policy, for --staleness")
     p.add_argument("--staleness-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH), default=0.0,
                    help="Part 3's engine mismatch on top of the lag, for --staleness")
+    p.add_argument("--learning-curves", action="store_true",
+                   help="also train the toy on each k's simulate trace and time how soon J "
+                        "reaches 0.5 (a PNG of its own)")
     p.add_argument("--max-tokens", type=bounded(int, 1, 1_048_576), default=MAX_TOKENS,
                    help="tokens per response when Part 1 counts the lanes of one GPU")
     p.add_argument("--equal-hardware", action="store_true",
@@ -362,7 +419,8 @@ def part_limit(key, args):
         return max(1.0, getattr(args, flag) / parser().get_default(flag))
 
     work = 1.0
-    if key in ("scheduling", "drop_stale", "equal_hardware", "timeline", "staleness"):
+    if key in ("scheduling", "drop_stale", "equal_hardware", "timeline", "staleness",
+               "learning_curves"):
         work = more("batch") * more("steps")  # simulations of B * steps responses
         if key == "equal_hardware":  # a simulation per split of the GPUs, of more lanes
             work *= more("gpus") * args.lanes_per_gpu
@@ -446,10 +504,11 @@ def save(results, out):
     from lab import figure  # matplotlib loads only here, so `python run.py --help` stays fast
     drawings = {out: figure.draw}
     # the optional figures go beside the main one: rl_systems_timeline.png, ...
-    from lab import gpu_figure
+    from lab import gpu_figure, learning_figure
     for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
                             ("timeline", figure.draw_timeline),
                             ("staleness", figure.draw_staleness),
+                            ("learning_curves", learning_figure.draw),
                             ("gpu_model", gpu_figure.draw)):
         if key in results:
             drawings[out.with_name(f"{out.stem}_{key}.png")] = draw_extra
@@ -550,6 +609,18 @@ def main(argv=None):
                     kl=args.staleness_kl, mismatch=args.staleness_mismatch, C=args.C,
                     noise=args.noise),
                 print_staleness, skipped)
+
+    if args.learning_curves:
+        print()
+        if results["scheduling"] is None:
+            print("Learning curves: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
+            skipped[lab.PARTS["learning_curves"][0]] = "needs Part 2 (Task 2) first"
+        else:
+            results["learning_curves"] = attempt(
+                "learning_curves", lambda: learning_curves(
+                    lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
+                    train_time=args.train_time, sigma=args.sigma, C=args.C, noise=args.noise),
+                print_learning_curves, skipped)
 
     save(results, args.out)
     if session.get("stopped"):

@@ -68,6 +68,7 @@ PARTS = {
     "masking": ("Masking", "3c"),
     "length_sweep": ("Length sweep", "3"),
     "staleness": ("Staleness", "3"),  # needs Part 2 (Task 2) too: run.py checks it first
+    "learning_curves": ("Learning curves", "3"),  # the same
 }
 
 # Wall-clock seconds each part takes with the reference solutions and the default flags,
@@ -77,7 +78,8 @@ PARTS = {
 PART_SECONDS = {"memory": 0.01, "scheduling": 0.8, "drop_stale": 0.4, "equal_hardware": 1.6,
                 "timeline": 0.2, "gpu_model": 11.0, "gpu_sweep": 25.0, "mismatch": 1.3,
                 "c_sweep": 0.3,
-                "masking": 0.9, "length_sweep": 11.0, "staleness": 3.5}
+                "masking": 0.9, "length_sweep": 11.0, "staleness": 5.0,
+                "learning_curves": 40.0}
 
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")
 

@@ -7,8 +7,10 @@ chooses whose code runs.
 import math
 from collections import Counter
 
+import numpy as np
+
 import toy
-from lab import MASK_LEVELS, SCHEMES, staleness
+from lab import MASK_LEVELS, SCHEMES, staleness, training
 from lab.model_shapes import GPU_GB, MODELS, ROUND_7B
 from scheduler_core import assign_lanes
 
@@ -231,13 +233,15 @@ def exact_stats(tis, scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
 # ---------------------------------------------------------------- Part 2 drives Part 3: staleness
 
 def staleness_sweep(scheduler, tis, n_lanes, B, ks=STALENESS_KS, n_steps=200, train_time=1.0,
-                    sigma=1.25, kl=staleness.TARGET_KL, mismatch=0.0, C=2.0, noise="student_t"):
+                    sigma=1.25, kl=staleness.TARGET_KL, mismatch=0.0, C=2.0, noise="student_t",
+                    n_batches=staleness.ONE_STEP_BATCHES):
     """What each k's lag costs the gradient (lab/staleness.py), from Task 2's `scheduler`
     (the lag of every trained response, batch by batch) and Task 3's `tis` (the weights
     that correct it). One row per k in ks, then k = 1 with drop_stale; per row and scheme
     the bias, variance, RMSE and cosine of the batch estimate at version v, and the
     expected gain of J per update and per time unit (gain per update x updates per time
-    unit, throughput / B: a dropped response costs its time and trains nothing)."""
+    unit, throughput / B: a dropped response costs its time and trains nothing), to second
+    order and exactly (Monte Carlo over n_batches batches, staleness.exact_gain_stats)."""
     settings = [(k, False) for k in ks] + [(1, True)]
     runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
                                sigma=sigma, drop_stale=drop) for k, drop in settings]
@@ -245,25 +249,34 @@ def staleness_sweep(scheduler, tis, n_lanes, B, ks=STALENESS_KS, n_steps=200, tr
     step = staleness.step_for_kl(kl)
     versions = staleness.policy_versions(step, max(c.shape[1] for c in counts) - 1)
     H = staleness.reward_hessian(toy.THETA)
-    moments = {scheme: staleness.lag_moments(tis.importance_weights, tis.pg_estimate, scheme,
-                                             versions, H, mismatch, C, noise)
-               for scheme in STALENESS_SCHEMES}
+    estimates = {scheme: staleness.lag_estimates(tis.importance_weights, tis.pg_estimate,
+                                                 scheme, versions, mismatch, C, noise)
+                 for scheme in STALENESS_SCHEMES}
     rows = []
     for (k, drop), r, c in zip(settings, runs, counts):
         row = dict(k=k, drop_stale=drop, throughput=r["throughput"], mean_lag=r["mean_lag"],
                    lag_p95=r["lag_p95"], max_lag=r["max_lag"], schemes={})
         for scheme in STALENESS_SCHEMES:
-            stats = staleness.staleness_stats(moments[scheme], c, step, H)
-            stats["gain_per_time"] = stats["gain_per_update"] * r["throughput"] / B
+            stats = staleness.staleness_stats(staleness.lag_moments(estimates[scheme], H), c,
+                                              step, H)
+            stats |= staleness.exact_gain_stats(estimates[scheme], c, step, H, n_batches)
+            per_update = r["throughput"] / B  # updates per time unit
+            stats["gain_per_time"] = stats["gain_per_update"] * per_update
+            stats["exact_gain_per_time"] = stats["exact_gain"] * per_update
+            stats["exact_gain_per_time_se"] = stats["exact_gain_se"] * per_update
+            # flagged: the second-order gain is more than 10% off the exact one
+            stats["second_order_off"] = bool(abs(stats["gain_per_update"] - stats["exact_gain"])
+                                             > 0.1 * abs(stats["exact_gain"]))
             row["schemes"][scheme] = stats
         rows.append(row)
-    best = {scheme: max(range(len(rows)), key=lambda i: rows[i]["schemes"][scheme]["gain_per_time"])
+    best = {scheme: max(range(len(rows)),
+                        key=lambda i: rows[i]["schemes"][scheme]["exact_gain_per_time"])
             for scheme in STALENESS_SCHEMES}
     return dict(n_lanes=n_lanes, B=B, n_steps=n_steps, sigma=sigma, train_time=train_time,
                 kl=kl, step=step, lag_kl=[staleness.per_token_kl(theta, toy.THETA)
                                           for theta in versions],
                 mismatch=mismatch, C=C, noise=noise, schemes=list(STALENESS_SCHEMES),
-                rows=rows, best=best)
+                n_batches=n_batches, rows=rows, best=best)
 
 
 # ---------------------------------------------------------------- Part 3 with masking (Task 3c)
@@ -355,3 +368,96 @@ def collapse_point(stats, T_kl):
 def scheme_weights(tis, scheme, C):
     """Task 3a's weights for one scheme, as a function of (logp_train, logp_infer)."""
     return lambda logp_train, logp_infer: tis.importance_weights(logp_train, logp_infer, scheme, C)
+
+
+# ---------------------------------------------------------------- Part 2 drives Part 3: training
+
+LEARNING_TARGET = 0.5   # the J to reach, fixed before running (J(THETA) = 0.208, at most 1)
+LEARNING_SEEDS = 200    # seeds of the toy's sampling, the same in every setting and scheme
+LEARNING_UPDATES = 32   # updates every run makes (the curves)
+LEARNING_MAX_UPDATES = 128  # a run that has not reached the target by then goes on up to this
+LEARNING_SEED = 24      # the seed of the uniform draws
+STEP_SCALES = (0.5, 1.0, 2.0)   # the grid of step sizes, times the rule's step
+LEARNING_MISMATCHES = (0.0, LARGE_MISMATCH)
+
+
+def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
+                    n_updates=LEARNING_UPDATES, max_updates=LEARNING_MAX_UPDATES,
+                    n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET,
+                    mismatches=LEARNING_MISMATCHES, scales=STEP_SCALES, C=2.0,
+                    noise="student_t"):
+    """Train the toy (lab/training.py) on each setting's simulate trace (k in STALENESS_KS,
+    then k = 1 with drop_stale), with each scheme of STALENESS_SCHEMES, at each mismatch and
+    step scale, n_seeds seeds each; from Task 2's `scheduler` and Task 3's `tis`.
+
+    The step rule: step = scale x staleness.step_for_kl(TARGET_KL), the step that moves
+    THETA by 0.01 nats per token along the exact gradient, the same for every setting.
+    Every run makes n_updates updates; one that has not reached the target by then goes on
+    until it does, up to max_updates (the trace is simulated that long).
+    Per setting, scheme, scale and mismatch: the time to reach J >= target (mean and
+    standard error over the seeds, how many reached it), and at scale 1 the mean J and its
+    standard error after each update, at the update's end time. Per mismatch and scale,
+    the best cell (least mean time) and every cell's paired difference from it over the
+    same seeds: significant when the mean difference exceeds 2 standard errors.
+    """
+    settings = [(k, False) for k in STALENESS_KS] + [(1, True)]
+    runs = [scheduler.simulate(n_lanes, B, k, n_steps=max_updates, train_time=train_time,
+                               sigma=sigma, drop_stale=drop) for k, drop in settings]
+    tags = [training.batch_tags(r["trace"], B, max_updates) for r in runs]
+    times = [[0.0] + [end for _, end in r["updates"]] for r in runs]
+    # k = 2, 4, 8 give the same trace here (generation is the bottleneck): train it once
+    unique = []
+    for i in range(len(settings)):
+        if not any(np.array_equal(tags[i], tags[j]) and times[i] == times[j] for j in unique):
+            unique.append(i)
+    same = [next(j for j in unique if np.array_equal(tags[i], tags[j])) for i in
+            range(len(settings))]
+    step = staleness.step_for_kl(staleness.TARGET_KL)
+    steps = [scale * step for scale in scales]
+    draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, max_updates, B, toy.T))
+    levels = []
+    for mismatch in mismatches:
+        J = training.train(tis.importance_weights, tis.pg_estimate, np.array([tags[i] for i in
+                           unique]), STALENESS_SCHEMES, steps, draws, mismatch, C, noise,
+                           target, n_updates)
+        J = J[[unique.index(j) for j in same]]  # back to one row per setting
+        reach = [[[training.time_to_target(J[i, s, e], times[i], target) for e in
+                   range(len(scales))] for s in range(len(STALENESS_SCHEMES))]
+                 for i in range(len(settings))]
+        rows = []
+        for i, ((k, drop), r) in enumerate(zip(settings, runs)):
+            row = dict(k=k, drop_stale=drop, throughput=r["throughput"],
+                       times=times[i][:n_updates + 1], schemes={})
+            for s, scheme in enumerate(STALENESS_SCHEMES):
+                at_1 = J[i, s, list(scales).index(1.0)] if 1.0 in scales else J[i, s, 0]
+                row["schemes"][scheme] = dict(
+                    time=[mean_se(t) for t, _ in reach[i][s]],
+                    n_reached=[int(ok.sum()) for _, ok in reach[i][s]],
+                    updates_needed=[int(np.isfinite(J[i, s, e]).sum(axis=-1).max() - 1)
+                                    for e in range(len(scales))],
+                    J=[float(x) for x in at_1[:, :n_updates + 1].mean(axis=0)],
+                    J_se=[float(x) for x in at_1[:, :n_updates + 1].std(axis=0, ddof=1)
+                          / np.sqrt(n_seeds)])
+            rows.append(row)
+        best = []
+        for e in range(len(scales)):
+            cells = [(i, s) for i in range(len(settings)) for s in range(len(STALENESS_SCHEMES))]
+            bi, bs = min(cells, key=lambda c: (reach[c[0]][c[1]][e][0].mean(), c))
+            diffs = {}
+            for i, s in cells:
+                d = mean_se(reach[i][s][e][0] - reach[bi][bs][e][0])
+                diffs[f"{i} {STALENESS_SCHEMES[s]}"] = dict(
+                    mean=d["mean"], se=d["se"], significant=d["mean"] > 2 * d["se"])
+            best.append(dict(scale=scales[e], row=bi, scheme=STALENESS_SCHEMES[bs],
+                             differences=diffs))
+        levels.append(dict(mismatch=mismatch, rows=rows, best=best))
+    return dict(n_lanes=n_lanes, B=B, train_time=train_time, sigma=sigma, n_updates=n_updates,
+                max_updates=max_updates, n_seeds=n_seeds, target=target,
+                J_start=staleness.expected_reward(toy.THETA),
+                step=step, kl=staleness.TARGET_KL, scales=list(scales), C=C, noise=noise,
+                schemes=list(STALENESS_SCHEMES), levels=levels)
+
+
+def mean_se(x):
+    """dict(mean=, se=) of the numbers x: their mean and its standard error."""
+    return dict(mean=float(np.mean(x)), se=float(np.std(x, ddof=1) / np.sqrt(len(x))))

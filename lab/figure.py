@@ -372,12 +372,14 @@ def draw_timeline(results, path):
 
 
 def draw_staleness(results, path):
-    """Save the --staleness figure: the batch estimate's RMSE, and the expected gain of J
-    per time unit, against k, for each weighting scheme; k = 1 with drop_stale as stars."""
+    """Save the --staleness figure: the batch estimate's RMSE, the expected gain of J per
+    time unit, and that gain as a ratio to the synchronous run's, against k, for each
+    weighting scheme; k = 1 with drop_stale as stars."""
     s = results["staleness"]
-    fig = Figure(figsize=(13, 4.8))
-    axes = fig.subplots(1, 2)
-    titles = ["Stale batches: error of the gradient", "What a time unit buys: gain of J"]
+    fig = Figure(figsize=(18, 4.8))
+    axes = fig.subplots(1, 3)
+    titles = ["Stale batches: error of the gradient", "What a time unit buys: gain of J",
+              "Gain per time unit / synchronous"]
     for ax, title in zip(axes, titles):
         if s is None:
             placeholder(ax, results["unavailable"]["Staleness"])
@@ -388,32 +390,55 @@ def draw_staleness(results, path):
     fig.savefig(path, dpi=100)
 
 
-def staleness_panels(s, ax_error, ax_gain):
-    """RMSE (solid) and bias (dashed) against k, and the gain of J per time unit; the row
-    of k = 1 with drop_stale as stars."""
+def staleness_panels(s, ax_error, ax_gain, ax_ratio):
+    """RMSE (solid) and bias (dashed) against k; the gain of J per time unit, exact (solid,
+    +- 2 SE) and second order (dashed); the exact gain as a ratio to k = 0's (+- 2 SE, the
+    two standard errors combined as if independent). The row of k = 1 with drop_stale as
+    stars beside k = 1."""
     kept = [row for row in s["rows"] if not row["drop_stale"]]
     dropped = [row for row in s["rows"] if row["drop_stale"]]
     ks = [row["k"] for row in kept]
+    sync = s["rows"][0]["schemes"]
     for scheme in s["schemes"]:
         label, color = STALENESS_LABELS[scheme], COLORS[scheme]
-        for ax, key, style in ((ax_error, "rmse", "o-"), (ax_error, "bias", "s--"),
-                               (ax_gain, "gain_per_time", "o-")):
-            ax.plot(ks, [row["schemes"][scheme][key] for row in kept], style, color=color,
-                    label=f"{label}: {key}" if ax is ax_error else label)
-            ax.plot([row["k"] for row in dropped], [row["schemes"][scheme][key] for row in dropped],
-                    "*", color=color, markersize=13)
-    ax_gain.plot([], [], "*", color="gray", markersize=13, label="k = 1 dropping stale responses")
+        for key, style in (("rmse", "o-"), ("bias", "s--")):
+            ax_error.plot(ks, [row["schemes"][scheme][key] for row in kept], style, color=color,
+                          label=f"{label}: {key}")
+            ax_error.plot([row["k"] for row in dropped],
+                          [row["schemes"][scheme][key] for row in dropped], "*", color=color,
+                          markersize=13)
+        for rows, fmt, size in ((kept, "o-", 6), (dropped, "*", 13)):
+            x = [row["k"] + (0.15 if row["drop_stale"] else 0) for row in rows]
+            v = [row["schemes"][scheme] for row in rows]
+            ax_gain.errorbar(x, [c["exact_gain_per_time"] for c in v],
+                             yerr=[2 * c["exact_gain_per_time_se"] for c in v], fmt=fmt,
+                             color=color, markersize=size, capsize=3,
+                             label=f"{label}: exact" if rows is kept else None)
+            ax_gain.plot(x, [c["gain_per_time"] for c in v], "--" if rows is kept else "x",
+                         color=color, alpha=0.6,
+                         label=f"{label}: second order" if rows is kept else None)
+            base = sync[scheme]
+            ratio = [c["exact_gain_per_time"] / base["exact_gain_per_time"] for c in v]
+            spread = [r * math.hypot(c["exact_gain_per_time_se"] / c["exact_gain_per_time"],
+                                     base["exact_gain_per_time_se"] / base["exact_gain_per_time"])
+                      for r, c in zip(ratio, v)]
+            ax_ratio.errorbar(x, ratio, yerr=[2 * e for e in spread], fmt=fmt, color=color,
+                              markersize=size, capsize=3, label=label if rows is kept else None)
+    for ax in (ax_gain, ax_ratio):
+        ax.plot([], [], "*", color="gray", markersize=13, label="k = 1 dropping stale responses")
+    ax_ratio.axhline(1.0, color="gray", linewidth=1, linestyle=":")
     for ax, ylabel in ((ax_error, "error of the batch estimate at version v"),
-                       (ax_gain, "expected gain of J per time unit")):
+                       (ax_gain, "expected gain of J per time unit"),
+                       (ax_ratio, "exact gain per time unit / k = 0's (+- 2 SE)")):
         ax.set_xlabel("staleness bound k (versions ahead)")
         ax.set_ylabel(ylabel)
         ax.set_xticks(ks)
-    ax_error.set_ylim(bottom=0)
+        ax.set_ylim(bottom=0)
     ax_error.legend(fontsize=8, loc="center right", ncol=2)
-    ax_gain.set_ylim(bottom=0)
     ax_gain.legend(title=f"one update moves {s['kl']:g} nats/token; B = {s['B']}, "
                          f"engine mismatch {s['mismatch']}", fontsize=8, title_fontsize=8,
-                   loc="lower right")
+                   loc="lower right", ncol=2)
+    ax_ratio.legend(fontsize=8, loc="lower right")
 
 
 STALENESS_LABELS = {"none": "none (stale as on-policy)", "token_tis": "token TIS",

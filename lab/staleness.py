@@ -23,15 +23,21 @@ l versions ago. Here the toy's policy moves, so that lag has a price:
 
         step * g . E[g_hat] + step**2 / 2 * (tr(H Cov[g_hat]) + E[g_hat]' H E[g_hat])
 
-    with g, H the exact gradient and Hessian of J at version v. Bias and noise both
-    count: a biased estimate loses the first term, a noisy one pays in the second
-    when H is negative there.
+    with g, H the exact gradient and Hessian of J at version v. A biased estimate loses
+    in the first term. The noise enters through step**2 / 2 * tr(H Cov[g_hat]), whose
+    sign is that of J's curvature along the noise: on this toy it is positive in every
+    cell run.py prints, so noise adds gain to second order.
+  * The second-order gain is an approximation, so exact_gain_stats measures the real
+    thing: E[J(theta_v + step * g_hat)] - J(theta_v) with the exact J, Monte Carlo over
+    sampled batches, and the per-token KL such a noisy update actually moves (more than
+    `step` was sized for: the older versions above are closer than a real run's).
 """
 import functools
 
 import numpy as np
 
 import toy
+from lab.training import expected_rewards, log_softmax_rows
 
 # PPO's usual per-update KL target, in nats per token: OpenAI Spinning Up's ppo has
 # target_kl=0.01 ("usually small, 0.01 or 0.05"), on approx_kl = mean(logp_old - logp_new),
@@ -131,19 +137,24 @@ def batch_lags(trace, B):
     return counts
 
 
-def lag_moments(importance_weights, pg_estimate, scheme, versions, H, mismatch=0.0, C=2.0,
-                noise="student_t"):
-    """For each lag l = 0 .. len(versions) - 1, the one-response estimate's moments when
-    version v - l samples (plus an engine mismatch) and version v trains with `scheme`:
-    mean mu_l (L, D), E||g||^2 (L,) and E[g' H g] (L,), exact sums over the responses."""
-    mean, square, quadratic = [], [], []
-    for theta in versions:
-        q, g = toy.response_estimates(importance_weights, pg_estimate, scheme,
-                                      theta + mismatch * toy.PERTURBATIONS[noise], C)
-        mean.append(q @ g)
-        square.append(q @ (g**2).sum(axis=1))
-        quadratic.append(q @ np.einsum("nd,de,ne->n", g, H, g))
-    return dict(mean=np.array(mean), square=np.array(square), quadratic=np.array(quadratic))
+def lag_estimates(importance_weights, pg_estimate, scheme, versions, mismatch=0.0, C=2.0,
+                  noise="student_t"):
+    """For each lag l = 0 .. len(versions) - 1, (q_l, g_l): the sampling probabilities of
+    the rewarded responses when version v - l samples (plus an engine mismatch) and their
+    one-response estimates when version v trains with `scheme` (toy.response_estimates).
+    A response with reward 0 has the estimate 0."""
+    return [toy.response_estimates(importance_weights, pg_estimate, scheme,
+                                   theta + mismatch * toy.PERTURBATIONS[noise], C)
+            for theta in versions]
+
+
+def lag_moments(estimates, H):
+    """The one-response estimate's moments at each lag, exact sums over the responses, from
+    lag_estimates: mean mu_l (L, D), E||g||^2 (L,) and E[g' H g] (L,)."""
+    return dict(mean=np.array([q @ g for q, g in estimates]),
+                square=np.array([q @ (g**2).sum(axis=1) for q, g in estimates]),
+                quadratic=np.array([q @ np.einsum("nd,de,ne->n", g, H, g)
+                                    for q, g in estimates]))
 
 
 def staleness_stats(moments, counts, step, H):
@@ -157,6 +168,7 @@ def staleness_stats(moments, counts, step, H):
         variance = rmse**2 - bias**2 (noise within batches and the spread between them),
         cosine = cos(mean_b E[g_hat_b], g),
         gain   = mean_b (step g . E[g_hat_b] + step**2 / 2 (tr(H Cov_b) + E[g_hat_b]' H E[g_hat_b]))
+        noise_term = mean_b step**2 / 2 tr(H Cov_b), the part of the gain the noise brings
     """
     g = toy.TRUE_GRAD
     B = counts[0].sum()
@@ -170,4 +182,67 @@ def staleness_stats(moments, counts, step, H):
     bias = float(np.linalg.norm(mean - g))
     rmse = float(np.sqrt(mse.mean()))
     return dict(bias=bias, variance=rmse**2 - bias**2, rmse=rmse, cosine=toy.cosine(mean, g),
-                gain_per_update=float(gain.mean()))
+                gain_per_update=float(gain.mean()), noise_term=float(step**2 / 2 * noise_h.mean()))
+
+
+# ---------------------------------------------------------------- the exact one-step gain
+
+ONE_STEP_BATCHES = 4000  # Monte Carlo batches per row and scheme
+ONE_STEP_SEED = 2        # their seed (the same in every row and scheme)
+
+
+def sample_batch_estimates(estimates, counts, n, rng):
+    """n batch estimates g_hat (n, D), Monte Carlo: batch i has the lag counts of the run's
+    batch i mod len(counts) (each update equally likely), and each of its responses at lag
+    l is drawn from version v - l's sampler (a reward-0 draw has the estimate 0)."""
+    B = counts[0].sum()
+    n_rewarded = len(estimates[0][1])
+    lags = np.array([np.repeat(np.arange(counts.shape[1]), c) for c in counts])[
+        np.arange(n) % len(counts)]  # (n, B)
+    draws = rng.random((n, B))
+    used = estimates[:counts.shape[1]]
+    table = np.concatenate([np.vstack([g, np.zeros(toy.D)]) for _, g in used])
+    index = np.zeros((n, B), dtype=int)
+    for lag, (q, _) in enumerate(used):
+        drawn = np.minimum(np.searchsorted(np.cumsum(q), draws), n_rewarded)  # n_rewarded: 0
+        index = np.where(lags == lag, lag * (n_rewarded + 1) + drawn, index)
+    return table[index].sum(axis=1) / B
+
+
+def one_step_gains(g_hats, step, H):
+    """For each batch estimate g_hat (n, D), the gain of one update theta = THETA + step g_hat:
+    exact, J(theta) - J(THETA) with the exact J, and to second order,
+    step g . g_hat + step**2 / 2 g_hat' H g_hat (whose mean is staleness_stats's gain).
+    Returns (exact (n,), second_order (n,))."""
+    thetas = toy.THETA + step * g_hats.reshape(-1, *toy.THETA.shape)
+    exact = expected_rewards(thetas) - expected_reward(toy.THETA)
+    second = step * g_hats @ toy.TRUE_GRAD + step**2 / 2 * np.einsum("nd,de,ne->n", g_hats, H,
+                                                                    g_hats)
+    return exact, second
+
+
+def update_kls(g_hats, step):
+    """KL(pi_THETA || pi_theta) per token of each update theta = THETA + step g_hat, exactly
+    (per_token_kl's chain rule; the rows' visits depend on THETA only): (n,)."""
+    p = toy.token_probs(toy.THETA)
+    q = np.exp(log_softmax_rows(toy.THETA + step * g_hats.reshape(-1, *toy.THETA.shape)))
+    row_kl = (p * (np.log(p) - np.log(q))).sum(axis=-1)  # (n, V + 1)
+    at, visits = np.eye(toy.V + 1)[toy.START], np.zeros(toy.V + 1)
+    for _ in range(toy.T):
+        visits += at
+        at = np.append(at @ p, 0.0)
+    return row_kl @ visits / toy.T
+
+
+def exact_gain_stats(estimates, counts, step, H, n=ONE_STEP_BATCHES, seed=ONE_STEP_SEED):
+    """The expected one-step gain of J over the run's batches, exactly in J and Monte Carlo
+    over n batches (mean and standard error); the same batches' second-order gain; and the
+    per-token KL an update actually moves (mean and standard error)."""
+    g_hats = sample_batch_estimates(estimates, counts, n, np.random.default_rng(seed))
+    exact, second = one_step_gains(g_hats, step, H)
+    kl = update_kls(g_hats, step)
+    root = np.sqrt(n)
+    return dict(exact_gain=float(exact.mean()), exact_gain_se=float(exact.std(ddof=1) / root),
+                second_order_mc=float(second.mean()),
+                second_order_mc_se=float(second.std(ddof=1) / root),
+                update_kl=float(kl.mean()), update_kl_se=float(kl.std(ddof=1) / root))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import toy
-from lab import staleness
+from lab import staleness, training
 from lab.experiments import (collapse_point, equal_hardware, lag_counts, lanes_per_gpu,
                              length_grid, scheduling_sweep, staleness_sweep, timeline)
 from lab.feedback import KnownMistakes, Mistake
@@ -398,7 +398,7 @@ def test_staleness_hessian_matches_finite_differences():
 
 
 def test_staleness_with_all_lags_0_is_on_policy():
-    s = staleness_sweep(StandInScheduler, StandInTis, 16, 32, ks=(0,), n_steps=20)
+    s = staleness_sweep(StandInScheduler, StandInTis, 16, 32, ks=(0,), n_steps=20, n_batches=100)
     row = s["rows"][0]
     assert row["k"] == 0 and row["max_lag"] == 0
     for scheme, stats in row["schemes"].items():
@@ -412,8 +412,8 @@ def test_staleness_single_lag_bias_is_the_off_policy_bias():
     step = staleness.step_for_kl()
     versions = staleness.policy_versions(step, 3)
     H = staleness.reward_hessian(toy.THETA)
-    moments = staleness.lag_moments(StandInTis.importance_weights, StandInTis.pg_estimate, "none",
-                                    versions, H)
+    moments = staleness.lag_moments(staleness.lag_estimates(
+        StandInTis.importance_weights, StandInTis.pg_estimate, "none", versions), H)
     for lag in (1, 3):
         counts = np.zeros((2, lag + 1), dtype=int)
         counts[:, lag] = 4  # two batches of 4 responses, all sampled by version v - lag
@@ -431,6 +431,113 @@ def test_staleness_batch_lags_counts_each_update():
     assert staleness.batch_lags(trace, 2).tolist() == [[2, 0], [1, 1]]
     with pytest.raises(ValueError, match="B = 3"):
         staleness.batch_lags(trace, 3)
+
+
+def test_exact_j_by_dynamic_programming_matches_the_sum_over_responses():
+    thetas = toy.THETA + np.random.default_rng(3).normal(size=(4, toy.V + 1, toy.V))
+    assert np.allclose(training.expected_rewards(thetas),
+                       [staleness.expected_reward(theta) for theta in thetas], rtol=1e-12)
+
+
+def test_one_step_gain_minus_second_order_shrinks_as_step_cubed():
+    step, H = staleness.step_for_kl(), staleness.reward_hessian(toy.THETA)
+    estimates = staleness.lag_estimates(StandInTis.importance_weights, StandInTis.pg_estimate,
+                                        "token_tis", staleness.policy_versions(step, 1))
+    counts = np.array([[3, 1], [4, 0]])
+    g_hats = staleness.sample_batch_estimates(estimates, counts, 50, np.random.default_rng(0))
+    g_hats = g_hats[(g_hats != 0).any(axis=1)]  # a batch without reward does not move
+    gaps = []
+    for eta in (step / 16, step / 32):  # the same batches at two step sizes
+        exact, second = staleness.one_step_gains(g_hats, eta, H)
+        gaps.append(exact - second)
+    ratio = gaps[0] / gaps[1]  # O(eta**3): halving eta divides the gap by about 8
+    assert len(ratio) > 20 and 7.5 < np.median(ratio) < 8.5 and (abs(ratio - 8) < 3).all()
+    # and the second-order mean over many sampled batches is the exact formula's
+    s = staleness.exact_gain_stats(estimates, counts, step, H, n=4000)
+    formula = staleness.staleness_stats(staleness.lag_moments(estimates, H), counts, step, H)
+    assert abs(s["second_order_mc"] - formula["gain_per_update"]) < 4 * s["second_order_mc_se"]
+
+
+def on_policy_sgd(tags_shape, draws, step):
+    """An independent k = 0 trainer: each update samples B responses from the current policy
+    (the same uniforms, the same rule: the token is how many cumulative probabilities lie
+    below the uniform) and steps along (1/B) sum_n r_n grad log pi(y_n). Returns J (seeds,
+    updates + 1)."""
+    n_updates, B = tags_shape
+    out = []
+    for seed_draws in draws:
+        theta, J = toy.THETA.copy(), [staleness.expected_reward(toy.THETA)]
+        for u in range(n_updates):
+            p = np.exp(theta) / np.exp(theta).sum(axis=1, keepdims=True)
+            index = []
+            for n in range(B):
+                prev, number = toy.START, 0
+                for t in range(toy.T):
+                    token = int(np.searchsorted(np.cumsum(p[prev])[:-1], seed_draws[u, n, t]))
+                    number, prev = number * toy.V + token, token
+                index.append(number)  # the response's row in toy.SEQUENCES
+            grads = toy.grad_logprobs(theta)[index].sum(axis=1)
+            theta = theta + step * (toy.REWARDS[index] @ grads / B).reshape(theta.shape)
+            J.append(staleness.expected_reward(theta))
+        out.append(J)
+    return np.array(out)
+
+
+def test_training_with_k_0_and_no_mismatch_is_on_policy_sgd():
+    n_updates, B, step = 3, 4, 5.0
+    tags = np.repeat(np.arange(n_updates)[:, None], B, axis=1)[None]  # every tag is current
+    draws = np.random.default_rng(5).random((2, n_updates, B, toy.T))
+    J = training.train(StandInTis.importance_weights, StandInTis.pg_estimate, tags,
+                       ("none", "token_tis"), (step,), draws)
+    for scheme in (0, 1):
+        assert np.allclose(J[0, scheme, 0], on_policy_sgd(tags.shape[1:], draws, step),
+                           rtol=1e-10)
+    assert (np.diff(J[0, 0, 0], axis=1) != 0).any(), "the policy must move"
+
+
+def test_training_weights_are_1_exactly_when_every_tag_is_current():
+    seen = []
+
+    def weights(logp_train, logp_infer, scheme, C=2.0):
+        w = StandInTis.importance_weights(logp_train, logp_infer, scheme, C)
+        seen.append(w)
+        return w
+    draws = np.random.default_rng(6).random((2, 3, 4, toy.T))
+    current = np.repeat(np.arange(3)[:, None], 4, axis=1)[None]
+    training.train(weights, StandInTis.pg_estimate, current, ("token_tis",), (5.0,), draws)
+    assert all((w == 1.0).all() for w in seen)
+    seen.clear()
+    stale = np.zeros_like(current)  # every response sampled by version 0
+    training.train(weights, StandInTis.pg_estimate, stale, ("token_tis",), (5.0,), draws)
+    assert (seen[0] == 1.0).all() and not (seen[-1] == 1.0).all()
+
+
+def test_training_is_deterministic_for_a_fixed_seed():
+    tags = np.array([[[0] * 8, [0] * 4 + [1] * 4, [1] * 4 + [2] * 4]])
+    draws = np.random.default_rng(7).random((3, 3, 8, toy.T))
+    runs = [training.train(StandInTis.importance_weights, StandInTis.pg_estimate, tags,
+                           ("none", "seq_tis"), (2.0, 4.0), draws, mismatch=0.6)
+            for _ in range(2)]
+    assert np.array_equal(*runs)
+    assert not np.array_equal(runs[0][:, 0], runs[0][:, 1]), "the schemes must differ"
+    # a run stopped at its target (after 1 update at least) was the same run until then
+    # (to rounding: its blocks of pg_estimate calls hold other runs)
+    stopped = training.train(StandInTis.importance_weights, StandInTis.pg_estimate, tags,
+                             ("none", "seq_tis"), (2.0, 4.0), draws, 0.6, target=0.25,
+                             n_always=1)
+    kept = np.isfinite(stopped)
+    assert np.allclose(stopped[kept], runs[0][kept], rtol=1e-12) and not kept.all()
+
+
+def test_training_batch_tags_and_time_to_target():
+    trace = [dict(tag=0, lag=0), dict(tag=0, lag=0), dict(tag=0, lag=1), dict(tag=1, lag=0),
+             dict(tag=1, lag=None)]
+    assert training.batch_tags(trace, 2, 2).tolist() == [[0, 0], [0, 1]]
+    with pytest.raises(ValueError, match="B = 3"):
+        training.batch_tags(trace, 3, 2)
+    time, reached = training.time_to_target(np.array([[0.2, 0.6, 0.4], [0.2, 0.3, 0.4]]),
+                                            [0.0, 2.0, 5.0], 0.5)
+    assert time.tolist() == [2.0, 5.0] and reached.tolist() == [True, False]
 
 
 # A toy task for the hints: the rule is 2x; one known mistake adds 2 instead (the same at

@@ -57,6 +57,7 @@ RUNS = {
     "staleness": ["--staleness"],
     "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
     "staleness_mismatch_0.6": ["--staleness", "--staleness-mismatch", "0.6"],
+    "learning_curves": ["--learning-curves"],
     "gpu_model": ["--preset", "all", "--gpu-sweep"],
 }
 
@@ -113,6 +114,190 @@ def lane_row(i, label):
     return (f"| {label} | {{}}× | {{}}× | {{}} |",
             [("gpu_model", f"{base}.gain.1", "{:.2f}"), ("gpu_model", f"{base}.gain.2", "{:.2f}"),
              ("gpu_model", f"{base}.max_lag.1", "{}")])
+
+
+# ---- docs/staleness.md: the one-step tables (snapshots staleness*) and the learning curves
+
+def exact_ratio(rows, i, scheme):
+    """Row i's exact gain per update over the k = 0 row's."""
+    return rows[i]["schemes"][scheme]["exact_gain"] / rows[0]["schemes"][scheme]["exact_gain"]
+
+
+def exact_share(rows, i, scheme):
+    """Row i's exact gain per update as a share of the k = 0 row's: "61%"."""
+    return f"{exact_ratio(rows, i, scheme):.0%}"
+
+
+def exact_speedup(rows, i, scheme):
+    """Row i's exact gain per time unit over the k = 0 row's: "2.49"."""
+    v, sync = rows[i]["schemes"][scheme], rows[0]["schemes"][scheme]
+    return f"{v['exact_gain_per_time'] / sync['exact_gain_per_time']:.2f}"
+
+
+def second_order_speedup(rows, i, scheme):
+    """Row i's second-order gain per time unit over the k = 0 row's: "1.03"."""
+    v, sync = rows[i]["schemes"][scheme], rows[0]["schemes"][scheme]
+    return f"{v['gain_per_time'] / sync['gain_per_time']:.2f}"
+
+
+def overstatement(rows):
+    """How far the second-order gain per update lies above the exact one, over all cells:
+    "1–3%"."""
+    over = [v["gain_per_update"] / v["exact_gain"] - 1 for row in rows
+            for v in row["schemes"].values()]
+    return f"{min(over):.0%}–{max(over):.0%}".replace("%–", "–")
+
+
+def exact_cell(v):
+    """"0.0862 ± 0.0007", with * if the second-order gain is more than 10% off it."""
+    return f"{v['exact_gain']:.4f} ± {v['exact_gain_se']:.4f}" + ("*" if v["second_order_off"]
+                                                                  else "")
+
+
+def staleness_row(i):
+    """Row i of docs/staleness.md's error table: k, throughput, lags, RMSE and cosine."""
+    base = f"staleness.rows.{i}"
+    words = "| {} | {} | {} / {} / {} |" + " {} / {} / {} |" * 2
+    cells = [("staleness", base, row_label), ("staleness", f"{base}.throughput", "{:.2f}"),
+             ("staleness", f"{base}.mean_lag", "{:.2f}"),
+             ("staleness", f"{base}.lag_p95", "{}"), ("staleness", f"{base}.max_lag", "{}")]
+    for key in ("rmse", "cosine"):
+        cells += [("staleness", f"{base}.schemes.{scheme}.{key}", "{:.3f}")
+                  for scheme in ("none", "token_tis", "seq_tis")]
+    return words, cells
+
+
+def row_label(row):
+    return f"{row['k']}" + (", drop stale" if row["drop_stale"] else "")
+
+
+SCHEME_KEYS = ("none", "token_tis", "seq_tis")
+
+
+def gain_row(name, i):
+    """Row i of a one-step gain table: second order, exact +- SE, noise term, KL moved."""
+    base = f"staleness.rows.{i}"
+    cells = [(name, base, row_label)]
+    for key, fmt in (("gain_per_update", "{:.4f}"), (None, exact_cell),
+                     ("noise_term", "{:+.4f}"), ("update_kl", "{:.3f}")):
+        cells += [(name, f"{base}.schemes.{scheme}" + (f".{key}" if key else ""), fmt)
+                  for scheme in SCHEME_KEYS]
+    return "| {} |" + " {} / {} / {} |" * 4, cells
+
+
+def time_row(name, i):
+    """Row i of the gain-per-time-unit table: exact gain per time unit, and / k = 0's."""
+    base = f"staleness.rows.{i}"
+    cells = [(name, base, row_label)]
+    cells += [(name, f"{base}.schemes.{scheme}.exact_gain_per_time", "{:.4f}")
+              for scheme in SCHEME_KEYS]
+    cells += [(name, "staleness.rows", lambda rows, s=scheme: exact_speedup(rows, i, s))
+              for scheme in SCHEME_KEYS]
+    return "| {} |" + " {} / {} / {} |" * 2, cells
+
+
+def kl_row(i):
+    """Row i of the --staleness-kl 0.1 table: second-order and exact gain per time / k = 0's."""
+    cells = [("staleness_kl_0.1", f"staleness.rows.{i}", row_label)]
+    for ratio in (second_order_speedup, exact_speedup):
+        cells += [("staleness_kl_0.1", "staleness.rows",
+                   lambda rows, s=scheme, f=ratio: f(rows, i, s)) for scheme in SCHEME_KEYS]
+    return "| {} |" + " {} / {} / {} |" * 2, cells
+
+
+# The learning curves: level 0 has no engine mismatch, level 1 the mismatch 0.6.
+def lc_cell(level, row, scheme):
+    """The path of one cell of the learning curves (level, row, scheme)."""
+    return f"learning_curves.levels.{level}.rows.{row}.schemes.{scheme}"
+
+
+def learning_cell(v, e, n_seeds=200):
+    """Time to target at step scale e: "7.88 ± 0.14", and "(199)" if not every seed reached
+    it."""
+    t = v["time"][e]
+    return f"{t['mean']:.2f} ± {t['se']:.2f}" + (f" ({v['n_reached'][e]})"
+                                                 if v["n_reached"][e] < n_seeds else "")
+
+
+NAMES = {"none": "no correction", "token_tis": "token TIS", "seq_tis": "sequence TIS"}
+
+
+def cell_name(level, row, scheme):
+    """"token TIS at k = 2" or "... at k = 1 dropping stale"."""
+    r = level["rows"][row]
+    return f"{NAMES[scheme]} at k = {r['k']}" + (" dropping stale" if r["drop_stale"] else "")
+
+
+def best_cell(c, level, e):
+    """The learning curves' best cell at mismatch level `level` and step scale e."""
+    best = c["levels"][level]["best"][e]
+    return cell_name(c["levels"][level], best["row"], best["scheme"])
+
+
+def ties(c, level, e):
+    """The cells not significantly slower than the best (paired, 2 SE), or "none"."""
+    lv = c["levels"][level]
+    best = lv["best"][e]
+    names = [cell_name(lv, int(cell.split()[0]), cell.split()[1])
+             for cell, d in best["differences"].items() if not d["significant"]]
+    return ", ".join(n for n in names if n != best_cell(c, level, e)) or "none"
+
+
+def time_share(c, level, e, row, scheme):
+    """A cell's time to target as a share of k = 0's, same scheme: "48%"."""
+    rows = c["levels"][level]["rows"]
+    times = [rows[j]["schemes"][scheme]["time"][e]["mean"] for j in (row, 0)]
+    return f"{times[0] / times[1]:.0%}"
+
+
+def async_share_range(c):
+    """The least and the most time to target of an asynchronous cell as a share of the
+    synchronous one, over every level, scale, scheme and k >= 1: "36–53%"."""
+    shares = [row["schemes"][s]["time"][e]["mean"] / lv["rows"][0]["schemes"][s]["time"][e]["mean"]
+              for lv in c["levels"] for row in lv["rows"][1:] for s in row["schemes"]
+              for e in range(len(c["scales"]))]
+    return f"{min(shares):.0%}–{max(shares):.0%}".replace("%–", "–")
+
+
+def paired(c, level, e, row, scheme):
+    """A cell's paired difference from the best cell: "0.63 ± 0.10"."""
+    d = c["levels"][level]["best"][e]["differences"][f"{row} {scheme}"]
+    return f"{d['mean']:.2f} ± {d['se']:.2f}"
+
+
+def unreached(c):
+    """The cells where some seed never reached the target within max_updates, or "none"."""
+    out = []
+    for lv in c["levels"]:
+        for i, row in enumerate(lv["rows"]):
+            for scheme, v in row["schemes"].items():
+                for e, scale in enumerate(c["scales"]):
+                    if v["n_reached"][e] < c["n_seeds"]:
+                        out.append(f"{cell_name(lv, i, scheme)}, step {scale:g}×, mismatch "
+                                   f"{lv['mismatch']:g} ({c['n_seeds'] - v['n_reached'][e]} "
+                                   f"of {c['n_seeds']})")
+    return "; ".join(out) or "none"
+
+
+def learning_row(level, e, i):
+    """Row i of the time-to-target table at mismatch level `level` and step scale e."""
+    base = f"learning_curves.levels.{level}"
+    cells = [("learning_curves", "learning_curves",
+              lambda c: f"{c['levels'][level]['mismatch']:g}, {c['scales'][e]:g}×"),
+             ("learning_curves", f"{base}.rows.{i}", row_label),
+             ("learning_curves", f"{base}.rows.{i}.throughput", "{:.2f}")]
+    cells += [("learning_curves", f"{base}.rows.{i}.schemes.{scheme}",
+               lambda v, e=e: learning_cell(v, e)) for scheme in SCHEME_KEYS]
+    return "| {} | {} | {} | {} | {} | {} |", cells
+
+
+def grid_row(level, e):
+    """The best cell and its ties at one mismatch level and step scale."""
+    return ("| {} | {} | {} |",
+            [("learning_curves", "learning_curves",
+              lambda c: f"{c['levels'][level]['mismatch']:g}, {c['scales'][e]:g}×"),
+             ("learning_curves", "learning_curves", lambda c: best_cell(c, level, e)),
+             ("learning_curves", "learning_curves", lambda c: ties(c, level, e))])
 
 
 # Per doc (a path from the repository's root): (its words, with {} where the number goes;
@@ -427,77 +612,118 @@ QUOTES = {
         gpu_quote("per token, token lag {}.", "verl-7b", "asynchronous.token_lag", "{:.2f}"),
     ],
     "docs/staleness.md": [
+        # the answer, from the learning curves (level 0: no mismatch, 1: mismatch 0.6)
+        ("the synchronous run takes {} time units", "learning_curves",
+         lc_cell(0, 0, "token_tis"),
+         lambda v: learning_cell(v, 1)),
+        ("at k = 1 the uncorrected run takes {}, token TIS", "learning_curves",
+         lc_cell(0, 1, "none"),
+         lambda v: learning_cell(v, 1)),
+        ("token TIS {} and sequence TIS", "learning_curves", lc_cell(0, 1, "token_tis"),
+         lambda v: learning_cell(v, 1)),
+        ("and sequence TIS {}. **The best", "learning_curves", lc_cell(0, 1, "seq_tis"),
+         lambda v: learning_cell(v, 1)),
+        ("**The best setting is {}**", "learning_curves", "learning_curves",
+         lambda c: best_cell(c, 0, 1)),
+        ("stays best: {} at k = 1 against", "learning_curves", lc_cell(1, 1, "token_tis"),
+         lambda v: learning_cell(v, 1)),
+        ("at k = 1 against {} synchronous", "learning_curves", lc_cell(1, 0, "token_tis"),
+         lambda v: learning_cell(v, 1)),
+        ("sequence TIS runs take {} and", "learning_curves", lc_cell(1, 1, "none"),
+         lambda v: learning_cell(v, 1)),
+        ("and {} at k = 1.", "learning_curves", lc_cell(1, 1, "seq_tis"),
+         lambda v: learning_cell(v, 1)),
+        ("reaches J = 0.5 in {} of the synchronous run's", "learning_curves", "learning_curves",
+         async_share_range),
+        # the learning curves' set-up
+        ("σ = 1.25), for {} updates", "learning_curves", "learning_curves.n_updates", "{}"),
+        ("goes on until it does, up to {} updates", "learning_curves",
+         "learning_curves.max_updates", "{}"),
+        ("Version 0 is `THETA` (J = {})", "learning_curves", "learning_curves.J_start", "{:.3f}"),
+        ("the same for every setting: η = {}, the step", "learning_curves",
+         "learning_curves.step", "{:.3f}"),
+        ("fixed before running: J ≥ {}. A seed's", "learning_curves",
+         "learning_curves.target", "{:g}"),
+        ("{} seeds vary only", "learning_curves", "learning_curves.n_seeds", "{}"),
+        ("Seeds that never reached it: {}", "learning_curves", "learning_curves", unreached),
+        ("uncorrected asynchrony needs {} of the synchronous time", "learning_curves",
+         "learning_curves", lambda c: time_share(c, 0, 1, 1, "none")),
+        ("the paired difference of sequence TIS from the best cell is {} time units",
+         "learning_curves", "learning_curves", lambda c: paired(c, 0, 1, 1, "seq_tis")),
+        ("and of no correction {}.", "learning_curves", "learning_curves",
+         lambda c: paired(c, 0, 1, 1, "none")),
+        ("no correction ({} at k = 2) overtakes", "learning_curves", lc_cell(1, 2, "none"),
+         lambda v: learning_cell(v, 2)),
+        ("overtakes sequence TIS ({})", "learning_curves", lc_cell(1, 2, "seq_tis"),
+         lambda v: learning_cell(v, 2)),
+        # one update
         ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
         ("That gives η = {}.", "staleness", "staleness.step", "{:.3f}"),
         ("are then {} nats per token from v", "staleness", "staleness.lag_kl",
          lambda kl: ", ".join(f"{x:.3f}" for x in kl[1:4]) + f" and {kl[4]:.3f}"),
-        ("an uncorrected update gains {} of an on-policy one (its bias is", "staleness",
-         "staleness.rows", lambda rows: share_of_k0(rows, 1, "none")),
-        ("(its bias is {}, its cosine", "staleness", "staleness.rows.1.schemes.none.bias", "{:.3f}"),
-        ("its cosine {}). But k = 1", "staleness", "staleness.rows.1.schemes.none.cosine",
-         "{:.3f}"),
-        ("But k = 1 makes {}× as many updates", "default", "scheduling.throughput_gain.1", "{:.2f}"),
-        ("the gain per time unit is {}× the synchronous run's. Corrected", "staleness",
-         "staleness.rows", lambda rows: speedup(rows, 1, "none")),
-        ("an update keeps {} (token TIS)", "staleness", "staleness.rows",
-         lambda rows: share_of_k0(rows, 1, "token_tis")),
-        ("(token TIS) or {} (sequence TIS) of its worth", "staleness", "staleness.rows",
-         lambda rows: share_of_k0(rows, 1, "seq_tis")),
-        ("the gain per time unit is {} the synchronous run's.", "staleness", "staleness.rows",
-         lambda rows: f"{speedup(rows, 1, 'token_tis')}× and {speedup(rows, 1, 'seq_tis')}×"),
-        ("the best row is {} (0.0270", "staleness", "staleness",
-         lambda s: best_row(s, "none")),
-        ("with stale responses dropped ({}, against", "staleness",
-         "staleness.rows.5.schemes.none.gain_per_time", "{:.4f}"),
-        ("against {} keeping them)", "staleness", "staleness.rows.1.schemes.none.gain_per_time",
+        ("moves the policy by {} nats per token on average", "staleness",
+         "staleness.rows.0.schemes.none",
+         lambda v: f"{v['update_kl']:.4f} ± {v['update_kl_se']:.4f}"),
+        ("(+{} of", "staleness", "staleness.rows.0.schemes.none.noise_term", "{:.4f}"),
+        ("of {} at k = 0)", "staleness", "staleness.rows.0.schemes.none.gain_per_update",
          "{:.4f}"),
-        ("dropping trades {} of the throughput", "staleness", "staleness.rows",
-         lambda rows: f"{1 - rows[5]['throughput'] / rows[1]['throughput']:.0%}"),
-        ("With token TIS the best is {} (0.0395", "staleness", "staleness",
-         lambda s: best_row(s, "token_tis")),
-        ("with sequence TIS {} (0.0408)", "staleness", "staleness", lambda s: best_row(s, "seq_tis")),
-        ("(0.0408)", "staleness", "staleness.rows.1.schemes.seq_tis.gain_per_time", "({:.4f})"),
+        ("Monte Carlo over {} batches per cell", "staleness", "staleness.n_batches", "{:,}"),
+        ("the second-order gain is {} above the exact one", "staleness", "staleness.rows",
+         overstatement),
+        ("an uncorrected update gains {} of an on-policy one", "staleness", "staleness.rows",
+         lambda rows: exact_share(rows, 1, "none")),
+        ("(exactly; its bias is {}, its cosine", "staleness", "staleness.rows.1.schemes.none.bias",
+         "{:.3f}"),
+        ("its cosine {}), but k = 1", "staleness", "staleness.rows.1.schemes.none.cosine",
+         "{:.3f}"),
+        ("but k = 1 makes {}× as many updates", "default", "scheduling.throughput_gain.1",
+         "{:.2f}"),
+        ("so it gains {}× the synchronous run's per time unit", "staleness", "staleness.rows",
+         lambda rows: exact_speedup(rows, 1, "none")),
+        ("Corrected, {}× (token TIS)", "staleness", "staleness.rows",
+         lambda rows: exact_speedup(rows, 1, "token_tis")),
+        ("(token TIS) and {}× (sequence TIS)", "staleness", "staleness.rows",
+         lambda rows: exact_speedup(rows, 1, "seq_tis")),
         ("RMSE than on-policy ones ({} at k = 1", "staleness", "staleness.rows.1.schemes.none.rmse",
          "{:.3f}"),
         ("at k = 1 against {}): older", "staleness", "staleness.rows.0.schemes.none.rmse", "{:.3f}"),
         ("still costs them {} of each update", "staleness", "staleness.rows",
-         lambda rows: f"{1 - rows[1]['schemes']['none']['gain_per_update'] / rows[0]['schemes']['none']['gain_per_update']:.0%}"),
-        ("With `--staleness-kl {}` (ten times", "staleness_kl_0.1", "staleness.kl", "{:g}"),
-        ("update, η = {}) an uncorrected", "staleness_kl_0.1", "staleness.step", "{:.2f}"),
-        ("at k = 1 keeps only {} of an on-policy", "staleness_kl_0.1", "staleness.rows",
-         lambda rows: share_of_k0(rows, 1, "none")),
-        ("the gain per time unit is {}× the synchronous run's at k = 1", "staleness_kl_0.1",
-         "staleness.rows", lambda rows: speedup(rows, 1, "none")),
+         lambda rows: f"{1 - exact_ratio(rows, 1, 'none'):.0%}"),
+        ("With `--staleness-kl {}` (ten", "staleness_kl_0.1", "staleness.kl", "{:g}"),
+        ("per update, η = {}) the second-order", "staleness_kl_0.1", "staleness.step", "{:.2f}"),
+        ("gain of a synchronous update is {}, the exact", "staleness_kl_0.1",
+         "staleness.rows.0.schemes.none.gain_per_update", "{:.3f}"),
+        ("the exact one {}:", "staleness_kl_0.1", "staleness.rows.0.schemes.none",
+         lambda v: f"{v['exact_gain']:.3f} ± {v['exact_gain_se']:.3f}"),
+        ("{} of the 18 cells are marked *", "staleness_kl_0.1", "staleness.rows",
+         lambda rows: str(sum(v["second_order_off"] for row in rows
+                              for v in row["schemes"].values()))),
+        ("the on-policy one ({} nats per token, against", "staleness_kl_0.1",
+         "staleness.rows.0.schemes.none.update_kl", "{:.3f}"),
+        ("against {} for an uncorrected update at k = 1", "staleness_kl_0.1",
+         "staleness.rows.1.schemes.none.update_kl", "{:.3f}"),
+        ("target reward in {} of the synchronous time", "learning_curves", "learning_curves",
+         async_share_range),
+        ("it wins everywhere: {}× at k = 1", "staleness_kl_0.1", "staleness.rows",
+         lambda rows: exact_speedup(rows, 1, "none")),
         ("at k = 1 and {}× from k = 2 on", "staleness_kl_0.1", "staleness.rows",
-         lambda rows: speedup(rows, 2, "none")),
-        ("Token TIS keeps {}× at k = 1", "staleness_kl_0.1", "staleness.rows",
-         lambda rows: speedup(rows, 1, "token_tis")),
-        ("sequence TIS only {}×; dropping", "staleness_kl_0.1", "staleness.rows",
-         lambda rows: speedup(rows, 1, "seq_tis")),
-        ("best for every scheme ({})", "staleness_kl_0.1", "staleness.rows",
-         lambda rows: ", ".join(f"{speedup(rows, 5, n)}×" for n in ("none", "token_tis", "seq_tis"))),
-        ("the lab's token TIS keeps {} of each update against", "staleness", "staleness.rows",
-         lambda rows: share_of_k0(rows, 4, "token_tis")),
-        ("of each update against {} uncorrected)", "staleness", "staleness.rows",
-         lambda rows: share_of_k0(rows, 4, "none")),
-        ("(`--staleness-mismatch {}`), the uncorrected", "staleness_mismatch_0.6",
+         lambda rows: exact_speedup(rows, 2, "none")),
+        ("(`--staleness-mismatch {}`) the uncorrected", "staleness_mismatch_0.6",
          "staleness.mismatch", "{}"),
-        ("the uncorrected estimate points worse (cosine {} at k = 0", "staleness_mismatch_0.6",
+        ("points worse (cosine {} at k = 0", "staleness_mismatch_0.6",
          "staleness.rows.0.schemes.none.cosine", "{:.3f}"),
         ("against {} for token TIS and", "staleness_mismatch_0.6",
          "staleness.rows.0.schemes.token_tis.cosine", "{:.3f}"),
         ("and {} for sequence TIS) yet", "staleness_mismatch_0.6",
          "staleness.rows.0.schemes.seq_tis.cosine", "{:.3f}"),
-        ("time unit ({} at k = 1, against", "staleness_mismatch_0.6",
-         "staleness.rows.1.schemes.none.gain_per_time", "{:.4f}"),
-        ("at k = 1, against {})", "staleness_mismatch_0.6", "staleness.rows.1.schemes",
-         lambda v: f"{v['token_tis']['gain_per_time']:.4f} and {v['seq_tis']['gain_per_time']:.4f}"),
-        ("every scheme: {} is the best row for all three", "staleness_mismatch_0.6", "staleness",
-         lambda s: " and ".join(sorted({best_row(s, n) for n in s["best"]}))),
-        ("the uncorrected k = 1 run is still {}× the", "staleness", "staleness.rows",
-         lambda rows: speedup(rows, 1, "none")),
-        ("synchronous one at 0.01 nats per update, and only {}× at 0.1", "staleness_kl_0.1",
-         "staleness.rows", lambda rows: speedup(rows, 1, "none")),
+        ("one-step gain ({} at k = 0 against", "staleness_mismatch_0.6",
+         "staleness.rows.0.schemes.none.exact_gain", "{:.4f}"),
+        ("at k = 0 against {}):", "staleness_mismatch_0.6", "staleness.rows.0.schemes",
+         lambda v: f"{v['token_tis']['exact_gain']:.4f} and {v['seq_tis']['exact_gain']:.4f}"),
+        ("the lab's token TIS keeps {} of each update against", "staleness", "staleness.rows",
+         lambda rows: exact_share(rows, 4, "token_tis")),
+        ("of each update against {} uncorrected)", "staleness", "staleness.rows",
+         lambda rows: exact_share(rows, 4, "none")),
     ],
 }
 
@@ -542,38 +768,6 @@ def equal_hardware_snapshot(work):
     return "equal_hardware" if work == 16 else f"equal_hardware_work_{work}"
 
 
-def share_of_k0(rows, i, scheme):
-    """Row i's gain per update as a share of the k = 0 row's: "60%"."""
-    return f"{rows[i]['schemes'][scheme]['gain_per_update'] / rows[0]['schemes'][scheme]['gain_per_update']:.0%}"
-
-
-def speedup(rows, i, scheme):
-    """Row i's gain per time unit over the k = 0 row's: "2.45"."""
-    return f"{rows[i]['schemes'][scheme]['gain_per_time'] / rows[0]['schemes'][scheme]['gain_per_time']:.2f}"
-
-
-def best_row(s, scheme):
-    """The staleness row with the most gain per time unit: "k = 1" or "k = 1 with stale
-    responses dropped"."""
-    row = s["rows"][s["best"][scheme]]
-    return f"k = {row['k']}" + (" with stale responses dropped" if row["drop_stale"] else "")
-
-
-def staleness_row(i):
-    """Row i of docs/staleness.md's table: k, throughput, lags, then three numbers per column."""
-    base = f"staleness.rows.{i}"
-    words = ("| {} | {} | {} / {} / {} |" + " {} / {} / {} |" * 3)
-    cells = [("staleness", base, lambda row: f"{row['k']}" + (", drop stale" if row["drop_stale"]
-                                                               else "")),
-             ("staleness", f"{base}.throughput", "{:.2f}"),
-             ("staleness", f"{base}.mean_lag", "{:.2f}"),
-             ("staleness", f"{base}.lag_p95", "{}"), ("staleness", f"{base}.max_lag", "{}")]
-    for key, fmt in (("rmse", "{:.3f}"), ("cosine", "{:.3f}"), ("gain_per_time", "{:.4f}")):
-        cells += [("staleness", f"{base}.schemes.{scheme}.{key}", fmt)
-                  for scheme in ("none", "token_tis", "seq_tis")]
-    return words, cells
-
-
 # Per doc: its table rows that quote a run
 TABLE_ROWS = {
     "docs/long-responses.md": [
@@ -594,12 +788,17 @@ TABLE_ROWS = {
             ("one by one", "groups of 8 (B = 4 groups)", "one by one, cap at 4× the mean"))],
     ],
     "docs/staleness.md": [
+        *[learning_row(level, e, i) for level in (0, 1) for e in (0, 1, 2) for i in range(6)],
+        *[grid_row(level, e) for level in (0, 1) for e in (0, 1, 2)],
         *[staleness_row(i) for i in range(6)],
-        ("| lab, gain per update vs k = 0, none |" + " {} |" * 5,
-         [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "none"))
+        *[gain_row("staleness", i) for i in (0, 1, 2, 5)],
+        *[time_row("staleness", i) for i in (0, 1, 2, 5)],
+        *[kl_row(i) for i in (1, 2, 5)],
+        ("| lab, exact gain per update vs k = 0, none |" + " {} |" * 5,
+         [("staleness", "staleness.rows", lambda rows, i=i: exact_share(rows, i, "none"))
           for i in range(5)]),
-        ("| lab, gain per update vs k = 0, token TIS |" + " {} |" * 5,
-         [("staleness", "staleness.rows", lambda rows, i=i: share_of_k0(rows, i, "token_tis"))
+        ("| lab, exact gain per update vs k = 0, token TIS |" + " {} |" * 5,
+         [("staleness", "staleness.rows", lambda rows, i=i: exact_share(rows, i, "token_tis"))
           for i in range(5)]),
     ],
     "docs/real-systems.md": [
