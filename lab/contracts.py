@@ -146,8 +146,10 @@ def expect_shape(name, answer, shape, meaning):
     if answer is None:
         raise broken("returned None: did you forget the return statement?")
     if not isinstance(answer, np.ndarray):
+        shown = show_short(answer)  # a long list: 'a list of 4 items, the first: ...'
+        got = shown if shown.startswith("a ") else f"a {type(answer).__name__}, {shown}"
         raise broken(f"must return an array of shape {shape} (a numpy array of float64: "
-                     f"{meaning}); it returned a {type(answer).__name__}, {show_short(answer)}")
+                     f"{meaning}); it returned {got}")
     if answer.dtype != np.float64:
         raise broken(f"must return an array of shape {shape} of float64 numbers; it returned "
                      f"an array of {answer.dtype}" + (

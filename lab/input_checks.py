@@ -60,13 +60,13 @@ def real_array(name, value):
 
 def show_short(value, width=60):
     """repr(value), cut to one short line. A long list or tuple (of response dicts, say)
-    is shown by its length and its first item: 'a list of 32 items, the first {...}'."""
+    is shown by its length and its first item: 'a list of 32 items, the first: {...}'."""
     text = repr(value)
     if len(text) <= width:
         return text
     if isinstance(value, (list, tuple)) and value:
         first = show_short(value[0], width)
-        return f"a {type(value).__name__} of {len(value)} items, the first {first}"
+        return f"a {type(value).__name__} of {len(value)} items, the first: {first}"
     return text[:width - 3] + "..."
 
 
