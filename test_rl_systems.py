@@ -470,7 +470,7 @@ def not_given(name, r, given):
                 "call: it was not in `finished` this time. Did you keep a list between calls "
                 "(a global, or a default argument such as dropped=[] that Python creates "
                 "once)? Start `batch` and `dropped` empty on every call")
-    what = "a copy of" if any(r == g for g in given) else "not one of"
+    what = "a copy of" if any(r.get("id") == g.get("id") for g in given) else "not one of"
     return (f"take_batch returned in `{name}` {what} the dicts that were in `finished` "
             f"(response {r.get('id')!r}). Return the same dict objects (the simulator reads "
             "each one's lag and dropped flag from them)")

@@ -166,21 +166,22 @@ def expected_got(expected, got, rtol=1e-9, atol=1e-12):
         return f"expected {show(expected)}, got {show(got)}"
     if e.shape != g.shape or e.dtype.kind not in "biuf" or g.dtype.kind not in "biuf":
         return f"expected {show(expected)}, got {show(got)}"
-    e, g = e.astype(float), g.astype(float)
+    numbers = "b" not in (e.dtype.kind + g.dtype.kind)  # (True and False have no difference)
     with np.errstate(all="ignore"):
-        alike = show(expected) == show(got) or np.array_equal(np.round(e, 6), np.round(g, 6),
+        ef, gf = e.astype(float), g.astype(float)
+        alike = show(expected) == show(got) or np.array_equal(np.round(ef, 6), np.round(gf, 6),
                                                                equal_nan=True)
         text = f"expected {show(expected, alike)}, got {show(got, alike)}"
-        wrong = ~np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+        wrong = ~np.isclose(gf, ef, rtol=rtol, atol=atol, equal_nan=True)
         if not wrong.any() or not (alike or e.size > 1):
             return text
         if e.size > 1:
             at = tuple(int(i) for i in np.argwhere(wrong)[0])
-            text += (f"; first difference at index {list(at)}: expected {float(e[at])!r}, "
-                     f"got {float(g[at])!r}")
-        finite = wrong & np.isfinite(g) & np.isfinite(e)
-        if finite.any():
-            gap, scale = np.abs(g - e)[finite], np.abs(e)[finite]
+            text += (f"; first difference at index {list(at)}: expected {e[at].item()!r}, "
+                     f"got {g[at].item()!r}")
+        finite = wrong & np.isfinite(gf) & np.isfinite(ef)
+        if numbers and finite.any():
+            gap, scale = np.abs(gf - ef)[finite], np.abs(ef)[finite]
             text += f"; largest difference {gap.max():.3g}"
             if (scale > 0).any():
                 text += f" (relative {np.max(gap[scale > 0] / scale[scale > 0]):.3g})"
