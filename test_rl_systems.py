@@ -97,7 +97,7 @@ MISTAKES_1A = KnownMistakes(
                 "frozen parameters cost nothing"),
         Mistake("a frozen parameter has no gradient and no optimizer state: only its bf16 weight",
                 lambda a, b: 16 * a + 16 * b, "counted frozen parameters like trained ones")],
-    probes=lambda: [(1, 0), (0, 1), (1_000, 500), (7e9, 0)] + random_counts())
+    probes=lambda: [(1, 0), (0, 1), (1_000, 500), (7e9, 0)] + WHOLE_COUNTS + random_counts())
 
 
 def test_task1a_bytes_per_parameter(memory):
@@ -158,7 +158,7 @@ MISTAKES_1B = KnownMistakes(
     right=lambda L, H, d, n, b: 2 * L * H * d * n * b,
     mistakes=[
         Mistake("forgot the factor 2: each token caches a key AND a value vector",
-                lambda L, H, d, n, b: L * H * d * n * b,
+                lambda L, H, d, n, b: int(L * H * d * n * b),  # (int: 1 * 0.5 bytes gives 0)
                 "KV cache without the factor 2 for K and V"),
         Mistake("ignored bytes_per_value (used 2)", lambda L, H, d, n, b: 2 * L * H * d * n * 2,
                 "ignored bytes_per_value (always bf16)"),
@@ -167,7 +167,7 @@ MISTAKES_1B = KnownMistakes(
         Mistake("forgot head_dim: each KV head caches a vector of head_dim values",
                 lambda L, H, d, n, b: 2 * L * H * n * b, "forgot head_dim")],
     probes=lambda: [(*QWEN_7B, 1, 2), (*QWEN_7B, N_TOKENS, 2), (*QWEN_7B, N_TOKENS, 1)]
-    + random_shapes())
+    + [shape + (2,) * (5 - len(shape)) for shape in WHOLE_SHAPES] + random_shapes())
 
 
 def test_task1b_qwen_7b_is_56_kib_per_token(memory):
@@ -282,7 +282,7 @@ MISTAKES_1C = KnownMistakes(
         bill_mistake("left out the base when reference=False under LoRA; the policy itself is "
                      "base + adapter", "left the frozen base out under LoRA when reference=False",
                      reference_frees_base=True)],
-    probes=lambda: FLAG_COMBINATIONS + random_models(),
+    probes=lambda: FLAG_COMBINATIONS + WHOLE_GB + random_models(),
     observe=lambda rl_memory_gb, case: rl_memory_gb(
         case[0], case[1], reference=case[2], reward_model=case[3], lora_params=case[4]))
 
@@ -313,17 +313,21 @@ def test_task1c_lora_fits_one_gpu(memory):
           'frozen reward model', hint)
 
 
+# Whole numbers of GB from int, float and numpy-int counts: (algo, N, reference,
+# reward_model, lora_params), each a float (252.0, not 252).
+WHOLE_GB = [("ppo", 7e9, True, None, 0), ("ppo", 7_000_000_000, True, None, 0),
+            ("grpo", 10**9, False, None, 0), ("grpo", np.int64(10**9), True, None, 0),
+            ("ppo", 10**9, True, None, 10**9), ("grpo", 0, True, None, 0)]
+
+
 def test_task1c_returns_a_float(memory):
-    # whole numbers of GB, from int, float and numpy-int counts: a float (252.0) each time
-    cases = [("ppo", 7e9, {}), ("ppo", 7_000_000_000, {}), ("grpo", 10**9, dict(reference=False)),
-             ("grpo", np.int64(10**9), {}), ("ppo", 10**9, dict(lora_params=10**9)),
-             ("grpo", 0, {})]
     hint = MISTAKES_1C.about(memory.rl_memory_gb)
-    for algo, N, flags in cases:
-        got = memory.rl_memory_gb(algo, N, **flags)
-        shown = call("rl_memory_gb", algo, N) + "".join(f" {k}={v!r}" for k, v in flags.items())
-        expected = bill_gb(algo, N, flags.get("reference", True), None, flags.get("lora_params", 0))
-        check(got, expected, shown, hint)
+    for algo, N, reference, reward_model, lora in WHOLE_GB:
+        got = memory.rl_memory_gb(algo, N, reference=reference, reward_model=reward_model,
+                                  lora_params=lora)
+        shown = (f"rl_memory_gb({algo!r}, {N!r}, reference={reference}, "
+                 f"reward_model={reward_model}, lora_params={lora!r})")
+        check(got, bill_gb(algo, N, reference, reward_model, lora), shown, hint)
         assert isinstance(got, float), (
             f"{shown} must return a float (GB, from bytes / 1e9), got {type(got).__name__} {got!r}")
 
@@ -603,7 +607,8 @@ MISTAKES_2B = KnownMistakes(
         [(queue([0] * 5), 0, 0, 3, False), (FINISH_ORDER, 2, 2, 2, False),
          (queue([3, 1, 2]), 3, 2, 3, False), (queue([0, 0]), 0, 0, 3, False),
          (queue([3, 1, 2, 2, 0]), 3, 1, 2, True), (queue([0, 0]), 5, 1, 2, False),
-         (queue([1, 5]), 5, 0, 2, True)]
+         (queue([1, 5]), 5, 0, 2, True), (queue(ALL_STALE), 5, 1, 2, True),
+         (queue([4, 5]), 5, 1, 2, True)]
         + [(queue(tags), 4, 1, 3, True) for tags, *_ in WAITING]
         + [(queue(tags), *rest) for tags, *rest in random_queues(random_inputs(5), 200)]
         + shuffled_queues(np.random.default_rng([lab.test_seed(), 105]), 200)),
@@ -690,9 +695,12 @@ def test_task2b_drops_whatever_is_waiting(scheduler):
               "(True once dropped, whether or not a batch follows)", hint)
 
 
+ALL_STALE = [0, 1, 1, 0, 2, 0]  # at version 5 with k = 1 every lag is above k
+
+
 def test_task2b_drops_when_every_response_is_stale(scheduler):
     hint = MISTAKES_2B.about(scheduler.take_batch)
-    tags = [0, 1, 1, 0, 2, 0]  # version 5, k = 1: every lag is above k
+    tags = ALL_STALE
     batch, dropped, left = take(scheduler, tags, version=5, k=1, B=2, drop_stale=True)
     what = f"take_batch(tags {tags}, version=5, k=1, B=2, drop_stale=True), all stale"
     check(sorted(ids(dropped)), [0, 1, 2, 3, 4, 5], f"{what}: dropped ids (any order)", hint)
@@ -1013,6 +1021,9 @@ MISTAKES_3A = KnownMistakes(
         [(LOGP_TRAIN, LOGP_INFER, scheme, C) for scheme in SCHEMES for C in (2.0, 1.5)]
         + [(LONG_TRAIN, LONG_INFER, scheme, 2.0) for scheme in SCHEMES]
         + [(LOW_TRAIN, LOW_INFER, scheme, 2.0) for scheme in SCHEMES]
+        + [(EXTREME_TRAIN, EXTREME_INFER, scheme, 2.0) for scheme in SCHEMES]
+        + [(*near_c(C), scheme, C) for C in NEAR_C for scheme in ("token_tis", "seq_tis")]
+        + [(lt, li, scheme, 2.0) for lt, li in few_tokens() for scheme in SCHEMES]
         + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(random_inputs(6), 150)]
         + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(
             np.random.default_rng([lab.test_seed(), 106]), 150, low=-1000.0)]),
@@ -1177,11 +1188,16 @@ def test_task3a_weights_from_e_minus_700_to_e_700(tis):
               "and 20.5 (EXTREME_LOG_W), to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
 
 
+def near_c(C):
+    """(logp_train, logp_infer) of NEAR_C[C]'s one-token responses, at log-probability -1000."""
+    logp_infer = np.full_like(NEAR_C[C], -1000.0)
+    return logp_infer + NEAR_C[C], logp_infer
+
+
 def test_task3a_truncation_exact_at_and_around_C(tis):
     hint = MISTAKES_3A.about(tis.importance_weights)
-    for C, log_w in NEAR_C.items():
-        logp_infer = np.full_like(log_w, -1000.0)
-        logp_train = logp_infer + log_w
+    for C in NEAR_C:
+        logp_train, logp_infer = near_c(C)
         for scheme in ("token_tis", "seq_tis"):
             check(weights(tis, scheme, C, logp_train, logp_infer),
                   expected_weights(logp_train - logp_infer, scheme, C),
@@ -1190,17 +1206,21 @@ def test_task3a_truncation_exact_at_and_around_C(tis):
                   "to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
 
 
+def few_tokens():
+    """(logp_train, logp_infer) of (N, T) = (1, 1), (1, 3) and (4, 1): LOGP_TRAIN's corners."""
+    return [(LOGP_TRAIN[:N, :T], LOGP_INFER[:N, :T]) for N, T in ((1, 1), (1, 3), (4, 1))]
+
+
 def test_task3a_float64_arrays_for_one_sequence_or_one_token(tis):
     # N = 1 or T = 1 is where a squeeze, a scalar or a list slips in; the check above
     # importance_weights refuses any answer that is not an (N, T) array of float64.
     hint = MISTAKES_3A.about(tis.importance_weights)
-    for shape in ((1, 1), (1, 4), (3, 1)):
-        log_w = np.log(W[:shape[0], :shape[1]])
+    for logp_train, logp_infer in few_tokens():
         for scheme in SCHEMES:
-            got = weights(tis, scheme, 2.0, LOGP_INFER[:shape[0], :shape[1]] + log_w,
-                          LOGP_INFER[:shape[0], :shape[1]])
-            check(got, expected_weights(log_w, scheme, 2.0),
-                  f'importance_weights(..., "{scheme}") on (N, T) = {shape} inputs', hint)
+            check(weights(tis, scheme, 2.0, logp_train, logp_infer),
+                  expected_weights(logp_train - logp_infer, scheme, 2.0),
+                  f'importance_weights(..., "{scheme}") on (N, T) = {logp_train.shape} inputs '
+                  "(the first rows and columns of LOGP_TRAIN, LOGP_INFER)", hint)
 
 
 # ---------------------------------------------------------------- Task 3b
@@ -1262,7 +1282,8 @@ MISTAKES_3B = KnownMistakes(
         Mistake("summed over the batch and averaged over the tokens: the axes are swapped",
                 lambda r, g, w: expected_estimate(r, g, w) * len(r) / w.shape[1],
                 "summed over the batch and averaged over the tokens (axes swapped)")],
-    probes=lambda: ([worked_example(), loop_batch()] + random_batches(random_inputs(7), 150)
+    probes=lambda: ([worked_example(), loop_batch()] + small_sizes()
+                    + random_batches(random_inputs(7), 150)
                     + random_batches(np.random.default_rng([lab.test_seed(), 107]), 150)))
 
 
@@ -1291,12 +1312,18 @@ def test_task3b_random_batches(tis):
     check_batches(tis, random_batches(random_inputs(7), 150), "pg_estimate on random batches")
 
 
+def small_sizes():
+    """Random (rewards, grad_logp, weights) with N, T or D = 1, fresh arrays."""
+    rng = np.random.default_rng(5)
+    return [(rng.normal(size=N), rng.normal(size=(N, T, D)), rng.uniform(0, 2, size=(N, T)))
+            for N, T, D in ((1, 1, 1), (1, 3, 2), (2, 1, 1), (3, 2, 1), (1, 1, 4))]
+
+
 def test_task3b_float64_array_for_every_size(tis):
     # N = 1, T = 1 and D = 1 are where a squeeze or a scalar slips in; the check above
     # pg_estimate refuses any answer that is not a (D,) array of float64.
-    rng = np.random.default_rng(5)
-    for N, T, D in ((1, 1, 1), (1, 3, 2), (2, 1, 1), (3, 2, 1), (1, 1, 4)):
-        args = (rng.normal(size=N), rng.normal(size=(N, T, D)), rng.uniform(0, 2, size=(N, T)))
+    for args in small_sizes():
+        N, T, D = args[1].shape
         check(tis.pg_estimate(*args), loop_estimate(*args),
               f"pg_estimate on (N, T, D) = {(N, T, D)} inputs vs a plain loop",
               MISTAKES_3B.about(tis.pg_estimate), rtol=1e-12)
@@ -1529,6 +1556,8 @@ MISTAKES_3C = KnownMistakes(
          for low, high in ((0.5, 2.0), (0.7, 1.5), (0.2, 3.5), (0.0, 2.0))]
         + [(LONG_MASK_TRAIN, LONG_MASK_INFER, level) for level in MASK_LEVELS]
         + [(LOW_TRAIN, LOW_INFER, level) for level in MASK_LEVELS]
+        + [(EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH) for level in MASK_LEVELS]
+        + [(lt, li, level) for lt, li in few_mask_tokens() for level in MASK_LEVELS]
         + random_bands(random_inputs(8), 150)
         + random_masks(np.random.default_rng([lab.test_seed(), 108]), 300)),
     observe=lambda masked_weights, args: call_quietly(masked_weights, args))
@@ -1621,13 +1650,18 @@ def test_task3c_band_edges_compared_in_log_space(tis):
               MISTAKES_3C.about(tis.masked_weights))
 
 
+def few_mask_tokens():
+    """(logp_train, logp_infer) of (N, T) = (1, 1), (1, 3) and (4, 1): MASK_TRAIN's corners."""
+    return [(MASK_TRAIN[:N, :T], MASK_INFER[:N, :T]) for N, T in ((1, 1), (1, 3), (4, 1))]
+
+
 def test_task3c_float64_arrays_for_one_response_or_one_token(tis):
     hint = MISTAKES_3C.about(tis.masked_weights)
-    for shape in ((1, 1), (1, 3), (4, 1)):
-        train, infer = MASK_TRAIN[:shape[0], :shape[1]], MASK_INFER[:shape[0], :shape[1]]
+    for train, infer in few_mask_tokens():
         for level in MASK_LEVELS:
             check(tis.masked_weights(train, infer, level), rule_mask(train, infer, level),
-                  f'masked_weights(..., "{level}") on (N, T) = {shape} inputs', hint)
+                  f'masked_weights(..., "{level}") on (N, T) = {train.shape} inputs (the first '
+                  "rows and columns of MASK_TRAIN, MASK_INFER)", hint)
 
 
 def test_task3c_keeps_the_shape(tis):
