@@ -454,8 +454,7 @@ def take(scheduler, tags, version, k, B, drop_stale=False, finished=None):
     result = scheduler.take_batch(finished, version, k, B, drop_stale)
     assert isinstance(result, tuple) and len(result) == 2, (
         f"take_batch must return the tuple (batch, dropped), got {show(result)}"
-        + ("; a list is not a tuple: return batch, dropped"
-                             if isinstance(result, list) else ""))
+        + ("; a list is not a tuple: return batch, dropped" if isinstance(result, list) else ""))
     batch, dropped = result
     assert isinstance(dropped, (list, tuple)), (
         f"dropped must be a list (empty if nothing was dropped), got {show(dropped)}")
@@ -700,9 +699,8 @@ ALL_STALE = [0, 1, 1, 0, 2, 0]  # at version 5 with k = 1 every lag is above k
 
 def test_task2b_drops_when_every_response_is_stale(scheduler):
     hint = MISTAKES_2B.about(scheduler.take_batch)
-    tags = ALL_STALE
-    batch, dropped, left = take(scheduler, tags, version=5, k=1, B=2, drop_stale=True)
-    what = f"take_batch(tags {tags}, version=5, k=1, B=2, drop_stale=True), all stale"
+    batch, dropped, left = take(scheduler, ALL_STALE, version=5, k=1, B=2, drop_stale=True)
+    what = f"take_batch(tags {ALL_STALE}, version=5, k=1, B=2, drop_stale=True), all stale"
     check(sorted(ids(dropped)), [0, 1, 2, 3, 4, 5], f"{what}: dropped ids (any order)", hint)
     check(ids(left), [], f"{what}: ids left in `finished`", hint)
     assert batch is None, f"{what}: no batch can follow, got batch ids {ids(batch)}"
@@ -1628,8 +1626,9 @@ def test_task3c_random_bands(tis):
 
 # Ratios exactly on the edges of the band [0.35, 3] (the log-ratios are np.log(0.35) and
 # np.log(3) exactly). In float64 exp(log 3) = 3.0000000000000004 > 3 and exp(log 0.35) < 0.35:
-# a band compared in linear space, low <= exp(log w) <= high, rejects all four; the docstring
-# compares in log space, log(low) <= log w <= log(high), and keeps them.
+# a band compared in linear space, low <= exp(log w) <= high, rejects every ratio on an edge
+# (6 tokens, 2 products, 2 geometric means here); the docstring compares in log space,
+# log(low) <= log w <= log(high), and keeps them.
 EDGE_LOW, EDGE_HIGH = 0.35, 3.0
 EDGE_LOG_W = np.log(np.array([[EDGE_LOW, 1.0], [EDGE_HIGH, 1.0], [EDGE_HIGH, EDGE_HIGH],
                               [EDGE_LOW, EDGE_LOW]]))
