@@ -28,7 +28,9 @@ def model_state_bytes(n_trained, n_frozen=0):
     Example: model_state_bytes(1_000, 500) == 17_000, and a 7B model trained
     in full, model_state_bytes(7e9), is 112e9 bytes = 112 GB.
 
-    Returns an int (whole bytes).
+    Returns an int (whole bytes), whatever whole numbers the counts are: ints,
+    numpy ints or whole floats such as 7e9 (for either count). Exact: int counts
+    past 2**53 (about 9e15) give every byte, which float arithmetic would round.
     """
     # TODO (Task 1a): use TRAINED_BYTES and FROZEN_BYTES, and return an int.
     raise NotImplementedError("Task 1a model_state_bytes (memory.py) is not implemented yet")
@@ -47,7 +49,10 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
     Example: Qwen2.5-7B has 28 layers, 4 KV heads of dimension 128, so one
     token costs 2 * 28 * 4 * 128 * 2 = 57,344 bytes = 56 KiB.
 
-    Returns an int (whole bytes).
+    bytes_per_value may be a fraction: 0.5 for a 4-bit cache (2 * 28 * 4 * 128 * 0.5
+    = 14,336 bytes a token). Returns an int (whole bytes), 0 for n_tokens = 0, exact
+    for int arguments (past 2**53 too). Checked above it: the sizes are whole numbers,
+    n_tokens >= 0 and the others >= 1; bytes_per_value is a number > 0.
     """
     # TODO (Task 1b): a key AND a value vector per layer, per KV head, per token.
     raise NotImplementedError("Task 1b kv_cache_bytes (memory.py) is not implemented yet")
@@ -83,7 +88,7 @@ def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_para
     Every combination of algo, reference, reward_model and lora_params follows
     these rules. Checked above it: n_params and lora_params are whole numbers,
     0 <= lora_params <= n_params; reference is True or False.
-    Returns a float (GB).
+    Returns a float (GB), also when the GB are whole: 252.0, not 252.
     """
     # TODO (Task 1c): build the bill with model_state_bytes, then convert bytes to GB.
     raise NotImplementedError("Task 1c rl_memory_gb (memory.py) is not implemented yet")

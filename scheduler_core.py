@@ -27,7 +27,7 @@ import numbers
 
 import numpy as np
 
-from lab.input_checks import at_least, at_most, one_of, whole_at_least
+from lab.input_checks import at_least, at_most, one_of, show_short, whole_at_least
 
 
 class SchedulerError(RuntimeError):
@@ -246,10 +246,11 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
             f"responses in `finished` before the call: {len(before)})")
 
     if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise broken(f"it must return a tuple (batch, dropped), got {answer!r}.")
+        raise broken(f"it must return a tuple (batch, dropped), got {show_short(answer)}.")
     batch, dropped = answer
     if not isinstance(dropped, (list, tuple)) or (dropped and not drop_stale):
-        raise broken(f"dropped must be a list, empty unless drop_stale is True; got {dropped!r}.")
+        raise broken("dropped must be a list, empty unless drop_stale is True; got "
+                     f"{show_short(dropped)}.")
     if batch is not None:
         if not isinstance(batch, (list, tuple)) or len(batch) != B:
             size = f"{len(batch)} responses" if isinstance(batch, (list, tuple)) else repr(batch)
@@ -260,8 +261,9 @@ def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_start
     given = {id(r) for r in before}
     copies = [r for r in taken if id(r) not in given]
     if copies:
-        raise broken(f"batch and dropped must hold the very dicts that were in `finished`, not "
-                     f"copies; response {copies[0].get('id')!r} is a new dict.")
+        raise broken(f"batch and dropped must hold the very dicts that were in `finished` on "
+                     f"this call, not copies; response {copies[0].get('id')!r} is not one of "
+                     "them (a copy, or a dict kept from an earlier call?).")
     taken_ids = {id(r) for r in taken}
     kept = [r for r in before if id(r) not in taken_ids]
     if len(kept) + len(taken) != len(before) or finished != kept:

@@ -14,6 +14,7 @@ exactly what one known mistake gives and no other, which one (lab/feedback.py).
 (PYTEST_DONT_REWRITE above keeps pytest from appending its own assert
 introspection, so the messages below are shown as they are.)
 """
+import collections
 import functools
 import math
 import numbers
@@ -52,6 +53,24 @@ def call(function, *args):
     return f"{function}({', '.join(map(repr, args))})"
 
 
+def check_whole(function, name, cases, expected, hint):
+    """function(*case) is an int (a numpy int too) equal to expected exactly, on every case
+    in order: a float is wrong even when its value is right (the docstring says int), and
+    so is an int a few bytes off (float arithmetic past 2**53 loses them)."""
+    for case, want in zip(cases, expected):
+        got = function(*case)
+        if isinstance(got, numbers.Integral) and not isinstance(got, (bool, np.bool_)) \
+                and got == want:
+            continue
+        off = ""
+        if isinstance(got, numbers.Real) and math.isfinite(got) and got != want:
+            off = f", {int(got) - want:+,} bytes off" + (
+                " (float arithmetic rounds past 2**53: keep whole numbers as int)"
+                if want > 2**53 else "")
+        raise AssertionError(f"{call(name, *case)} must return the int {want:,} (whole bytes, "
+                             f"exact), got {type(got).__name__} {got!r}{off}" + hint())
+
+
 # ---------------------------------------------------------------- Task 1a
 
 def random_counts():
@@ -78,7 +97,7 @@ MISTAKES_1A = KnownMistakes(
                 "frozen parameters cost nothing"),
         Mistake("a frozen parameter has no gradient and no optimizer state: only its bf16 weight",
                 lambda a, b: 16 * a + 16 * b, "counted frozen parameters like trained ones")],
-    probes=lambda: [(1, 0), (0, 1), (1_000, 500), (7e9, 0)] + random_counts())
+    probes=lambda: [(1, 0), (0, 1), (1_000, 500), (7e9, 0)] + WHOLE_COUNTS + random_counts())
 
 
 def test_task1a_bytes_per_parameter(memory):
@@ -94,6 +113,19 @@ def test_task1a_full_7b_is_112_gb(memory):
           MISTAKES_1A.about(memory.model_state_bytes))
     assert isinstance(got, numbers.Integral), (
         f"model_state_bytes must return an int (whole bytes), got {type(got).__name__} {got!r}")
+
+
+# Every kind of count the docstring allows, each of which changes the type some code
+# returns: whole floats (7e9, also for n_frozen), numpy ints, and ints past 2**53, where
+# float arithmetic loses bytes (2**53 + 1 is not a float).
+WHOLE_COUNTS = [(7e9, 0), (7e9, 7e9), (1_000, 500.0), (1_000.0, 500), (np.int64(7), np.int64(3)),
+                (2**53 + 1, 0), (1, 2**60 + 1), (3 * 2**53 + 1, 2**54 + 3)]
+
+
+def test_task1a_exact_int_for_every_kind_of_count(memory):
+    check_whole(memory.model_state_bytes, "model_state_bytes", WHOLE_COUNTS,
+                [16 * int(a) + 2 * int(b) for a, b in WHOLE_COUNTS],
+                MISTAKES_1A.about(memory.model_state_bytes))
 
 
 def test_task1a_random_counts(memory):
@@ -126,7 +158,7 @@ MISTAKES_1B = KnownMistakes(
     right=lambda L, H, d, n, b: 2 * L * H * d * n * b,
     mistakes=[
         Mistake("forgot the factor 2: each token caches a key AND a value vector",
-                lambda L, H, d, n, b: L * H * d * n * b,
+                lambda L, H, d, n, b: int(L * H * d * n * b),  # (int: 1 * 0.5 bytes gives 0)
                 "KV cache without the factor 2 for K and V"),
         Mistake("ignored bytes_per_value (used 2)", lambda L, H, d, n, b: 2 * L * H * d * n * 2,
                 "ignored bytes_per_value (always bf16)"),
@@ -135,7 +167,7 @@ MISTAKES_1B = KnownMistakes(
         Mistake("forgot head_dim: each KV head caches a vector of head_dim values",
                 lambda L, H, d, n, b: 2 * L * H * n * b, "forgot head_dim")],
     probes=lambda: [(*QWEN_7B, 1, 2), (*QWEN_7B, N_TOKENS, 2), (*QWEN_7B, N_TOKENS, 1)]
-    + random_shapes())
+    + [shape + (2,) * (5 - len(shape)) for shape in WHOLE_SHAPES] + random_shapes())
 
 
 def test_task1b_qwen_7b_is_56_kib_per_token(memory):
@@ -161,6 +193,21 @@ def test_task1b_random_shapes(memory):
                 [2 * L * H * d * n * b for L, H, d, n, b in shapes],
                 "kv_cache_bytes on random shapes",
                 "bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value",
+                MISTAKES_1B.about(memory.kv_cache_bytes))
+
+
+# Shapes whose answer some code gets in the wrong type or value: a 4-bit cache (0.5 bytes
+# per value, where int(bytes_per_value) is 0), no tokens at all (0, not 0.0), whole floats,
+# numpy ints, and a count of bytes past 2**53 (exact only in int arithmetic).
+WHOLE_SHAPES = [(*QWEN_7B, 1_000, 0.5), (*QWEN_7B, 0), (*QWEN_7B, 0, 0.5), (*QWEN_7B, 0, 1),
+                (28.0, 4, 128.0, 1_000, 1), (np.int64(28), np.int64(4), 128, np.int64(1_000), 2),
+                (1, 1, 1, 1, 0.5), (61, 7, 96, 2**43 + 7, 1), (79, 5, 80, 3 * 2**44 + 1, 2)]
+
+
+def test_task1b_exact_int_for_every_kind_of_shape(memory):
+    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", WHOLE_SHAPES,
+                [int(L) * int(H) * int(d) * int(n) * round(2 * b)  # (2 * b is whole here)
+                 for L, H, d, n, b in (shape + (2,) * (5 - len(shape)) for shape in WHOLE_SHAPES)],
                 MISTAKES_1B.about(memory.kv_cache_bytes))
 
 
@@ -235,7 +282,7 @@ MISTAKES_1C = KnownMistakes(
         bill_mistake("left out the base when reference=False under LoRA; the policy itself is "
                      "base + adapter", "left the frozen base out under LoRA when reference=False",
                      reference_frees_base=True)],
-    probes=lambda: FLAG_COMBINATIONS + random_models(),
+    probes=lambda: FLAG_COMBINATIONS + WHOLE_GB + random_models(),
     observe=lambda rl_memory_gb, case: rl_memory_gb(
         case[0], case[1], reference=case[2], reward_model=case[3], lora_params=case[4]))
 
@@ -264,6 +311,25 @@ def test_task1c_lora_fits_one_gpu(memory):
     check(memory.rl_memory_gb("ppo", 7e9, lora_params=40e6), 29.28,
           'rl_memory_gb("ppo", 7e9, lora_params=40e6): shared base, policy + critic adapters, '
           'frozen reward model', hint)
+
+
+# Whole numbers of GB from int, float and numpy-int counts: (algo, N, reference,
+# reward_model, lora_params), each a float (252.0, not 252).
+WHOLE_GB = [("ppo", 7e9, True, None, 0), ("ppo", 7_000_000_000, True, None, 0),
+            ("grpo", 10**9, False, None, 0), ("grpo", np.int64(10**9), True, None, 0),
+            ("ppo", 10**9, True, None, 10**9), ("grpo", 0, True, None, 0)]
+
+
+def test_task1c_returns_a_float(memory):
+    hint = MISTAKES_1C.about(memory.rl_memory_gb)
+    for algo, N, reference, reward_model, lora in WHOLE_GB:
+        got = memory.rl_memory_gb(algo, N, reference=reference, reward_model=reward_model,
+                                  lora_params=lora)
+        shown = (f"rl_memory_gb({algo!r}, {N!r}, reference={reference}, "
+                 f"reward_model={reward_model}, lora_params={lora!r})")
+        check(got, bill_gb(algo, N, reference, reward_model, lora), shown, hint)
+        assert isinstance(got, float), (
+            f"{shown} must return a float (GB, from bytes / 1e9), got {type(got).__name__} {got!r}")
 
 
 def check_bills(memory, cases, what):
@@ -375,6 +441,11 @@ def test_task2a_random_states(scheduler):
 
 # ---------------------------------------------------------------- Task 2b
 
+# The response dicts of the latest take_batch calls (strong references, so an id is never
+# reused): a dict returned later that is one of these was kept from an earlier call.
+EARLIER = collections.deque(maxlen=4_000)
+
+
 def take(scheduler, tags, version, k, B, drop_stale=False, finished=None):
     """Call take_batch on responses with these tags (or on `finished`); check what it returns
     is the tuple (batch, dropped) of the very dicts it was given."""
@@ -382,19 +453,29 @@ def take(scheduler, tags, version, k, B, drop_stale=False, finished=None):
     given = list(finished)
     result = scheduler.take_batch(finished, version, k, B, drop_stale)
     assert isinstance(result, tuple) and len(result) == 2, (
-        f"take_batch must return the tuple (batch, dropped), got {type(result).__name__} "
-        f"{result!r}" + ("; a list is not a tuple: return batch, dropped"
-                         if isinstance(result, list) else ""))
+        f"take_batch must return the tuple (batch, dropped), got {show(result)}"
+        + ("; a list is not a tuple: return batch, dropped" if isinstance(result, list) else ""))
     batch, dropped = result
     assert isinstance(dropped, (list, tuple)), (
-        f"dropped must be a list (empty if nothing was dropped), got {dropped!r}")
+        f"dropped must be a list (empty if nothing was dropped), got {show(dropped)}")
     for name, taken in (("batch", batch or []), ("dropped", dropped)):
-        copies = [r for r in taken if not any(r is g for g in given)]
-        assert not copies, (
-            f"take_batch returned copies in `{name}`: response {copies[0].get('id')!r} is not "
-            "one of the dicts that were in `finished`. Return the same dict objects (the "
-            "simulator reads each one's lag and dropped flag from them)")
+        strangers = [r for r in taken if not any(r is g for g in given)]
+        assert not strangers, not_given(name, strangers[0], given)
+    EARLIER.extend(given)
     return batch, list(dropped), finished  # a tuple is fine too, as in the simulator
+
+
+def not_given(name, r, given):
+    """Why response dict `r`, returned in `name`, is none of the dicts in `finished`."""
+    if any(r is e for e in EARLIER):
+        return (f"take_batch returned in `{name}` response {r.get('id')!r} from an earlier "
+                "call: it was not in `finished` this time. Did you keep a list between calls "
+                "(a global, or a default argument such as dropped=[] that Python creates "
+                "once)? Start `batch` and `dropped` empty on every call")
+    what = "a copy of" if any(r.get("id") == g.get("id") for g in given) else "not one of"
+    return (f"take_batch returned in `{name}` {what} the dicts that were in `finished` "
+            f"(response {r.get('id')!r}). Return the same dict objects (the simulator reads "
+            "each one's lag and dropped flag from them)")
 
 
 def rule_take(finished, version, k, B, drop_stale=False, *, drop_if="always", at_k=False,
@@ -525,7 +606,8 @@ MISTAKES_2B = KnownMistakes(
         [(queue([0] * 5), 0, 0, 3, False), (FINISH_ORDER, 2, 2, 2, False),
          (queue([3, 1, 2]), 3, 2, 3, False), (queue([0, 0]), 0, 0, 3, False),
          (queue([3, 1, 2, 2, 0]), 3, 1, 2, True), (queue([0, 0]), 5, 1, 2, False),
-         (queue([1, 5]), 5, 0, 2, True)]
+         (queue([1, 5]), 5, 0, 2, True), (queue(ALL_STALE), 5, 1, 2, True),
+         (queue([4, 5]), 5, 1, 2, True)]
         + [(queue(tags), 4, 1, 3, True) for tags, *_ in WAITING]
         + [(queue(tags), *rest) for tags, *rest in random_queues(random_inputs(5), 200)]
         + shuffled_queues(np.random.default_rng([lab.test_seed(), 105]), 200)),
@@ -607,6 +689,26 @@ def test_task2b_drops_whatever_is_waiting(scheduler):
         check([r["lag"] for r in dropped + left], [None] * len(dropped + left),
               f"{what}: lags of the responses not trained (dropped or left waiting), which "
               "must stay None", hint)
+        check([r["dropped"] for r in dropped + left], [True] * len(dropped) + [False] * len(left),
+              f"{what}: the dropped flag of each dropped response, then of each left waiting "
+              "(True once dropped, whether or not a batch follows)", hint)
+
+
+ALL_STALE = [0, 1, 1, 0, 2, 0]  # at version 5 with k = 1 every lag is above k
+
+
+def test_task2b_drops_when_every_response_is_stale(scheduler):
+    hint = MISTAKES_2B.about(scheduler.take_batch)
+    batch, dropped, left = take(scheduler, ALL_STALE, version=5, k=1, B=2, drop_stale=True)
+    what = f"take_batch(tags {ALL_STALE}, version=5, k=1, B=2, drop_stale=True), all stale"
+    check(sorted(ids(dropped)), [0, 1, 2, 3, 4, 5], f"{what}: dropped ids (any order)", hint)
+    check(ids(left), [], f"{what}: ids left in `finished`", hint)
+    assert batch is None, f"{what}: no batch can follow, got batch ids {ids(batch)}"
+    check([(r["dropped"], r["lag"]) for r in dropped], [(True, None)] * 6,
+          f"{what}: (dropped, lag) of each dropped response", hint)
+    again = take(scheduler, [4, 5], version=5, k=1, B=2, drop_stale=True)
+    check(ids(again[1]), [], "the next call, on two fresh responses (tags [4, 5]): dropped ids "
+          "(only the responses in `finished` now)", hint)
 
 
 def expected_take(tags, version, k, B, drop_stale):
@@ -622,19 +724,25 @@ def check_queues(scheduler, cases, what):
     """take_batch on every case vs its docstring; the smallest wrong case is shown."""
     got, expected, shown = [], [], []
     for tags, version, k, B, drop_stale in cases:
-        batch, dropped, left = take(scheduler, tags, version, k, B, drop_stale)
-        lags = None if batch is None else [r["lag"] for r in batch]
-        got.append((ids(batch), sorted(ids(dropped)), ids(left), lags))
+        finished = [response(i, tag) for i, tag in enumerate(tags)]
+        everyone = list(finished)
+        batch, dropped, left = take(scheduler, None, version, k, B, drop_stale, finished)
+        got.append((ids(batch), sorted(ids(dropped)), ids(left), " ".join(
+            ("." if r["lag"] is None else str(r["lag"]))
+            + {True: "x", False: ""}.get(r["dropped"], "?") for r in everyone)))
         want = expected_take(tags, version, k, B, drop_stale)
-        expected.append(want + (None if want[0] is None else [version - tags[i] for i in want[0]],))
+        trained = dict(zip(want[0] or [], [version - tags[i] for i in want[0] or []]))
+        expected.append(want + (" ".join(".x" if i in want[1] else str(trained.get(i, "."))
+                                         for i in range(len(tags))),))
         shown.append(f"take_batch(`finished` with tags {tags}, version={version}, k={k}, B={B}, "
                      f"drop_stale={drop_stale})")
     wrong = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e]
     if wrong:
         raise AssertionError(
             f"{what}: {len(wrong)} of {len(cases)} cases wrong; the smallest:\n"
-            f"  {shown[wrong[0]]} gave (batch ids, dropped ids, ids left, batch lags) = "
-            f"{got[wrong[0]]}, expected {expected[wrong[0]]} (ids are positions in `finished`)"
+            f"  {shown[wrong[0]]} gave (batch ids, dropped ids, ids left, each response's "
+            f"lag) = {got[wrong[0]]}, expected {expected[wrong[0]]} (ids are positions in "
+            "`finished`; a lag . is None, x marks dropped = True)"
             + MISTAKES_2B.hint(scheduler.take_batch))
 
 
@@ -911,6 +1019,9 @@ MISTAKES_3A = KnownMistakes(
         [(LOGP_TRAIN, LOGP_INFER, scheme, C) for scheme in SCHEMES for C in (2.0, 1.5)]
         + [(LONG_TRAIN, LONG_INFER, scheme, 2.0) for scheme in SCHEMES]
         + [(LOW_TRAIN, LOW_INFER, scheme, 2.0) for scheme in SCHEMES]
+        + [(EXTREME_TRAIN, EXTREME_INFER, scheme, 2.0) for scheme in SCHEMES]
+        + [(*near_c(C), scheme, C) for C in NEAR_C for scheme in ("token_tis", "seq_tis")]
+        + [(lt, li, scheme, 2.0) for lt, li in few_tokens() for scheme in SCHEMES]
         + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(random_inputs(6), 150)]
         + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(
             np.random.default_rng([lab.test_seed(), 106]), 150, low=-1000.0)]),
@@ -1043,6 +1154,73 @@ def test_task3a_random_ratios(tis):
                 MISTAKES_3A.about(tis.importance_weights))
 
 
+# Log-ratios (multiples of 1/4, so every difference and sum below is exact) whose weights
+# span float64: e**-700 to e**700 per token and per sequence, e**709.5 (finite), e**710
+# (past e**709.78: inf for "seq", the honest answer; C for "seq_tis") and e**-1000 (0).
+EXTREME_LOG_W = np.array([[700.0, -700.0, 350.0, -350.0],   # sequence ratio 1
+                          [175.0, 175.0, 175.0, 175.0],     # e**700
+                          [-175.0, -175.0, -175.0, -175.0],  # e**-700
+                          [709.5, 0.0, 0.0, 0.0],           # e**709.5
+                          [355.0, 355.0, 0.0, 0.0],         # e**710: inf
+                          [-250.0, -250.0, -250.0, -250.0],  # e**-1000: 0
+                          [20.25, 0.5, -0.25, 0.0]])        # e**20.5
+EXTREME_INFER = np.minimum(0.0, -EXTREME_LOG_W) - 1.0  # log-probabilities from -1000 to -1
+EXTREME_TRAIN = EXTREME_INFER + EXTREME_LOG_W
+# One token each, at and around log C (C = 1.5, 2, 4): exactly on it, one rounding step and
+# 1e-9 either side, and far above and below.
+NEAR_C = {C: np.log(C) + np.array([[0.0], [-1e-9], [1e-9], [-1e-15], [1e-15], [700.0],
+                                   [1000.0], [-700.0]]) for C in (1.5, 2.0, 4.0)}
+for _table in (EXTREME_LOG_W, EXTREME_INFER, EXTREME_TRAIN, *NEAR_C.values()):
+    _table.setflags(write=False)
+
+
+def test_task3a_weights_from_e_minus_700_to_e_700(tis):
+    hint = MISTAKES_3A.about(tis.importance_weights)
+    assert np.array_equal(EXTREME_TRAIN - EXTREME_INFER, EXTREME_LOG_W)  # (the tables are exact)
+    for scheme in SCHEMES:
+        with np.errstate(over="ignore"):
+            expected = expected_weights(EXTREME_LOG_W, scheme, 2.0)
+        check(weights(tis, scheme, 2.0, EXTREME_TRAIN, EXTREME_INFER), expected,
+              f'importance_weights(..., "{scheme}", C=2) on log-ratios from -700 to 709.5 per '
+              "token, sequence sums 0, 700, -700, 709.5, 710 (e**710 is inf in float64), -1000 "
+              "and 20.5 (EXTREME_LOG_W), to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
+
+
+def near_c(C):
+    """(logp_train, logp_infer) of NEAR_C[C]'s one-token responses, at log-probability -1000."""
+    logp_infer = np.full_like(NEAR_C[C], -1000.0)
+    return logp_infer + NEAR_C[C], logp_infer
+
+
+def test_task3a_truncation_exact_at_and_around_C(tis):
+    hint = MISTAKES_3A.about(tis.importance_weights)
+    for C in NEAR_C:
+        logp_train, logp_infer = near_c(C)
+        for scheme in ("token_tis", "seq_tis"):
+            check(weights(tis, scheme, C, logp_train, logp_infer),
+                  expected_weights(logp_train - logp_infer, scheme, C),
+                  f'importance_weights(..., "{scheme}", C={C}) on one-token responses with '
+                  "log-ratios log C, log C -+ 1e-9, -+ 1e-15, log C + 700, + 1000 and - 700, "
+                  "to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
+
+
+def few_tokens():
+    """(logp_train, logp_infer) of (N, T) = (1, 1), (1, 3) and (4, 1): LOGP_TRAIN's corners."""
+    return [(LOGP_TRAIN[:N, :T], LOGP_INFER[:N, :T]) for N, T in ((1, 1), (1, 3), (4, 1))]
+
+
+def test_task3a_float64_arrays_for_one_sequence_or_one_token(tis):
+    # N = 1 or T = 1 is where a squeeze, a scalar or a list slips in; the check above
+    # importance_weights refuses any answer that is not an (N, T) array of float64.
+    hint = MISTAKES_3A.about(tis.importance_weights)
+    for logp_train, logp_infer in few_tokens():
+        for scheme in SCHEMES:
+            check(weights(tis, scheme, 2.0, logp_train, logp_infer),
+                  expected_weights(logp_train - logp_infer, scheme, 2.0),
+                  f'importance_weights(..., "{scheme}") on (N, T) = {logp_train.shape} inputs '
+                  "(the first rows and columns of LOGP_TRAIN, LOGP_INFER)", hint)
+
+
 # ---------------------------------------------------------------- Task 3b
 
 def loop_estimate(rewards, grad_logp, weights):
@@ -1102,7 +1280,8 @@ MISTAKES_3B = KnownMistakes(
         Mistake("summed over the batch and averaged over the tokens: the axes are swapped",
                 lambda r, g, w: expected_estimate(r, g, w) * len(r) / w.shape[1],
                 "summed over the batch and averaged over the tokens (axes swapped)")],
-    probes=lambda: ([worked_example(), loop_batch()] + random_batches(random_inputs(7), 150)
+    probes=lambda: ([worked_example(), loop_batch()] + small_sizes()
+                    + random_batches(random_inputs(7), 150)
                     + random_batches(np.random.default_rng([lab.test_seed(), 107]), 150)))
 
 
@@ -1129,6 +1308,23 @@ def check_batches(tis, cases, what):
 
 def test_task3b_random_batches(tis):
     check_batches(tis, random_batches(random_inputs(7), 150), "pg_estimate on random batches")
+
+
+def small_sizes():
+    """Random (rewards, grad_logp, weights) with N, T or D = 1, fresh arrays."""
+    rng = np.random.default_rng(5)
+    return [(rng.normal(size=N), rng.normal(size=(N, T, D)), rng.uniform(0, 2, size=(N, T)))
+            for N, T, D in ((1, 1, 1), (1, 3, 2), (2, 1, 1), (3, 2, 1), (1, 1, 4))]
+
+
+def test_task3b_float64_array_for_every_size(tis):
+    # N = 1, T = 1 and D = 1 are where a squeeze or a scalar slips in; the check above
+    # pg_estimate refuses any answer that is not a (D,) array of float64.
+    for args in small_sizes():
+        N, T, D = args[1].shape
+        check(tis.pg_estimate(*args), loop_estimate(*args),
+              f"pg_estimate on (N, T, D) = {(N, T, D)} inputs vs a plain loop",
+              MISTAKES_3B.about(tis.pg_estimate), rtol=1e-12)
 
 
 # ---------------------------------------------------------------- Task 3: the chapter's claims
@@ -1358,6 +1554,8 @@ MISTAKES_3C = KnownMistakes(
          for low, high in ((0.5, 2.0), (0.7, 1.5), (0.2, 3.5), (0.0, 2.0))]
         + [(LONG_MASK_TRAIN, LONG_MASK_INFER, level) for level in MASK_LEVELS]
         + [(LOW_TRAIN, LOW_INFER, level) for level in MASK_LEVELS]
+        + [(EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH) for level in MASK_LEVELS]
+        + [(lt, li, level) for lt, li in few_mask_tokens() for level in MASK_LEVELS]
         + random_bands(random_inputs(8), 150)
         + random_masks(np.random.default_rng([lab.test_seed(), 108]), 300)),
     observe=lambda masked_weights, args: call_quietly(masked_weights, args))
@@ -1424,6 +1622,45 @@ def test_task3c_random_bands(tis):
                 got, [rule_mask(*case) for case in cases], "masked_weights on random ratios",
                 "keep the ratio (token), product (seq) or geometric mean (geo) where it lies "
                 "in [low, high], else 0", MISTAKES_3C.about(tis.masked_weights))
+
+
+# Ratios exactly on the edges of the band [0.35, 3] (the log-ratios are np.log(0.35) and
+# np.log(3) exactly). In float64 exp(log 3) = 3.0000000000000004 > 3 and exp(log 0.35) < 0.35:
+# a band compared in linear space, low <= exp(log w) <= high, rejects every ratio on an edge
+# (6 tokens, 2 products, 2 geometric means here); the docstring compares in log space,
+# log(low) <= log w <= log(high), and keeps them.
+EDGE_LOW, EDGE_HIGH = 0.35, 3.0
+EDGE_LOG_W = np.log(np.array([[EDGE_LOW, 1.0], [EDGE_HIGH, 1.0], [EDGE_HIGH, EDGE_HIGH],
+                              [EDGE_LOW, EDGE_LOW]]))
+EDGE_INFER = np.full_like(EDGE_LOG_W, -1.0)
+EDGE_TRAIN = EDGE_INFER + EDGE_LOG_W
+for _table in (EDGE_LOG_W, EDGE_INFER, EDGE_TRAIN):
+    _table.setflags(write=False)
+
+
+def test_task3c_band_edges_compared_in_log_space(tis):
+    assert np.array_equal(EDGE_TRAIN - EDGE_INFER, EDGE_LOG_W)  # (the edges are exact)
+    for level in MASK_LEVELS:
+        check(tis.masked_weights(EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH),
+              rule_mask(EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH),
+              f'masked_weights(..., "{level}", low={EDGE_LOW}, high={EDGE_HIGH}) on log-ratios '
+              "exactly log(low), log(high) and 0 (EDGE_LOG_W): compare log w with log(low) and "
+              "log(high); exp(log 3) is 3.0000000000000004 in float64",
+              MISTAKES_3C.about(tis.masked_weights))
+
+
+def few_mask_tokens():
+    """(logp_train, logp_infer) of (N, T) = (1, 1), (1, 3) and (4, 1): MASK_TRAIN's corners."""
+    return [(MASK_TRAIN[:N, :T], MASK_INFER[:N, :T]) for N, T in ((1, 1), (1, 3), (4, 1))]
+
+
+def test_task3c_float64_arrays_for_one_response_or_one_token(tis):
+    hint = MISTAKES_3C.about(tis.masked_weights)
+    for train, infer in few_mask_tokens():
+        for level in MASK_LEVELS:
+            check(tis.masked_weights(train, infer, level), rule_mask(train, infer, level),
+                  f'masked_weights(..., "{level}") on (N, T) = {train.shape} inputs (the first '
+                  "rows and columns of MASK_TRAIN, MASK_INFER)", hint)
 
 
 def test_task3c_keeps_the_shape(tis):

@@ -6,8 +6,8 @@ and returns the arguments it converted (arrays as float arrays), which the task
 function then receives. `@checked(contracts.take_batch)` (lab/input_checks.py)
 runs it before the task function, so a task function holds only its own code.
 
-`token_weights` and `gradient` check an answer: a wrong shape or type is the
-task's ContractError, caught before given code (toy.py) computes with it.
+`token_weights` and `gradient` check an answer: a wrong shape or type (a list, float32)
+is the task's ContractError, caught before given code (toy.py) computes with it.
 """
 from operator import itemgetter
 
@@ -31,6 +31,9 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value):
     whole_at_least("head_dim", head_dim, 1)
     whole_at_least("n_tokens", n_tokens, 0)
     at_least("bytes_per_value", bytes_per_value, 0)
+    if bytes_per_value == 0:  # (a fraction is fine: a 4-bit cache stores 0.5 bytes per value)
+        raise ValueError("bytes_per_value must be a number > 0 (2 for bf16, 1 for fp8, 0.5 for "
+                         "4-bit); no cache format stores 0 bytes per value, got 0")
 
 
 def rl_memory_gb(algo, n_params, reference, reward_model, lora_params):
@@ -133,19 +136,25 @@ def gradient(name, answer, grad_logp, **_):
 
 
 def expect_shape(name, answer, shape, meaning):
-    """A ContractError of the task of function `name` unless `answer` is a real array of `shape`."""
+    """A ContractError of the task of function `name` unless `answer` is a numpy array of
+    float64 numbers of `shape`: a list, a scalar or float32 numbers are not converted here,
+    they are the task's mistake, named with the type expected and the type got."""
     def broken(rule):
         task = lab.task_of_function(name)
         return ContractError(f"{name} (Task {task}, {lab.file_of(task)}) {rule}")
 
     if answer is None:
         raise broken("returned None: did you forget the return statement?")
-    try:
-        array = np.asarray(answer)
-    except ValueError:  # a ragged list
-        array = np.asarray(None)
-    if array.dtype.kind not in "biuf":
-        raise broken(f"must return an array of real numbers, returned {show_short(answer)}")
-    if array.shape != shape:
+    if not isinstance(answer, np.ndarray):
+        shown = show_short(answer)  # a long list: 'a list of 4 items, the first: ...'
+        got = shown if shown.startswith("a ") else f"a {type(answer).__name__}, {shown}"
+        raise broken(f"must return an array of shape {shape} (a numpy array of float64: "
+                     f"{meaning}); it returned {got}")
+    if answer.dtype != np.float64:
+        raise broken(f"must return an array of shape {shape} of float64 numbers; it returned "
+                     f"an array of {answer.dtype}" + (
+                         " (arithmetic on the float64 inputs gives float64)"
+                         if answer.dtype.kind in "biuf" else f", {show_short(answer)}"))
+    if answer.shape != shape:
         raise broken(f"must return an array of shape {shape}: {meaning}; it returned shape "
-                     f"{array.shape} ({type(answer).__name__})")
+                     f"{answer.shape}")

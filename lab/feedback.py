@@ -26,6 +26,7 @@ import numpy as np
 
 import lab
 from lab.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
+from lab.input_checks import show_short
 
 
 class Mistake(NamedTuple):
@@ -132,20 +133,59 @@ def same(got, expected, rtol=1e-9, atol=1e-12):
         np.allclose(got_array, expected_array, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def show(value):
-    """A value on one short line, for a failure message."""
-    if np.ndim(value) == 0 or (isinstance(value, (list, tuple)) and np.size(value) <= 16):
+WIDTH = 100  # characters of one value in a message, at most
+
+
+def show(value, exact=False):
+    """A value on one short line, for a failure message: a short list as it is, a long
+    one by its length and first item, an array to 6 decimals (`exact`: every digit of
+    each number), a large one by its range."""
+    if isinstance(value, (list, tuple)) and len(repr(value)) <= WIDTH:
         return repr(value)
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        return repr(float(value)) if exact and isinstance(value, (float, np.floating)) \
+            else repr(value)
     try:
         array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        return repr(value)
+    except (TypeError, ValueError, OverflowError):  # not numbers (response dicts, say)
+        return show_short(value, WIDTH)
     if array.size > 16:
         finite = array[np.isfinite(array)]
         values = f"from {finite.min():.4g} to {finite.max():.4g}" if finite.size else "none finite"
         return (f"an array of shape {array.shape}, values {values}, "
                 f"{np.isnan(array).sum()} NaN, {np.isinf(array).sum()} inf")
-    return f"array({np.round(array, 6).tolist()})"
+    return f"array({(array if exact else np.round(array, 6)).tolist()})"
+
+
+def expected_got(expected, got, rtol=1e-9, atol=1e-12):
+    """'expected X, got Y'. Numbers that would print alike are shown with every digit; for
+    numbers of one shape, the first element that differs and the largest difference."""
+    try:
+        e, g = np.asarray(expected), np.asarray(got)
+    except (TypeError, ValueError, OverflowError):  # a ragged list
+        return f"expected {show(expected)}, got {show(got)}"
+    if e.shape != g.shape or e.dtype.kind not in "biuf" or g.dtype.kind not in "biuf":
+        return f"expected {show(expected)}, got {show(got)}"
+    numbers = "b" not in (e.dtype.kind + g.dtype.kind)  # (True and False have no difference)
+    with np.errstate(all="ignore"):
+        ef, gf = e.astype(float), g.astype(float)
+        alike = show(expected) == show(got) or np.array_equal(np.round(ef, 6), np.round(gf, 6),
+                                                               equal_nan=True)
+        text = f"expected {show(expected, alike)}, got {show(got, alike)}"
+        wrong = ~np.isclose(gf, ef, rtol=rtol, atol=atol, equal_nan=True)
+        if not wrong.any() or not (alike or e.size > 1):
+            return text
+        if e.size > 1:
+            at = tuple(int(i) for i in np.argwhere(wrong)[0])
+            text += (f"; first difference at index {list(at)}: expected {e[at].item()!r}, "
+                     f"got {g[at].item()!r}")
+        finite = wrong & np.isfinite(gf) & np.isfinite(ef)
+        if numbers and finite.any():
+            gap, scale = np.abs(gf - ef)[finite], np.abs(ef)[finite]
+            text += f"; largest difference {gap.max():.3g}"
+            if (scale > 0).any():
+                text += f" (relative {np.max(gap[scale > 0] / scale[scale > 0]):.3g})"
+    return text
 
 
 def check(got, expected, what, hint=None, where=None, rtol=1e-9, atol=1e-12):
@@ -158,7 +198,7 @@ def check(got, expected, what, hint=None, where=None, rtol=1e-9, atol=1e-12):
     found = (where(got, expected) if where else "") + (hint() if hint else "")
     if got is None and not found:
         found = " (did you forget a return statement?)"
-    raise AssertionError(f"{what}: expected {show(expected)}, got {show(got)}.{found}")
+    raise AssertionError(f"{what}: {expected_got(expected, got, rtol, atol)}.{found}")
 
 
 def check_cases(cases, got, expected, what, rule, hint=None):
@@ -179,5 +219,5 @@ def check_cases(cases, got, expected, what, rule, hint=None):
     first = wrong[0]
     raise AssertionError(
         f"{what}: {len(wrong)} of {len(cases)} cases wrong. The rule: {rule}\n"
-        f"  smallest wrong case: {cases[first]} returned {show(got[first])}, "
-        f"expected {show(expected[first])}{found}")
+        f"  smallest wrong case: {cases[first]}: "
+        f"{expected_got(expected[first], got[first])}{found}")

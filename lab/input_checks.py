@@ -58,10 +58,16 @@ def real_array(name, value):
         raise ValueError(f"{name} must be an array of numbers, got {show_short(value)}") from None
 
 
-def show_short(value):
-    """repr(value), cut to one short line."""
+def show_short(value, width=60):
+    """repr(value), cut to one short line. A long list or tuple (of response dicts, say)
+    is shown by its length and its first item: 'a list of 32 items, the first: {...}'."""
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    if len(text) <= width:
+        return text
+    if isinstance(value, (list, tuple)) and value:
+        first = show_short(value[0], width)
+        return f"a {type(value).__name__} of {len(value)} items, the first: {first}"
+    return text[:width - 3] + "..."
 
 
 def checked(inputs, returns=None):
@@ -71,9 +77,13 @@ def checked(inputs, returns=None):
     arguments to replace (lists as float arrays, say), which the function then receives.
     returns(name, answer, **arguments), if given, raises a ContractError for an answer
     of the wrong shape or type, before any given code uses it.
+    The arguments are bound to the function's own signature, and the checks get the ones
+    they name: a parameter the student added (a helper default, a memo) is passed on unchecked.
     The decorated function keeps its name, signature and docstring; the undecorated one
     is its __wrapped__ (the simulator calls that, having checked its own arguments once).
     """
+    checks = inspect.signature(inputs).parameters
+
     def decorate(function):
         signature = inspect.signature(function)
 
@@ -81,7 +91,8 @@ def checked(inputs, returns=None):
         def checked_function(*args, **kwargs):
             call = signature.bind(*args, **kwargs)
             call.apply_defaults()
-            call.arguments.update(inputs(**call.arguments) or {})
+            named = {name: call.arguments[name] for name in checks if name in call.arguments}
+            call.arguments.update(inputs(**named) or {})
             answer = function(*call.args, **call.kwargs)
             if returns is not None:
                 returns(function.__name__, answer, **call.arguments)

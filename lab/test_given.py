@@ -15,7 +15,9 @@ import toy
 from lab import staleness, training
 from lab.experiments import (collapse_point, equal_hardware, lag_counts, lanes_per_gpu,
                              length_grid, scheduling_sweep, staleness_sweep, timeline)
-from lab.feedback import KnownMistakes, Mistake
+from lab import contracts
+from lab.feedback import KnownMistakes, Mistake, check
+from lab.input_checks import ContractError, checked
 from lab.model_shapes import MODELS, ROUND_7B
 from scheduler_core import (SchedulerError, assign_lanes, checked_lengths, lognormal_lengths,
                             run_simulation)
@@ -35,6 +37,8 @@ def test_input_checks_memory(memory):
         memory.model_state_bytes(1.5)
     with pytest.raises(ValueError, match="lora_params must be at most n_params"):
         memory.rl_memory_gb("grpo", 1e6, lora_params=2e6)
+    with pytest.raises(ValueError, match="bytes_per_value must be a number > 0"):
+        memory.kv_cache_bytes(28, 4, 128, 10, bytes_per_value=0)
 
 
 def test_input_checks_scheduler(scheduler):
@@ -77,6 +81,48 @@ def test_input_checks_tis(tis):
         tis.importance_weights(LOGP, LOGP + 1j, "token")
     with pytest.raises(ValueError, match="weights must hold real numbers"):
         tis.pg_estimate(np.ones(4), np.ones((4, 3, 2)), np.ones((4, 3)) * 1j)
+
+
+def test_checked_passes_an_added_parameter_on():
+    # a student's helper default or memo is no argument of the checks: the function still runs
+    @checked(contracts.may_start)
+    def may_start(n_started, n_dropped, version, k, B, memo=None, *, seen=()):
+        return n_started - n_dropped < (version + k + 1) * B, memo, seen
+    assert may_start(3, 0, 0, 0, 4) == (True, None, ())
+    assert may_start(4, 0, 0, 0, 4, {}, seen=(1,)) == (False, {}, (1,))
+    with pytest.raises(ValueError, match="B must be"):
+        may_start(3, 0, 0, 0, 0, memo={})
+
+
+@pytest.mark.parametrize("answer, named", [
+    (lambda w: w.tolist(), "it returned a list of 4 items, the first: [1.0, 1.0, 1.0]"),
+    (lambda w: w.astype(np.float32), "of float64 numbers; it returned an array of float32"),
+    (lambda w: w[0], "it returned shape (3,)"), (lambda w: 1.0, "it returned a float, 1.0")])
+def test_contract_names_the_type_expected_and_got(answer, named):
+    @checked(contracts.importance_weights, returns=contracts.token_weights)
+    def importance_weights(logp_train, logp_infer, scheme, C=2.0, cache=None):
+        return answer(np.ones(logp_train.shape))
+    with pytest.raises(ContractError, match=r"importance_weights \(Task 3a, tis.py\) must "
+                                            r"return an array of shape \(4, 3\)") as error:
+        importance_weights(LOGP, LOGP, "none")
+    assert named in str(error.value), error.value
+
+
+def test_messages_show_what_differs_in_a_few_lines():
+    rng = np.random.default_rng(0)
+    right = rng.normal(size=3)
+    with pytest.raises(AssertionError) as error:  # float32 prints like float64 to 6 decimals
+        check(right.astype(np.float32), right, "pg_estimate")
+    text = str(error.value)
+    assert repr(float(right[0])) in text and repr(float(np.float32(right[0]))) in text, text
+    assert "first difference at index [0]" in text and "largest difference" in text, text
+    assert "(relative" in text, text
+    responses = [dict(id=i, tag=0, start=0.0, end=1.0, length=1.0, lag=None, dropped=False)
+                 for i in range(40)]
+    with pytest.raises(AssertionError) as error:
+        check(responses, [0, 1], "batch ids")
+    text = str(error.value)
+    assert "a list of 40 items, the first: {'id': 0" in text and len(text) < 300, text
 
 
 def test_input_checks_toy():

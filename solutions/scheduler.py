@@ -54,9 +54,11 @@ def take_batch(finished, version, k, B, drop_stale=False):
       2. Then, if at least B responses remain: remove the first B, set each
          one's "lag" to version - tag, and return them as the list `batch`
          (oldest first). Otherwise batch is None and the rest stay in `finished`.
-    batch and dropped hold the same dict objects that were in `finished` (not
-    copies: the simulator reads their lag and dropped flag from those dicts).
-    A response that is not trained (dropped, or still waiting) keeps lag None.
+    batch and dropped hold the same dict objects that were in `finished` on this
+    call (not copies, and none kept from an earlier call: the simulator reads their
+    lag and dropped flag from those dicts). Every dropped response has dropped True,
+    whether or not a batch follows, and every response not trained (dropped, or still
+    waiting) keeps lag None.
 
     Example: version 3, k = 1, tags in `finished` [3, 1, 2, 2], B = 2,
     drop_stale=True: the tag-1 response (lag 2 > k) is dropped, the batch is

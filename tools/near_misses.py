@@ -33,6 +33,12 @@ NEAR_MISSES = [
            "TRAINED_BYTES * n_trained", "(12 if n_trained > 10**9 else TRAINED_BYTES) * n_trained"),
     Mutant("1a", "forgot the fp32 master copy and kept frozen weights in fp32 (two mistakes)",
            "TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen", "12 * n_trained + 4 * n_frozen"),
+    Mutant("1a", "forgot the fp32 master copy for float counts only",
+           "TRAINED_BYTES * n_trained",
+           "(12 if isinstance(n_trained, float) else TRAINED_BYTES) * n_trained"),
+    Mutant("1b", "ignored a fractional bytes_per_value (used 2)",
+           "n_tokens * bytes_per_value)",
+           "n_tokens * (bytes_per_value if bytes_per_value >= 1 else 2))"),
     Mutant("1b", "counted fp8 as bf16: at least 2 bytes per value",
            "n_tokens * bytes_per_value)", "n_tokens * max(bytes_per_value, 2))"),
     Mutant("1b", "forgot the factor 2 beyond 1,000 tokens",
@@ -47,6 +53,8 @@ NEAR_MISSES = [
     Mutant("1c", "forgot the critic in full fine-tuning only (not under LoRA)",
            'n_trained_models = 2 if algo == "ppo" else 1',
            'n_trained_models = 2 if algo == "ppo" and lora_params > 0 else 1'),
+    Mutant("1c", "divided by 2**30 when the bytes are a whole number of GB",
+           "return total / 1e9", "return total / (2**30 if total % 10**9 == 0 else 1e9)"),
     Mutant("1c", "counted the reward model as trained for GRPO only",
            "total += model_state_bytes(0, n_params)",
            'total += model_state_bytes(n_params * (algo == "grpo"), n_params * (algo == "ppo"))'),
@@ -72,6 +80,9 @@ NEAR_MISSES = [
            'batch = (sorted(finished, key=lambda r: r["length"]) if len(finished) > B + 1\n'
            "             else finished)[:B]\n"
            "    finished[:] = [r for r in finished if all(r is not b for b in batch)]"),
+    Mutant("2b", "left the stale responses in `finished` when all of them were stale",
+           'finished[:] = [r for r in finished if version - r["tag"] <= k]',
+           'finished[:] = [r for r in finished if version - r["tag"] <= k] or finished'),
 
     # ---- Task 3: tis.py
     Mutant("3a", "ratio upside down where logp_train < -5",
@@ -90,6 +101,15 @@ NEAR_MISSES = [
            '    if scheme == "token":\n'
            "        return np.exp(logp_train) / np.exp(logp_infer)\n"
            "    return np.exp(log_w)\n"),
+    Mutant("3a", "ratio upside down where |log w| >= 700",
+           "log_w = logp_train - logp_infer\n",
+           "log_w = logp_train - logp_infer\n"
+           "    log_w = np.where(np.abs(log_w) >= 700, -log_w, log_w)\n"),
+    Mutant("3a", "capped at C * (1 + 1e-9), a tolerance",
+           "np.minimum(log_w, np.log(C))", "np.minimum(log_w, np.log(C) + 1e-9)"),
+    Mutant("3b", "ignored the weights when N = 1",
+           "weights[:, :, None] * grad_logp",
+           "(weights if len(rewards) > 1 else np.ones_like(weights))[:, :, None] * grad_logp"),
     Mutant("3b", "subtracted the mean reward only when N > 2",
            "rewards[:, None, None] * weights",
            "(rewards - rewards.mean() * (len(rewards) > 2))[:, None, None] * weights"),
@@ -104,6 +124,8 @@ NEAR_MISSES = [
     Mutant("3c", "ignored high at the sequence level only", BAND,
            "inside = (np.log(low) <= log_ratio) & ((log_ratio <= np.log(high))"
            ' | (level == "seq"))'),
+    Mutant("3c", "compared the upper edge in linear space, the lower in log space", BAND,
+           "inside = (np.log(low) <= log_ratio) & (np.exp(log_ratio) <= high)"),
     Mutant("3c", "clipped from above, masked below",
            "return np.exp(np.where(inside, log_ratio, -np.inf))",
            "return np.exp(np.where(np.log(low) <= log_ratio, np.minimum(log_ratio, np.log(high)), "
