@@ -475,6 +475,7 @@ def save(results, out):
     for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
                             ("timeline", figure.draw_timeline),
                             ("staleness", figure.draw_staleness),
+                            ("length_sweep", figure.draw_length_sweep),
                             ("gpu_model", gpu_figure.draw)):
         if key in results:
             drawings[out.with_name(f"{out.stem}_{key}.png")] = draw_extra
