@@ -188,11 +188,11 @@ LENGTH_GROUPS = (("none", "token", "token_tis", "token_mask"),
 
 
 def print_length_level(level, s):
-    print(f"  KL(pi_infer || pi_train) = {level['kl']:g} nats per token (mismatch scale "
-          f"{level['mismatch']:.4f}); mean |log-ratio| {level['mean_abs_log_ratio']:.3g} per token")
+    print(f"  KL(pi_infer || pi_train) = {level['kl']:g} nats/token (mismatch scale "
+          f"{level['mismatch']:.4f}); mean |log-ratio| {level['mean_abs_log_ratio']:.3g}/token")
     batches = sorted(set(level["n_batches"]), reverse=True)
-    print(f"    T <= 6 exact (ESS: sampled batches), longer T Monte Carlo with seed "
-          f"{toy.LENGTH_SEED}: {' / '.join(map(str, batches))} batches as T grows")
+    print(f"    T <= 6 exact (the ESS sampled), longer T Monte Carlo, seed {toy.LENGTH_SEED}: "
+          f"{' / '.join(map(str, batches))} batches as T grows")
     for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
                        ("cosine", "cosine of the mean estimate with the true gradient"),
                        ("zero_weight_share", "share of token weights below 1e-6"),

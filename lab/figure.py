@@ -306,16 +306,18 @@ def draw_length_sweep(results, path):
     """Save the --length-sweep figure: one row per KL level (a level of KL 0 has no place on a
     T x KL axis: it is printed only), the panels of LENGTH_PANELS against T x KL."""
     s = results["length_sweep"]
-    levels = [level for level in s["levels"] if level["kl"] > 0] if s else [None]
+    levels = [level for level in s["levels"] if level["kl"] > 0] if s else []
+    why = (results["unavailable"]["Length sweep"] if s is None
+           else "KL 0: no T x KL axis (printed only)")
     fig = Figure(figsize=(17, 4.6 * max(1, len(levels))))
     axes = fig.subplots(max(1, len(levels)), len(LENGTH_PANELS), squeeze=False)
     fig.subplots_adjust(left=0.05, right=0.99, top=1 - 0.55 / fig.get_figheight(),
                         bottom=0.6 / fig.get_figheight(), wspace=0.25, hspace=0.45)
     task = PARTS["length_sweep"][1]
-    for row, level in zip(axes, levels):
+    for row, level in zip(axes, levels or [None]):
         for ax, (key, schemes, title) in zip(row, LENGTH_PANELS):
             if level is None:
-                placeholder(ax, results["unavailable"]["Length sweep"])
+                placeholder(ax, why)
                 ax.set_title(f"{title} (Task {task})")
             else:
                 ax.set_title(f"{title}, KL {level['kl']:g}", fontsize=10)

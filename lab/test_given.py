@@ -225,6 +225,24 @@ def test_length_sweep_kl_is_the_long_run_kl_per_token():
         toy.mismatch_for_kl(5.0)
 
 
+def test_mean_abs_log_ratio_is_the_long_run_token_average():
+    # the chain rule on the bigram, as in the KL test: token t's expected |log p - log q|
+    # settles, over a long response, at the value for the long-run visits of pi_infer
+    for mismatch in (0.05, 0.6):
+        p = toy.token_probs(toy.THETA)
+        q = toy.token_probs(toy.THETA + mismatch * toy.PERTURBATIONS["student_t"])
+        row_mean = (q * np.abs(np.log(p / q))).sum(axis=1)
+        move = np.zeros((toy.V + 1, toy.V + 1))
+        move[:, :toy.V] = q
+        visits = np.eye(toy.V + 1)[toy.START]
+        for _ in range(1_000):
+            visits = visits @ move
+        assert toy.mean_abs_log_ratio(mismatch) == pytest.approx(visits @ row_mean, rel=1e-10)
+        # not the KL, nor the mean log-ratio itself (about -KL): |.| of a log-ratio is larger
+        assert toy.mean_abs_log_ratio(mismatch) > 1.5 * toy.per_token_kl(mismatch)
+    assert toy.mean_abs_log_ratio(0.0) == 0.0
+
+
 def test_length_sweep_grid_and_collapse_points():
     # every level runs the same T x KL budgets: T = budget / KL, rounded, at least 1
     assert length_grid(0.16) == [1, 2, 3, 6, 13, 26, 51, 102]
