@@ -302,9 +302,10 @@ QUOTES = {
         ("its context is {} tokens", "default", "memory.models.8.context", "{:,}"),
     ],
     "docs/long-responses.md": [
-        ("with no mismatch (`--length-kl 0`) every scheme then has a relative RMSE of about {} at",
-         "length_sweep_no_mismatch", "length_sweep.levels.0.schemes.none.rmse",
-         lambda rmse: f"{sum(rmse) / len(rmse):.2f}"),  # mean
+        ("with no mismatch (`--length-kl 0`) every scheme then has a relative RMSE of {} at",
+         "length_sweep_no_mismatch", "length_sweep.levels.0.schemes",
+         lambda schemes: f"{min(min(v['rmse']) for v in schemes.values()):.2f} to "
+                         f"{max(max(v['rmse']) for v in schemes.values()):.2f}"),
         ("at every T from 6 to {}, so what", "length_sweep_no_mismatch", "length_sweep.levels.0.T.-1",
          "{}"),
         ("and batches of {}, and grows T", "length_sweep", "length_sweep.batch_size", "{}"),
@@ -382,6 +383,10 @@ QUOTES = {
          "length_sweep.levels.0.schemes.token.cosine.7", "{:.2f}"),
         ("at T × KL 8.2 only {} of sequence TIS's weights", "length_sweep",
          "length_sweep.levels.1.schemes.seq_tis.zero_weight_share.6", "{:.0%}"),
+        ("at the realistic KL (± {}: two batches)", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.ess_stderr.6", "{:.2g}"),
+        ("(± 2.5: {} batches)", "length_sweep", "length_sweep.levels.1.n_batches.6",
+         lambda n: {2: "two", 4: "four"}.get(n, str(n))),
         ('yet its mean\nESS is {} of 64', "length_sweep",
          "length_sweep.levels.1.schemes.seq_tis.ess.6", "{:.0f}"),
         ("at mismatch 0.6 ({}, against 0.116", "default", "masking.schemes.seq_mask.rmse.6", "{:.3f}"),
