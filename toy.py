@@ -339,9 +339,10 @@ def long_run_visits(q):
 
 def mean_abs_log_ratio(mismatch, noise="student_t"):
     """E |log pi_train(y_t | y_t-1) - log pi_infer(y_t | y_t-1)| per token, tokens drawn from
-    pi_infer in the long run (weighted as in per_token_kl), in nats: the statistic that
-    slime-style trainers log as the mean absolute log-probability difference between the
-    trainer and the engine. Example: mismatch 0 gives 0."""
+    pi_infer in the long run (weighted as in per_token_kl), in nats: the mean absolute
+    log-probability difference between trainer and engine, the mismatch statistic that
+    RL trainers log (docs/long-responses.md compares measured ones). Example: mismatch 0
+    gives 0."""
     at_least("mismatch", mismatch, 0)
     p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
     row_mean = (q * np.abs(np.log(p) - np.log(q))).sum(axis=1)
@@ -457,7 +458,7 @@ def effective_sample_size(weights):
     is (sum_i W_i)^2 / sum_i W_i^2: N when all are equal, 1 when one response carries
     the batch. Token-level weights can score below 1 (one token carries the batch: 1/T).
     0 when every weight is 0. It depends only on the weights' ratios, so they are scaled
-    by their largest first (sequence weights like e^-40 would square to nothing).
+    by their largest first (sequence weights like e^-400 would square to 0).
     Example, T = 1: W = 1, 1, 1, 1 -> 4; 1, 0, 0, 0 -> 1; 3, 1 -> 16 / 10 = 1.6.
     """
     w = np.asarray(weights, dtype=float)

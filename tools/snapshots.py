@@ -319,7 +319,8 @@ QUOTES = {
          "length_sweep.levels.1.mean_abs_log_ratio", "{:.3g}"),
         ("| this toy, KL 0.16 (Part 3's scale) | {} |", "length_sweep",
          "length_sweep.levels.0.mean_abs_log_ratio", "{:.3g}"),
-        ("Sequence IS's mean ESS falls below 6.4 of 64 between\n  T × KL {} at both levels", "length_sweep",
+        ("Sequence IS's mean ESS falls below 6.4 of 64 between\n  T × KL {} at both levels",
+         "length_sweep",
          "length_sweep.levels", lambda levels: crossing_span(levels, 'seq')),
         ('holds its ESS longer (below 6.4\n  between {}).', "length_sweep",
          "length_sweep.levels", lambda levels: crossing_span(levels, 'seq_tis')),
@@ -375,8 +376,8 @@ QUOTES = {
          "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.3", "{:.0%}"),
         ('masking rejects {} to 9% of tokens', "length_sweep",
          "length_sweep.levels.0.schemes.token_mask.zero_weight_share.0", "{:.0%}"),
-        ('(9% from T = 26 on)', "length_sweep",
-         "length_sweep.levels.0.schemes.token_mask.zero_weight_share.5", lambda z: '(' + f'{z:.0%}' + ' from T = 26 on)'),
+        ("({} from T = 26 on)", "length_sweep",
+         "length_sweep.levels.0.schemes.token_mask.zero_weight_share.5", "{:.0%}"),
         ('the right way (cosine {} at T = 102', "length_sweep",
          "length_sweep.levels.0.schemes.token_mask.cosine.7", "{:.2f}"),
         ('against {} for token IS).', "length_sweep",
@@ -587,7 +588,9 @@ def crossing_span(levels, scheme):
 
 def lowest_token_ess(levels):
     """The lowest mean ESS of token IS and token TIS over every T, rounded down: "40"."""
-    return f"{math.floor(min(min(l['schemes'][s]['ess']) for l in levels for s in ('token', 'token_tis'))):.0f}"
+    lowest = min(min(level["schemes"][s]["ess"]) for level in levels
+                 for s in ("token", "token_tis"))
+    return f"{math.floor(lowest):.0f}"
 
 
 def first_above(level, value):
