@@ -213,6 +213,7 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
 
 ZERO_WEIGHT = 1e-6  # a token weight below this counts as zero (its term is lost among the others)
 LENGTH_SEED = 0      # the Monte Carlo draws of the length sweep
+ESS_BATCHES = 1024   # batches drawn for the ESS where the responses are listed (T <= 6)
 
 
 def token_probs(logits):
@@ -382,9 +383,10 @@ def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, nois
     with g the true gradient (exact, length_true_grad). Exact while the V**T responses
     can be listed (T <= 6: sums weighted by pi_infer(y), rmse_stderr 0); else Monte
     Carlo over n_batches batches drawn with seed LENGTH_SEED, with the standard error
-    of the rmse. The ESS is a mean over n_batches sampled batches at every T (at T <= 6
-    drawn from the listed responses): the mean of a ratio over 4,096**batch_size
-    batches cannot be listed. Returns dict(method="exact" or "monte_carlo",
+    of the rmse. The ESS is a mean over sampled batches at every T, with its standard
+    error: the n_batches, or at T <= 6 ESS_BATCHES drawn from the listed responses (the
+    mean of a ratio over 4,096**batch_size batches cannot be listed; 32 batches of
+    heavy-tailed weights can miss by 3 standard errors). Returns dict(method="exact" or "monte_carlo",
     schemes={scheme: {...}}).
     """
     at_least("mismatch", mismatch, 0)
@@ -399,7 +401,7 @@ def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, nois
         sequences = np.array(list(itertools.product(range(V), repeat=T)))
         responses = length_responses(sequences, infer_logits, mean_zeros)
         q = np.exp(responses[1].sum(axis=1))  # pi_infer(y)
-        draws = rng.choice(len(sequences), size=(n_batches, batch_size), p=q / q.sum())
+        draws = rng.choice(len(sequences), size=(ESS_BATCHES, batch_size), p=q / q.sum())
         return enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses, draws)
     sequences = sample_responses(infer_logits, n_batches * batch_size, T, rng)
     batches = [length_responses(batch, infer_logits, mean_zeros)
@@ -419,7 +421,7 @@ def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses, dr
         mean = q @ each
         variance = (q @ (each**2).sum(axis=1) - mean @ mean) / batch_size
         mse = np.sum((mean - g)**2) + variance
-        ess, ess_stderr = mean_and_stderr([effective_sample_size(w[batch]) for batch in draws])
+        ess, ess_stderr = mean_and_stderr(effective_sample_size(w[draws]))
         out[scheme] = dict(rmse=float(np.sqrt(mse) / np.linalg.norm(g)), rmse_stderr=0.0,
                            cosine=cosine(mean, g),
                            zero_weight_share=float(q @ (w < ZERO_WEIGHT).mean(axis=1)),
@@ -458,15 +460,16 @@ def effective_sample_size(weights):
     is (sum_i W_i)^2 / sum_i W_i^2: N when all are equal, 1 when one response carries
     the batch. Token-level weights can score below 1 (one token carries the batch: 1/T).
     0 when every weight is 0. It depends only on the weights' ratios, so they are scaled
-    by their largest first (sequence weights like e^-400 would square to 0).
+    by their largest first (sequence weights like e^-400 would square to 0). Several
+    batches at once, (B, N, T), give B sizes.
     Example, T = 1: W = 1, 1, 1, 1 -> 4; 1, 0, 0, 0 -> 1; 3, 1 -> 16 / 10 = 1.6.
     """
     w = np.asarray(weights, dtype=float)
-    largest = w.max()
-    if largest <= 0:
-        return 0.0
-    w = w / largest
-    return float(w.sum()**2 / (w.shape[1] * (w**2).sum()))
+    largest = w.max(axis=(-2, -1), keepdims=True)
+    w = w / np.where(largest > 0, largest, 1.0)  # an all-zero batch stays 0
+    squares = (w**2).sum(axis=(-2, -1))
+    size = w.sum(axis=(-2, -1))**2 / (w.shape[-1] * np.where(squares > 0, squares, 1.0))
+    return float(size) if size.ndim == 0 else size
 
 
 def mean_and_stderr(values):

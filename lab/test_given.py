@@ -267,6 +267,8 @@ def test_effective_sample_size_counts_responses():
         (1 + np.exp(-1))**2 / (1 + np.exp(-2)))  # e^-700 squares to 0 unless scaled first
     assert toy.effective_sample_size([[1.0, 0.0], [0.0, 0.0]]) == pytest.approx(0.5)  # 1 / T
     assert toy.effective_sample_size(np.zeros((3, 2))) == 0.0
+    batches = np.array([[[3.0], [1.0]], [[1.0], [1.0]], [[0.0], [0.0]]])  # (B, N, T)
+    assert np.allclose(toy.effective_sample_size(batches), [1.6, 2.0, 0.0])
 
 
 def test_ess_of_lognormal_weights_matches_the_closed_form():
