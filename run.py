@@ -19,7 +19,7 @@ from pathlib import Path
 import lab
 import toy
 from lab import SCHEMES, harness, staleness
-from lab.experiments import (C_SWEEP, COLLAPSE_BUDGET, LARGE_MISMATCH, LENGTH_GRID,
+from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTH_BUDGETS,
                              LENGTH_KLS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, learning_curves, length_sweep,
                              masked_sweep, memory_table, mismatch_sweep, scheduling_sweep,
@@ -180,35 +180,60 @@ def print_length_sweep(s):
     if s["masked_skipped"]:
         print(f"  masked schemes skipped, {s['masked_skipped']}.")
     for level in s["levels"]:
-        print_length_level(level)
+        print_length_level(level, s)
 
 
-def print_length_level(level):
-    print(f"  per-token KL(pi_infer || pi_train) = {level['kl']:g} nats (mismatch scale "
-          f"{level['mismatch']:.4f}); T x KL from {level['T_kl'][0]:.3g} to {level['T_kl'][-1]:.3g}")
+# The length sweep's schemes in two groups of four, one table each (lines <= 100 characters)
+LENGTH_GROUPS = (("none", "token", "token_tis", "token_mask"),
+                 ("seq", "seq_tis", "seq_mask", "geo_mask"))
+
+
+def print_length_level(level, s):
+    print(f"  KL(pi_infer || pi_train) = {level['kl']:g} nats/token (mismatch scale "
+          f"{level['mismatch']:.4f}); mean |log-ratio| {level['mean_abs_log_ratio']:.3g}/token")
+    batches = sorted(set(level["n_batches"]), reverse=True)
+    print(f"    T <= 6 exact (the ESS sampled), longer T Monte Carlo, seed {toy.LENGTH_SEED}: "
+          f"{' / '.join(map(str, batches))} batches as T grows")
     for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
                        ("cosine", "cosine of the mean estimate with the true gradient"),
-                       ("zero_weight_share", "share of token weights that are numerically 0")):
+                       ("zero_weight_share", "share of token weights below 1e-6"),
+                       ("ess", "mean ESS of a batch's weights, (sum w)^2 / (T sum w^2), "
+                               f"of {s['batch_size']}")):
         print(f"    {title}")
-        width = 14 if key == "rmse" else 11
-        print(f"    {'T':>6}{'T x KL':>9}{'method':>12}"
-              + "".join(f"{name:>{width}}" for name in level["schemes"]))
-        for i, T in enumerate(level["T"]):
-            cells = [f"{stats[key][i]:.3f}" + (f"+-{stats['rmse_stderr'][i]:.3f}"
-                                                if key == "rmse" else "")
-                     for stats in level["schemes"].values()]
-            print(f"    {T:>6}{level['T_kl'][i]:>9.3g}{level['method'][i]:>12}"
-                  + "".join(f"{c:>{width}}" for c in cells))
-    print("    collapse (cosine < 0.5 or over half the weights 0), as T x KL: "
-          + "; ".join(f"{scheme} {collapse_text(c)}" for scheme, c in level["collapse"].items()))
+        for group in LENGTH_GROUPS:
+            print_length_table(level, key, [n for n in group if n in level["schemes"]])
+    print("    where each scheme collapses, as T x KL: from the last T where it held to the "
+          "first where not")
+    print(f"    {'scheme':<12}{'mean ESS < ' + format(s['ess_share'] * s['batch_size'], 'g'):>18}"
+          f"{'mean ESS < ' + format(s['ess_floor'], 'g'):>18}"
+          f"{'cosine < ' + format(s['collapse_cosine'], 'g'):>18}")
+    for scheme, c in level["collapse"].items():
+        print(f"    {scheme:<12}" + "".join(f"{collapse_text(c[key]):>18}"
+                                            for key in ("ess_share", "ess_floor", "cosine")))
+
+
+def print_length_table(level, key, schemes):
+    """One metric of a level for up to four schemes, against T; the ESS of the sequence
+    schemes with its two predictions for sequence IS (lognormal, exact large-batch)."""
+    stderr = {"rmse": "rmse_stderr", "ess": "ess_stderr"}.get(key)
+    width = 14 if stderr else 11
+    extra = key == "ess" and "seq" in schemes
+    print(f"    {'T':>6}{'T x KL':>8}" + "".join(f"{name:>{width}}" for name in schemes)
+          + (f"{'lognormal':>11}{'seq exact':>11}" if extra else ""))
+    for i, T in enumerate(level["T"]):
+        stats = [level["schemes"][name] for name in schemes]
+        cells = [f"{v[key][i]:.3g}" + (f"+-{v[stderr][i]:.2g}" if stderr else "") for v in stats]
+        line = f"    {T:>6}{level['T_kl'][i]:>8.3g}" + "".join(f"{c:>{width}}" for c in cells)
+        if extra:
+            line += f"{level['ess_lognormal'][i]:>11.3g}{level['ess_limit'][i]:>11.3g}"
+        print(line)
 
 
 def collapse_text(c):
-    """"at 10.1 (fine at 2.53)", "at 1 (the first T)" or "none up to 16.4"."""
+    """"0.96 to 1.92", "<= 0.16" (already at the first T) or "none to 16.4"."""
     if c["at"] is None:
-        return f"none up to {c['after']:.3g}"
-    return f"at {c['at']:.3g} " + (f"(fine at {c['after']:.3g})" if c["after"] is not None
-                                   else "(the first T)")
+        return f"none to {c['after']:.3g}"
+    return f"{c['after']:.3g} to {c['at']:.3g}" if c["after"] is not None else f"<= {c['at']:.3g}"
 
 
 def print_staleness(s):
@@ -343,9 +368,9 @@ def parser():
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
                         f"mismatch {LARGE_MISMATCH}")
     p.add_argument("--length-sweep", action="store_true",
-                   help=f"measure every scheme at response lengths T from "
-                        f"{', '.join(map(str, LENGTH_GRID))} (a per-token reward), up to "
-                        f"T x KL = {COLLAPSE_BUDGET}, at each per-token KL of --length-kl")
+                   help=f"measure every scheme (error, cosine, ESS of its weights) at the "
+                        f"response lengths T with T x KL = {LENGTH_BUDGETS[0]:g} .. "
+                        f"{LENGTH_BUDGETS[-1]:g} (a per-token reward), at each KL of --length-kl")
     p.add_argument("--length-kl", type=bounded(float, 0, toy.MAX_KL), nargs="+",
                    default=list(LENGTH_KLS),
                    help="per-token KL(pi_infer || pi_train) of each level of the length sweep "
@@ -509,6 +534,7 @@ def save(results, out):
                             ("timeline", figure.draw_timeline),
                             ("staleness", figure.draw_staleness),
                             ("learning_curves", learning_figure.draw),
+                            ("length_sweep", figure.draw_length_sweep),
                             ("gpu_model", gpu_figure.draw)):
         if key in results:
             drawings[out.with_name(f"{out.stem}_{key}.png")] = draw_extra

@@ -213,6 +213,7 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
 
 ZERO_WEIGHT = 1e-6  # a token weight below this counts as zero (its term is lost among the others)
 LENGTH_SEED = 0      # the Monte Carlo draws of the length sweep
+ESS_BATCHES = 1024   # batches drawn for the ESS where the responses are listed (T <= 6)
 
 
 def token_probs(logits):
@@ -326,10 +327,27 @@ def per_token_kl(mismatch, noise="student_t"):
     at_least("mismatch", mismatch, 0)
     p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
     row_kl = (q * (np.log(q) - np.log(p))).sum(axis=1)
-    # stationary: visits @ q[:V] = visits, visits summing to 1 (one equation replaced)
+    return float(long_run_visits(q) @ row_kl[:V])
+
+
+def long_run_visits(q):
+    """How often a long response from the bigram q visits each token (its stationary
+    distribution, (V,), summing to 1): visits @ q[:V] = visits, one equation replaced by
+    the sum."""
     system = np.vstack([(q[:V] - np.eye(V)).T[:-1], np.ones(V)])
-    visits = np.linalg.solve(system, np.eye(V)[-1])
-    return float(visits @ row_kl[:V])
+    return np.linalg.solve(system, np.eye(V)[-1])
+
+
+def mean_abs_log_ratio(mismatch, noise="student_t"):
+    """E |log pi_train(y_t | y_t-1) - log pi_infer(y_t | y_t-1)| per token, tokens drawn from
+    pi_infer in the long run (weighted as in per_token_kl), in nats: the mean absolute
+    log-probability difference between trainer and engine, the mismatch statistic that
+    RL trainers log (docs/long-responses.md compares measured ones). Example: mismatch 0
+    gives 0."""
+    at_least("mismatch", mismatch, 0)
+    p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
+    row_mean = (q * np.abs(np.log(p) - np.log(q))).sum(axis=1)
+    return float(long_run_visits(q) @ row_mean[:V])
 
 
 KL_MISMATCH = 4.0  # the KL grows with the mismatch scale from 0 up to here (both noises),
@@ -359,11 +377,17 @@ def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, nois
                           that is always 0 scores exactly 1.0)
         cosine            cos(E[estimate], g): does the average estimate point the right way?
         zero_weight_share the share of token weights below ZERO_WEIGHT
+        ess               the mean effective sample size of a batch's weights
+                          (effective_sample_size), with its standard error ess_stderr
 
     with g the true gradient (exact, length_true_grad). Exact while the V**T responses
     can be listed (T <= 6: sums weighted by pi_infer(y), rmse_stderr 0); else Monte
     Carlo over n_batches batches drawn with seed LENGTH_SEED, with the standard error
-    of the rmse. Returns dict(method="exact" or "monte_carlo", schemes={scheme: {...}}).
+    of the rmse. The ESS is a mean over sampled batches at every T, with its standard
+    error: the n_batches, or at T <= 6 ESS_BATCHES drawn from the listed responses (the
+    mean of a ratio over 4,096**batch_size batches cannot be listed; 32 batches of
+    heavy-tailed weights can miss by 3 standard errors). Returns dict(method="exact" or "monte_carlo",
+    schemes={scheme: {...}}).
     """
     at_least("mismatch", mismatch, 0)
     whole_at_least("T", T, 1)
@@ -372,19 +396,22 @@ def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, nois
     one_of("noise", noise, NOISES)
     g, mean_zeros = length_true_grad(T)
     infer_logits = THETA + mismatch * PERTURBATIONS[noise]
+    rng = np.random.default_rng(LENGTH_SEED)
     if V**T <= len(SEQUENCES):
         sequences = np.array(list(itertools.product(range(V), repeat=T)))
-        return enumerated_stats(weight_functions, pg_estimate, g, batch_size,
-                           length_responses(sequences, infer_logits, mean_zeros))
-    sequences = sample_responses(infer_logits, n_batches * batch_size, T,
-                                 np.random.default_rng(LENGTH_SEED))
+        responses = length_responses(sequences, infer_logits, mean_zeros)
+        q = np.exp(responses[1].sum(axis=1))  # pi_infer(y)
+        draws = rng.choice(len(sequences), size=(ESS_BATCHES, batch_size), p=q / q.sum())
+        return enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses, draws)
+    sequences = sample_responses(infer_logits, n_batches * batch_size, T, rng)
     batches = [length_responses(batch, infer_logits, mean_zeros)
                for batch in np.split(sequences, n_batches)]
     return sampled_stats(weight_functions, pg_estimate, g, batches)
 
 
-def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses):
-    """length_stats by exact sums over every response y, weighted by pi_infer(y)."""
+def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses, draws):
+    """length_stats by exact sums over every response y, weighted by pi_infer(y); the ESS
+    over the sampled batches `draws` (n_batches, batch_size) of response numbers."""
     logp_train, logp_infer, pairs, rewards = responses
     q = np.exp(logp_infer.sum(axis=1))
     out = {}
@@ -394,9 +421,11 @@ def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses):
         mean = q @ each
         variance = (q @ (each**2).sum(axis=1) - mean @ mean) / batch_size
         mse = np.sum((mean - g)**2) + variance
+        ess, ess_stderr = mean_and_stderr(effective_sample_size(w[draws]))
         out[scheme] = dict(rmse=float(np.sqrt(mse) / np.linalg.norm(g)), rmse_stderr=0.0,
                            cosine=cosine(mean, g),
-                           zero_weight_share=float(q @ (w < ZERO_WEIGHT).mean(axis=1)))
+                           zero_weight_share=float(q @ (w < ZERO_WEIGHT).mean(axis=1)),
+                           ess=ess, ess_stderr=ess_stderr)
     return dict(method="exact", schemes=out)
 
 
@@ -404,19 +433,66 @@ def sampled_stats(weight_functions, pg_estimate, g, batches):
     """length_stats by Monte Carlo: each batch drawn from pi_infer gives one estimate."""
     out, norm = {}, np.linalg.norm(g)
     for scheme, weights_of in weight_functions.items():
-        estimates, zero_shares = [], []
+        estimates, zero_shares, sizes = [], [], []
         for logp_train, logp_infer, pairs, rewards in batches:
             w = np.asarray(weights_of(logp_train, logp_infer), dtype=float)
             estimates.append(estimates_by_pair(pg_estimate, rewards, pairs, w))
             zero_shares.append(np.mean(w < ZERO_WEIGHT))
+            sizes.append(effective_sample_size(w))
         squared = np.sum((np.array(estimates) - g)**2, axis=1) / norm**2
         rmse = np.sqrt(squared.mean())
         # standard error of the mean squared error, carried to its square root
         stderr = squared.std(ddof=1) / np.sqrt(len(squared)) / (2 * rmse)
+        ess, ess_stderr = mean_and_stderr(sizes)
         out[scheme] = dict(rmse=float(rmse), rmse_stderr=float(stderr),
                            cosine=cosine(np.mean(estimates, axis=0), g),
-                           zero_weight_share=float(np.mean(zero_shares)))
+                           zero_weight_share=float(np.mean(zero_shares)),
+                           ess=ess, ess_stderr=ess_stderr)
     return dict(method="monte_carlo", schemes=out)
+
+
+def effective_sample_size(weights):
+    """Kish's effective sample size of one batch's (N, T) weights, counted in responses:
+
+        ESS = (sum of all N * T weights)^2 / (T * sum of their squares)
+
+    With sequence-level weights (the T tokens of response i share its weight W_i) this
+    is (sum_i W_i)^2 / sum_i W_i^2: N when all are equal, 1 when one response carries
+    the batch. Token-level weights can score below 1 (one token carries the batch: 1/T).
+    0 when every weight is 0. It depends only on the weights' ratios, so they are scaled
+    by their largest first (sequence weights like e^-400 would square to 0). Several
+    batches at once, (B, N, T), give B sizes.
+    Example, T = 1: W = 1, 1, 1, 1 -> 4; 1, 0, 0, 0 -> 1; 3, 1 -> 16 / 10 = 1.6.
+    """
+    w = np.asarray(weights, dtype=float)
+    largest = w.max(axis=(-2, -1), keepdims=True)
+    w = w / np.where(largest > 0, largest, 1.0)  # an all-zero batch stays 0
+    squares = (w**2).sum(axis=(-2, -1))
+    size = w.sum(axis=(-2, -1))**2 / (w.shape[-1] * np.where(squares > 0, squares, 1.0))
+    return float(size) if size.ndim == 0 else size
+
+
+def mean_and_stderr(values):
+    """(mean, standard error of the mean) of a list of at least two numbers."""
+    values = np.asarray(values, dtype=float)
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values)))
+
+
+def sequence_ess_limit(T, mismatch, batch_size=64, noise="student_t"):
+    """N * E[W]^2 / E[W^2] for the sequence IS weights W = pi_train(y) / pi_infer(y) of
+    responses y ~ pi_infer of T tokens, N = batch_size: the ESS of a batch once N is large
+    (the sums in effective_sample_size are then N times the means). Exact, by dynamic
+    programming: E[W] = 1, and E[W^2] = sum over y of pi_train(y)^2 / pi_infer(y), a
+    product over tokens, so a sum over paths of the bigram with step weights
+    M[a, b] = p(b | a)^2 / q(b | a):  E[W^2] = M[START] @ M[:V]^(T - 1) @ 1.
+    Example: mismatch 0 gives M = p, E[W^2] = 1 and batch_size.
+    """
+    whole_at_least("T", T, 1)
+    p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
+    M = p**2 / q
+    with np.errstate(over="ignore"):  # E[W^2] past float64 (T x KL in the hundreds): ESS 0
+        second_moment = M[START] @ np.linalg.matrix_power(M[:V], T - 1) @ np.ones(V)
+    return float(batch_size / second_moment)
 
 
 def cosine(a, b):

@@ -20,16 +20,19 @@ LARGE_MISMATCH = 0.6
 BATCH_SIZES = (1, 4, 16, 64, 256)
 C_SWEEP = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 10.0)
 LONG = 4  # a response "long" if over 4x the mean length (which is 1)
-# The length sweep: response lengths T, and the per-token KL(pi_infer || pi_train) of its
-# levels: the lab's Part 3 scale (0.16, about mismatch 0.6) and a realistic one (0.001;
-# see docs/long-responses.md for the sources).
-LENGTH_GRID = (6, 16, 64, 128, 256, 1024, 4096, 8192, 16_384)
+# The length sweep, set by the per-token KL(pi_infer || pi_train) of its levels: the lab's
+# Part 3 scale (0.16, about mismatch 0.6) and a realistic one (0.001, the top of the
+# measured range; see docs/long-responses.md for the sources). Each level runs the same
+# sequence-level budgets T x KL, doubling (at KL 0.001 they are T = 128, 256, ..., 16,384).
+LENGTH_BUDGETS = (0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384)
+NO_MISMATCH_GRID = (6, 16, 64, 128, 256, 1024)  # the T of a level of KL 0
 LENGTH_KLS = (0.16, 0.001)
-COLLAPSE_BUDGET = 16     # each level's T runs until T x KL reaches this
-COLLAPSE_COSINE = 0.5    # a scheme has collapsed once its mean estimate's cosine is below this
-COLLAPSE_ZEROS = 0.5     # ... or more than this share of its token weights are 0
-SEQUENCE_LEVEL = ("seq", "seq_tis", "seq_mask", "geo_mask")
-LENGTH_KEYS = ("rmse", "rmse_stderr", "cosine", "zero_weight_share")
+# A scheme has collapsed once the mean ESS of a batch's weights falls below ESS_SHARE of
+# the batch (6.4 of 64) and, further, below ESS_FLOOR responses; and once its mean
+# estimate's cosine with the true gradient falls below COLLAPSE_COSINE.
+ESS_SHARE, ESS_FLOOR = 0.1, 2.0
+COLLAPSE_COSINE = 0.5
+LENGTH_KEYS = ("rmse", "rmse_stderr", "cosine", "zero_weight_share", "ess", "ess_stderr")
 MAX_TOKENS = 16_384  # tokens of one response when Part 1 counts the lanes of a GPU
 STALENESS_KS = (0, 1, 2, 4, 8)  # the staleness table's k, then k = 1 with drop_stale
 STALENESS_SCHEMES = ("none", "token_tis", "seq_tis")
@@ -309,12 +312,19 @@ def masked_sweep(tis, batch_size=64, noise="student_t", low=0.5, high=2.0):
 # ---------------------------------------------------------------- Part 3 at real lengths
 
 def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
-    """Relative RMSE, cosine and zero-weight share of every scheme against the response
+    """Relative RMSE, cosine, zero-weight share and ESS of every scheme against the response
     length T (toy.length_stats), at each per-token KL in `kls` (the engine's mismatch scale
     that gives it exactly, toy.mismatch_for_kl), from the Task 3 module `tis`; the T of
     each level come from length_grid. The masked schemes come in once Task 3c is done;
-    until then `masked_skipped` says why. Each level also says where each sequence-level
-    scheme collapses (collapse_point)."""
+    until then `masked_skipped` says why.
+
+    Beside the measured ESS, each level holds two predictions for sequence IS weights W:
+      ess_lognormal  N * exp(-2 * T * KL): log W normal with variance 2 * T * KL (the
+                     per-token log-ratio's variance is about 2 KL for a small mismatch),
+                     and E[W]^2 / E[W^2] = exp(-variance) for a lognormal W
+      ess_limit      N * E[W]^2 / E[W^2], exact (toy.sequence_ess_limit): the large-batch ESS
+    and `collapse`: per scheme, where its mean ESS falls below ESS_SHARE * N and ESS_FLOOR,
+    and its cosine below COLLAPSE_COSINE (crossing)."""
     functions = {scheme: scheme_weights(tis, scheme, C) for scheme in SCHEMES}
     try:
         functions |= masked_functions(tis)
@@ -329,38 +339,50 @@ def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
         schemes = {scheme: {key: [run["schemes"][scheme][key] for run in runs]
                             for key in LENGTH_KEYS} for scheme in functions}
         T_kl = [T * kl for T in lengths]
-        levels.append(dict(kl=kl, mismatch=mismatch, T=list(lengths), T_kl=T_kl,
-                           n_batches=[length_batches(T) for T in lengths],
-                           method=[run["method"] for run in runs], schemes=schemes,
-                           collapse={scheme: collapse_point(schemes[scheme], T_kl)
-                                     for scheme in SEQUENCE_LEVEL if scheme in schemes}))
-    return dict(batch_size=batch_size, C=C, noise=noise, levels=levels, masked_skipped=skipped)
+        levels.append(dict(
+            kl=kl, mismatch=mismatch, mean_abs_log_ratio=toy.mean_abs_log_ratio(mismatch, noise),
+            T=list(lengths), T_kl=T_kl, n_batches=[length_batches(T) for T in lengths],
+            method=[run["method"] for run in runs], schemes=schemes,
+            ess_lognormal=[batch_size * math.exp(-2 * t_kl) for t_kl in T_kl],
+            ess_limit=[toy.sequence_ess_limit(T, mismatch, batch_size, noise) for T in lengths],
+            collapse={scheme: collapse_points(stats, T_kl, batch_size)
+                      for scheme, stats in schemes.items()}))
+    return dict(batch_size=batch_size, C=C, noise=noise, ess_share=ESS_SHARE,
+                ess_floor=ESS_FLOOR, collapse_cosine=COLLAPSE_COSINE, levels=levels,
+                masked_skipped=skipped)
 
 
 def length_grid(kl):
-    """The T of LENGTH_GRID up to the first with T * kl >= COLLAPSE_BUDGET (or up to 1024
-    with no mismatch): every level runs past the sequence-level mismatch budget where the
-    sequence-level schemes collapse. Example: kl = 0.16 -> 6, 16, 64, 128."""
-    lengths = []
-    for T in LENGTH_GRID:
-        lengths.append(T)
-        if T * kl >= COLLAPSE_BUDGET or (kl == 0 and T >= 1024):
-            break
-    return lengths
+    """The T of a level: for each budget of LENGTH_BUDGETS the T with T * kl nearest it (at
+    least 1, each T once), or NO_MISMATCH_GRID with no mismatch. Example: kl = 0.16 ->
+    1, 2, 3, 6, 13, 26, 51, 102 (T x KL 0.16 ... 16.3); kl = 0.001 -> 128 ... 16,384."""
+    if kl == 0:
+        return list(NO_MISMATCH_GRID)
+    return sorted({max(1, round(budget / kl)) for budget in LENGTH_BUDGETS})
 
 
 def length_batches(T):
-    """Monte Carlo batches at length T: 32 up to T = 1024, then fewer so that the sweep
-    stays a few seconds (a token costs the same at every T): 4 at 4096, 2 beyond."""
-    return 32 if T <= 1024 else 4 if T <= 4096 else 2
+    """Monte Carlo batches at length T: 32 up to T = 512, then fewer so that the sweep
+    stays a few seconds (a token costs the same at every T): 16 up to 1024, 4 up to 4096,
+    2 beyond."""
+    return 32 if T <= 512 else 16 if T <= 1024 else 4 if T <= 4096 else 2
 
 
-def collapse_point(stats, T_kl):
-    """The first T * KL of a level at which a scheme has collapsed (the cosine of its mean
-    estimate below COLLAPSE_COSINE, or more than COLLAPSE_ZEROS of its token weights 0),
-    and the T * KL just before it: dict(at=..., after=...), None where it did not."""
-    for i, t_kl in enumerate(T_kl):
-        if stats["cosine"][i] < COLLAPSE_COSINE or stats["zero_weight_share"][i] > COLLAPSE_ZEROS:
+def collapse_points(stats, T_kl, batch_size):
+    """Where one scheme collapses, as crossing() of its mean ESS below ESS_SHARE * batch_size
+    and below ESS_FLOOR, and of its cosine below COLLAPSE_COSINE:
+    dict(ess_share=..., ess_floor=..., cosine=...)."""
+    return dict(ess_share=crossing(stats["ess"], T_kl, ESS_SHARE * batch_size),
+                ess_floor=crossing(stats["ess"], T_kl, ESS_FLOOR),
+                cosine=crossing(stats["cosine"], T_kl, COLLAPSE_COSINE))
+
+
+def crossing(values, T_kl, level):
+    """The first T x KL at which `values` is below `level`, and the T x KL just before it:
+    dict(at=..., after=...); at=None if it never is, after=None if already at the first.
+    Example: values 9, 5, 1 at T x KL 1, 2, 4, level 6.4 -> dict(at=2, after=1)."""
+    for i, (value, t_kl) in enumerate(zip(values, T_kl)):
+        if value < level:
             return dict(at=t_kl, after=T_kl[i - 1] if i > 0 else None)
     return dict(at=None, after=T_kl[-1])
 

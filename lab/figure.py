@@ -28,9 +28,7 @@ TITLES = {"memory": ["Model state of a 7B model"],
           "scheduling": ["Throughput, and lanes busy", "Price: policy lag",
                          "Lag distribution at k = 1"],
           "mismatch": ["Bias vs mismatch", "Noise vs mismatch", "Total error vs mismatch",
-                       "Bigger batches cut noise, not bias"],
-          "length_sweep": ["Longer responses: relative error", "Does the mean estimate point right?",
-                           "Weights that vanish"]}
+                       "Bigger batches cut noise, not bias"]}
 LABELS = {"none": "none (ignore mismatch)", "token": "token IS", "token_tis": "token TIS",
           "seq": "sequence IS", "seq_tis": "sequence TIS", "token_mask": "token mask (3c)",
           "seq_mask": "sequence mask (3c)", "geo_mask": "geometric mask (3c)"}
@@ -41,10 +39,9 @@ def draw(results, path):
     matplotlib.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True,
                          "grid.alpha": 0.3,
                          "axes.titley": 1.0})  # fixed: finding room above ticks is slow
-    sweep = "length_sweep" in results  # run.py --length-sweep: a third row
-    height = 13.5 if sweep else 9
+    height = 9
     fig = Figure(figsize=(18, height))
-    axes = fig.subplots(3 if sweep else 2, 4)
+    axes = fig.subplots(2, 4)
     # Fixed margins (in inches, whatever the height) instead of tight_layout, which lays
     # out every label a second time. Set first: the line labels measure their panels.
     fig.subplots_adjust(left=0.045, right=0.99, bottom=0.75 / height, top=1 - 0.75 / height,
@@ -53,8 +50,6 @@ def draw(results, path):
     parts = [("memory", [top[0]], memory_panel),
              ("scheduling", top[1:], scheduling_panels),
              ("mismatch", bottom, mismatch_panels)]
-    if sweep:
-        parts.append(("length_sweep", axes[2], length_panels))
     for key, panels, draw_part in parts:
         part, task = PARTS[key]
         if results[key] is None:
@@ -256,53 +251,6 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
     log_ticks(ax_batch.yaxis)
 
 
-def length_panels(s, ax_rmse, ax_cos, ax_zero, ax_legend):
-    """The length sweep's three panels against T x KL, one line style per KL level (a
-    level of KL 0 has no place on that axis: it is printed only); its legend gets a panel
-    of its own (ax_legend), as inside any of them it would hide the curves."""
-    for level, linestyle in zip(s["levels"], LEVEL_STYLES):
-        if level["kl"] == 0:
-            continue
-        for scheme, stats in level["schemes"].items():
-            # sequence IS is drawn wide, so sequence TIS on top of it leaves it visible
-            style = dict(color=COLORS[scheme], linestyle=linestyle,
-                         marker="x" if scheme.endswith("_mask") else ".",
-                         linewidth=4 if scheme == "seq" else 1.5)
-            ax_rmse.errorbar(level["T_kl"], stats["rmse"], yerr=stats["rmse_stderr"], **style)
-            ax_cos.plot(level["T_kl"], stats["cosine"], **style)
-            ax_zero.plot(level["T_kl"], stats["zero_weight_share"], **style)
-    ax_rmse.axhline(1.0, color="gray", linestyle=":")
-    ax_cos.axhline(0.5, color="gray", linestyle=":")
-    ax_zero.axhline(0.5, color="gray", linestyle=":")
-    ax_rmse.set_yscale("log")
-    for ax, ylabel in ((ax_rmse, "RMSE / ||true gradient|| (always 0: 1.0)"),
-                       (ax_cos, "cos(mean estimate, true gradient)"),
-                       (ax_zero, "share of token weights < 1e-6")):
-        ax.set_xscale("log")
-        log_ticks(ax.xaxis)
-        ax.set_xlabel("T x KL: response length x per-token KL (nats)")
-        ax.set_ylabel(ylabel)
-    log_ticks(ax_rmse.yaxis)
-    ax_legend.axis("off")
-    ax_legend.legend(handles=length_legend(s), title=f"batch of {s['batch_size']}; T = 6 exact, "
-                     "longer Monte Carlo;\ndotted: collapse lines (cosine 0.5, half the "
-                     "weights 0)", fontsize=9, title_fontsize=8, loc="center left")
-
-
-def length_legend(s):
-    """Legend entries: one per scheme (colour), one per KL level (line style)."""
-    from matplotlib.lines import Line2D
-    schemes = s["levels"][0]["schemes"] if s["levels"] else {}
-    return ([Line2D([], [], color=COLORS[scheme], marker="x" if scheme.endswith("_mask") else ".",
-                    label=LABELS[scheme]) for scheme in schemes]
-            + [Line2D([], [], color="gray", linestyle=linestyle,
-                      label=f"KL {level['kl']:g} per token: T = {level['T'][0]} to {level['T'][-1]:,}")
-               for level, linestyle in zip(s["levels"], LEVEL_STYLES) if level["kl"] > 0])
-
-
-LEVEL_STYLES = ("-", "--", ":", "-.") * 4  # the line style of each KL level, in order
-
-
 # ---------------------------------------------------------------- the optional figures
 
 def draw_equal_hardware(results, path):
@@ -342,6 +290,77 @@ def equal_hardware_panel(e, ax):
     ax.set_ylim(0, 1.6 * max(x + [e["sync_throughput"]]))  # the legend goes above the data
     ax.legend(title=f"{e['lanes_per_gpu']} lane(s) per GPU, update = {e['train_work']:g} "
                     f"GPU-time, B = {e['B']}", fontsize=8, title_fontsize=8, loc="upper left")
+
+
+# The length sweep's panels: the ESS and cosine of the sequence-level schemes, the cosine of
+# the token-level ones (at most four schemes a panel), one row per KL level
+LENGTH_PANELS = (("ess", ("seq", "seq_tis", "seq_mask", "geo_mask"),
+                  "Sequence-level weights: ESS of a batch"),
+                 ("cosine", ("seq", "seq_tis", "seq_mask", "geo_mask"),
+                  "Sequence-level: cosine of the mean estimate"),
+                 ("cosine", ("none", "token", "token_tis", "token_mask"),
+                  "Token-level: cosine of the mean estimate"))
+
+
+def draw_length_sweep(results, path):
+    """Save the --length-sweep figure: one row per KL level (a level of KL 0 has no place on a
+    T x KL axis: it is printed only), the panels of LENGTH_PANELS against T x KL."""
+    s = results["length_sweep"]
+    levels = [level for level in s["levels"] if level["kl"] > 0] if s else []
+    why = (results["unavailable"]["Length sweep"] if s is None
+           else "KL 0: no T x KL axis (printed only)")
+    fig = Figure(figsize=(17, 4.6 * max(1, len(levels))))
+    axes = fig.subplots(max(1, len(levels)), len(LENGTH_PANELS), squeeze=False)
+    fig.subplots_adjust(left=0.05, right=0.99, top=1 - 0.55 / fig.get_figheight(),
+                        bottom=0.6 / fig.get_figheight(), wspace=0.25, hspace=0.45)
+    task = PARTS["length_sweep"][1]
+    for row, level in zip(axes, levels or [None]):
+        for ax, (key, schemes, title) in zip(row, LENGTH_PANELS):
+            if level is None:
+                placeholder(ax, why)
+                ax.set_title(f"{title} (Task {task})")
+            else:
+                ax.set_title(f"{title}, KL {level['kl']:g}", fontsize=10)
+                length_panel(s, level, key, [n for n in schemes if n in level["schemes"]], ax)
+    fig.savefig(path, dpi=90)
+
+
+def length_panel(s, level, key, schemes, ax):
+    """One metric of one KL level against T x KL, a line per scheme (with its standard error
+    as a band, where sampled); on the ESS panel also the lognormal prediction and the exact
+    large-batch ESS of sequence IS, and the collapse levels."""
+    x, lines = level["T_kl"], []
+    for scheme in schemes:
+        stats = level["schemes"][scheme]
+        y = stats[key]
+        lines += ax.plot(x, y, color=COLORS[scheme], marker=MARKERS[scheme], markersize=5,
+                         label=LABELS[scheme])
+        if key == "ess":
+            low = [max(v - 2 * e, 1e-3) for v, e in zip(y, stats["ess_stderr"])]
+            ax.fill_between(x, low, [v + 2 * e for v, e in zip(y, stats["ess_stderr"])],
+                            color=COLORS[scheme], alpha=0.15, linewidth=0)
+    ax.set_xscale("log")
+    if key == "ess":
+        N, bottom = s["batch_size"], 0.3
+        for name, style, label in (("ess_lognormal", "--", "lognormal N e^(-2 T KL)"),
+                                   ("ess_limit", ":", "seq IS, exact, large N")):
+            # drawn down to the first point under the frame, so its name sits by its end
+            shown = next((i + 1 for i, v in enumerate(level[name]) if v < bottom), len(x))
+            lines += ax.plot(x[:shown], level[name][:shown], color="gray" if style == "--"
+                             else "black", linestyle=style, label=label)
+        for share in (s["ess_share"] * N, s["ess_floor"]):
+            ax.axhline(share, color="gray", linewidth=0.8, alpha=0.6)
+        ax.set_yscale("log")
+        ax.set_ylim(bottom, 1.5 * N)
+        ax.set_ylabel(f"ESS, of a batch of {N} (bands: 2 standard errors)")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    else:
+        ax.axhline(s["collapse_cosine"], color="gray", linewidth=0.8, alpha=0.6)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel("cos(mean estimate, true gradient)")
+    log_ticks(ax.xaxis)
+    ax.set_xlabel(f"T x KL (T = {level['T'][0]:,} to {level['T'][-1]:,})")
+    label_ends(ax, lines, fontsize=8)
 
 
 def draw_timeline(results, path):

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import toy
-from lab import staleness, training
-from lab.experiments import (collapse_point, equal_hardware, lag_counts, lanes_per_gpu,
-                             length_grid, scheduling_sweep, staleness_sweep, timeline)
-from lab import contracts
+from lab import contracts, staleness, training
+from lab.experiments import (collapse_points, crossing, equal_hardware, lag_counts,
+                             lanes_per_gpu, length_grid, scheduling_sweep, staleness_sweep,
+                             timeline)
 from lab.feedback import KnownMistakes, Mistake, check
 from lab.input_checks import ContractError, checked
 from lab.model_shapes import MODELS, ROUND_7B
@@ -270,15 +270,79 @@ def test_length_sweep_kl_is_the_long_run_kl_per_token():
         toy.mismatch_for_kl(5.0)
 
 
+def test_mean_abs_log_ratio_is_the_long_run_token_average():
+    # the chain rule on the bigram, as in the KL test: token t's expected |log p - log q|
+    # settles, over a long response, at the value for the long-run visits of pi_infer
+    for mismatch in (0.05, 0.6):
+        p = toy.token_probs(toy.THETA)
+        q = toy.token_probs(toy.THETA + mismatch * toy.PERTURBATIONS["student_t"])
+        row_mean = (q * np.abs(np.log(p / q))).sum(axis=1)
+        move = np.zeros((toy.V + 1, toy.V + 1))
+        move[:, :toy.V] = q
+        visits = np.eye(toy.V + 1)[toy.START]
+        for _ in range(1_000):
+            visits = visits @ move
+        assert toy.mean_abs_log_ratio(mismatch) == pytest.approx(visits @ row_mean, rel=1e-10)
+        # not the KL, nor the mean log-ratio itself (about -KL): |.| of a log-ratio is larger
+        assert toy.mean_abs_log_ratio(mismatch) > 1.5 * toy.per_token_kl(mismatch)
+    assert toy.mean_abs_log_ratio(0.0) == 0.0
+
+
 def test_length_sweep_grid_and_collapse_points():
-    assert length_grid(0.16) == [6, 16, 64, 128]  # up to the first T with T x KL >= 16
-    assert length_grid(0.001)[-1] == 16_384 and length_grid(0)[-1] == 1024
-    stats = dict(cosine=[0.99, 0.9, 0.4, 0.2], zero_weight_share=[0, 0, 0.1, 0.9])
-    assert collapse_point(stats, [1, 2, 4, 8]) == dict(at=4, after=2)  # cosine below 0.5
-    stats["cosine"] = [0.99] * 4
-    assert collapse_point(stats, [1, 2, 4, 8]) == dict(at=8, after=4)  # most weights 0
-    stats["zero_weight_share"] = [0] * 4
-    assert collapse_point(stats, [1, 2, 4, 8]) == dict(at=None, after=8)
+    # every level runs the same T x KL budgets: T = budget / KL, rounded, at least 1
+    assert length_grid(0.16) == [1, 2, 3, 6, 13, 26, 51, 102]
+    assert length_grid(0.001) == [128, 256, 512, 1024, 2048, 4096, 8192, 16_384]
+    assert length_grid(0) == [6, 16, 64, 128, 256, 1024]
+    T_kl = [1, 2, 4, 8]
+    assert crossing([9, 5, 1, 1], T_kl, 6.4) == dict(at=2, after=1)
+    assert crossing([9, 8, 7, 6.4], T_kl, 6.4) == dict(at=None, after=8)  # 6.4 is not below
+    assert crossing([1, 1, 1, 1], T_kl, 2) == dict(at=1, after=None)  # already at the first
+    stats = dict(ess=[60, 30, 5, 1.5], cosine=[0.9, 0.8, 0.6, 0.4])
+    assert collapse_points(stats, T_kl, 64) == dict(ess_share=dict(at=4, after=2),
+                                                    ess_floor=dict(at=8, after=4),
+                                                    cosine=dict(at=8, after=4))
+
+
+def test_effective_sample_size_counts_responses():
+    # sequence-level weights: (sum W)^2 / sum W^2, the same for any T and any scale
+    assert toy.effective_sample_size([[1.0], [1.0], [1.0], [1.0]]) == pytest.approx(4)
+    assert toy.effective_sample_size([[3.0], [1.0]]) == pytest.approx(1.6)
+    assert toy.effective_sample_size([[3.0] * 5, [1.0] * 5]) == pytest.approx(1.6)
+    assert toy.effective_sample_size(np.exp([[-700.0], [-701.0]])) == pytest.approx(
+        (1 + np.exp(-1))**2 / (1 + np.exp(-2)))  # e^-700 squares to 0 unless scaled first
+    assert toy.effective_sample_size([[1.0, 0.0], [0.0, 0.0]]) == pytest.approx(0.5)  # 1 / T
+    assert toy.effective_sample_size(np.zeros((3, 2))) == 0.0
+    batches = np.array([[[3.0], [1.0]], [[1.0], [1.0]], [[0.0], [0.0]]])  # (B, N, T)
+    assert np.allclose(toy.effective_sample_size(batches), [1.6, 2.0, 0.0])
+
+
+def test_ess_of_lognormal_weights_matches_the_closed_form():
+    # For log W ~ N(mu, s^2): E[W] = e^(mu + s^2/2), E[W^2] = e^(2 mu + 2 s^2), so the ESS of
+    # a large batch of N is N * E[W]^2 / E[W^2] = N * e^(-s^2), whatever mu. (Plausible wrong
+    # readings give e^(-s^2 / 2) or 1 / (1 + s^2): 0.61 and 0.5 at s = 1, against 0.37.)
+    rng = np.random.default_rng(0)
+    for mu, s in ((0.0, 1.0), (-30.0, 0.5), (5.0, 1.3)):
+        shares = [toy.effective_sample_size(np.exp(rng.normal(mu, s, (20_000, 1)))) / 20_000
+                  for _ in range(20)]
+        mean, stderr = toy.mean_and_stderr(shares)
+        assert abs(mean - np.exp(-s**2)) < 4 * stderr, (mu, s, mean, stderr)
+        assert stderr < 0.05 * np.exp(-s**2)  # and the bound is tight enough to tell
+
+
+def test_sequence_ess_limit_is_exact():
+    # T = 6: the dynamic programme against the sum over all 4,096 responses
+    q_logits = toy.THETA + 0.6 * toy.PERTURBATIONS["student_t"]
+    W = np.exp(toy.LOGP_TRAIN.sum(axis=1) - toy.token_logprobs(q_logits).sum(axis=1))
+    q = np.exp(toy.token_logprobs(q_logits).sum(axis=1))
+    assert q @ W == pytest.approx(1, rel=1e-12)
+    assert toy.sequence_ess_limit(6, 0.6) == pytest.approx(64 * (q @ W)**2 / (q @ W**2),
+                                                           rel=1e-10)
+    assert toy.sequence_ess_limit(1000, 0.0, batch_size=10) == pytest.approx(10)
+    # a small mismatch is the lognormal regime: log E[W^2] grows by about 2 KL per token
+    m = toy.mismatch_for_kl(1e-3)
+    rate = np.log(64 / toy.sequence_ess_limit(2000, m)) / 2000
+    assert rate == pytest.approx(2e-3, rel=0.02)
+
 
 # ---------------------------------------------------------------- Part 2's lag tail, equal
 # hardware and timeline: stand-ins for Tasks 1 and 2, written here. They follow the

@@ -487,61 +487,99 @@ QUOTES = {
         ("its context is {} tokens", "default", "memory.models.8.context", "{:,}"),
     ],
     "docs/long-responses.md": [
-        ("with no mismatch (`--length-kl 0`) every scheme then has a relative RMSE of about {} at",
-         "length_sweep_no_mismatch", "length_sweep.levels.0.schemes.none.rmse",
-         lambda rmse: f"{sum(rmse) / len(rmse):.2f}"),  # mean
+        ("with no mismatch (`--length-kl 0`) every scheme then has a relative RMSE of {} at",
+         "length_sweep_no_mismatch", "length_sweep.levels.0.schemes",
+         lambda schemes: f"{min(min(v['rmse']) for v in schemes.values()):.2f} to "
+                         f"{max(max(v['rmse']) for v in schemes.values()):.2f}"),
         ("at every T from 6 to {}, so what", "length_sweep_no_mismatch", "length_sweep.levels.0.T.-1",
          "{}"),
         ("and batches of {}, and grows T", "length_sweep", "length_sweep.batch_size", "{}"),
         ("The sweep runs two levels, `--length-kl {}` (scales", "length_sweep", "length_sweep.levels",
          lambda levels: " ".join(f"{level['kl']:g}" for level in levels)),
-        ("(scales {}), each from", "length_sweep", "length_sweep.levels",
+        ("(scales {}), each at", "length_sweep", "length_sweep.levels",
          lambda levels: " and ".join(f"{level['mismatch']:.4f}" for level in levels)),
-        ("sequence TIS holds at T = 64 (cosine {}, 19%", "length_sweep",
-         "length_sweep.levels.0.schemes.seq_tis.cosine.2", "{:.2f}"),
-        ("(cosine 0.80, {} of weights 0)", "length_sweep",
-         "length_sweep.levels.0.schemes.seq_tis.zero_weight_share.2", "{:.0%}"),
-        ("gone at T = 128 ({} zero)", "length_sweep",
-         "length_sweep.levels.0.schemes.seq_tis.zero_weight_share.3", "{:.0%}"),
-        ("still points the right way (cosine {}, no zero weights)", "length_sweep",
-         "length_sweep.levels.1.schemes.seq_tis.cosine.5", "{:.2f}"),
-        ("T = 4,096 it bends ({})", "length_sweep", "length_sweep.levels.1.schemes.seq_tis.cosine.6",
-         "{:.2f}"),
-        ("at T = 16,384 {} of its weights are 0", "length_sweep",
-         "length_sweep.levels.1.schemes.seq_tis.zero_weight_share.8", "{:.0%}"),
-        ("(the cosine there, {}, rests on two batches", "length_sweep",
-         "length_sweep.levels.1.schemes.seq_tis.cosine.8", "{:.2f}"),
-        ("rests on {} batches; the zero share", "length_sweep", "length_sweep.levels.1.n_batches.8",
+        ('32 batches up to T = {}, then 16', "length_sweep",
+         "length_sweep.levels.1.T.2", "{:,}"),
+        ('| this toy, KL 0.001 (`mean_abs_log_ratio`) | {} |', "length_sweep",
+         "length_sweep.levels.1.mean_abs_log_ratio", "{:.3g}"),
+        ("| this toy, KL 0.16 (Part 3's scale) | {} |", "length_sweep",
+         "length_sweep.levels.0.mean_abs_log_ratio", "{:.3g}"),
+        ("Sequence IS's mean ESS falls below 6.4 of 64 between\n  T × KL {} at both levels",
+         "length_sweep",
+         "length_sweep.levels", lambda levels: crossing_span(levels, 'seq')),
+        ('holds its ESS longer (below 6.4\n  between {}).', "length_sweep",
+         "length_sweep.levels", lambda levels: crossing_span(levels, 'seq_tis')),
+        ("sequence IS's cosine dips to {} at T × KL 4.16", "length_sweep",
+         "length_sweep.levels.0.schemes.seq.cosine.5", "{:.2f}"),
+        ('and is back at\n  {} at 8.16', "length_sweep",
+         "length_sweep.levels.0.schemes.seq.cosine.6", "{:.2f}"),
+        ('is too optimistic there ({} against 9.38 at T × KL 0.96)', "length_sweep",
+         "length_sweep.levels.0.ess_limit.3", "{:.3g}"),
+        ('(6.03 against {} at T × KL 0.96)', "length_sweep",
+         "length_sweep.levels.0.ess_lognormal.3", "{:.3g}"),
+        ('({} against\n  23 at 0.512, at the realistic KL)', "length_sweep",
+         "length_sweep.levels.1.schemes.seq.ess.2", "{:.3g}"),
+        ('(27.9 against\n  {} at 0.512, at the realistic KL)', "length_sweep",
+         "length_sweep.levels.1.ess_lognormal.2", "{:.2g}"),
+        ('falls far more slowly ({} at T × KL\n  2.05', "length_sweep",
+         "length_sweep.levels.1.schemes.seq.ess.4", "{:.3g}"),
+        ('where the prediction is {}), and', "length_sweep",
+         "length_sweep.levels.1.ess_lognormal.4", "{:.3g}"),
+        ('at KL 0.001 it rejects {} of the responses at T = 256', "length_sweep",
+         "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.1", "{:.0%}"),
+        ('and {} at T = 1,024 (at KL 0.16', "length_sweep",
+         "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.3", "{:.0%}"),
+        ('(at KL 0.16 it rejects {} at T = 6, though', "length_sweep",
+         "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.3", "{:.0%}"),
+        ('still points the right way: cosine {}).', "length_sweep",
+         "length_sweep.levels.0.schemes.seq_mask.cosine.3", "{:.2f}"),
+        ('so it falls fastest ({} at T = 16,384)', "length_sweep",
+         "length_sweep.levels.1.schemes.seq_mask.ess.7", "{:.3g}"),
+        ('keep a cosine of at least {} at every T of both levels', "length_sweep",
+         "length_sweep.levels", lambda levels: f"{min(min(l['schemes'][s]['cosine']) for l in levels for s in ('token', 'token_tis')) - 0.005:.2f}"),
+        ('both levels, {} at T = 16,384 at the realistic KL', "length_sweep",
+         "length_sweep.levels.1.schemes.token_tis.cosine.7", "{:.2f}"),
+        ('and a mean ESS of\n  at least {} of 64', "length_sweep",
+         "length_sweep.levels", lambda levels: lowest_token_ess(levels)),
+        ('their mean ESS stays at {} or more', "length_sweep",
+         "length_sweep.levels", lambda levels: lowest_token_ess(levels)),
+        ('their relative RMSE passes 1 from T × KL {} on', "length_sweep",
+         "length_sweep.levels.0", lambda level: first_above(level, 1.0)),
+        ("The naive estimate's cosine falls to {}\n  at T = 16,384", "length_sweep",
+         "length_sweep.levels.1.schemes.none.cosine.7", "{:.2f}"),
+        ("TIS's relative RMSE is {} against 0.358 for token TIS", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.rmse.4", "{:.3f}"),
+        ('against {} for token TIS at T × KL 2.05', "length_sweep",
+         "length_sweep.levels.1.schemes.token_tis.rmse.4", "{:.3f}"),
+        ('(T = 2,048) and\n  {} against 0.345 at 4.1', "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.rmse.5", "{:.3f}"),
+        ('0.828 against {} at 4.1', "length_sweep",
+         "length_sweep.levels.1.schemes.token_tis.rmse.5", "{:.3f}"),
+        ('where the batch ESS is still above {}.', "length_sweep",
+         "length_sweep.levels.1.schemes.seq.ess.2", lambda e: f'{10 * math.floor(e / 10):.0f}'),
+        ('even though it rejects {} of the responses', "length_sweep",
+         "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.3", "{:.0%}"),
+        ('masking rejects {} to 9% of tokens', "length_sweep",
+         "length_sweep.levels.0.schemes.token_mask.zero_weight_share.0", "{:.0%}"),
+        ("({} from T = 26 on)", "length_sweep",
+         "length_sweep.levels.0.schemes.token_mask.zero_weight_share.5", "{:.0%}"),
+        ('the right way (cosine {} at T = 102', "length_sweep",
+         "length_sweep.levels.0.schemes.token_mask.cosine.7", "{:.2f}"),
+        ('against {} for token IS).', "length_sweep",
+         "length_sweep.levels.0.schemes.token.cosine.7", "{:.2f}"),
+        ("at T × KL 8.2 only {} of sequence TIS's weights", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.zero_weight_share.6", "{:.0%}"),
+        ("at the realistic KL (± {}: two batches)", "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.ess_stderr.6", "{:.2g}"),
+        ("(± 2.5: {} batches)", "length_sweep", "length_sweep.levels.1.n_batches.6",
          lambda n: {2: "two", 4: "four"}.get(n, str(n))),
-        ("The lab's collapses fall between {} at both levels", "length_sweep", "length_sweep.levels",
-         lambda levels: collapse_span(levels)),
-        ("at KL 0.001 it rejects {} of the responses at T = 256", "length_sweep",
-         "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.4", "{:.0%}"),
-        ("and {} at T = 1,024 (at KL 0.16", "length_sweep",
-         "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.5", "{:.0%}"),
-        ("(at KL 0.16 it rejects {} at T = 6, though", "length_sweep",
-         "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
-        ("still points the right way: cosine {}).", "length_sweep",
-         "length_sweep.levels.0.schemes.seq_mask.cosine.0", "{:.2f}"),
-        ("keep a cosine of at least {} at every T of both levels", "length_sweep", "length_sweep.levels",
-         lambda levels: f"{min(min(l['schemes'][s]['cosine']) for l in levels for s in ('token', 'token_tis')) - 0.005:.2f}"),
-        ("both levels, {} at T = 16,384 at the realistic KL", "length_sweep",
-         "length_sweep.levels.1.schemes.token_tis.cosine.8", "{:.2f}"),
-        ("The naive estimate's cosine falls to {} at T = 16,384", "length_sweep",
-         "length_sweep.levels.1.schemes.none.cosine.8", "{:.2f}"),
+        ('yet its mean\nESS is {} of 64', "length_sweep",
+         "length_sweep.levels.1.schemes.seq_tis.ess.6", "{:.0f}"),
         ("at mismatch 0.6 ({}, against 0.116", "default", "masking.schemes.seq_mask.rmse.6", "{:.3f}"),
         ("against {} for sequence TIS and", "default", "mismatch.schemes.seq_tis.rmse.6", "{:.3f}"),
         ("and {} for sequence IS), even", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
         ("masking whole responses whose ratio leaves [{}, 2]", "default", "masking.low", "{:g}"),
         ("whose ratio leaves [0.5, {}]", "default", "masking.high", "{:g}"),
-        ("even though it rejects {} of the responses", "length_sweep",
-         "length_sweep.levels.0.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
-        ("rejects a steady {} of tokens", "length_sweep",
-         "length_sweep.levels.0.schemes.token_mask.zero_weight_share.2", "{:.0%}"),
-        ("right way (cosine {} at T = 128", "length_sweep",
-         "length_sweep.levels.0.schemes.token_mask.cosine.3", "{:.2f}"),
-        ("against {} for token IS).", "length_sweep", "length_sweep.levels.0.schemes.token.cosine.3",
-         "{:.2f}"),
     ],
     "docs/draws.md": [
         ("Its RMSE falls from {} at mismatch 0", "default", "mismatch.schemes.seq_tis.rmse.0",
@@ -742,22 +780,52 @@ def length_row(level, i):
     cells += [("length_sweep", f"{path}.schemes.{s}.cosine.{i}", "{:.2f}") for s in LENGTH_COSINES]
     cells += [("length_sweep", f"{path}.schemes.{s}.zero_weight_share.{i}", zero_share)
               for s in ("seq_tis", "seq_mask")]
-    return "| {} | {} | {} | {} / {} / {} / {} / {} | {} / {} |", cells
+    cells += [("length_sweep", f"{path}.schemes.{s}.ess.{i}", "{:.3g}")
+              for s in ("seq", "seq_tis", "seq_mask")]
+    cells += [("length_sweep", f"{path}.{key}.{i}", "{:.3g}") for key in ("ess_lognormal",
+                                                                          "ess_limit")]
+    return ("| {} | {} | {} | {} / {} / {} / {} / {} | {} / {} | {} / {} / {} | {} / {} |",
+            cells)
+
+
+def collapse_row(scheme, level):
+    """A row of the collapse table: the scheme, the level's KL and its three crossings."""
+    path = f"length_sweep.levels.{level}"
+    return (f"| {COLLAPSE_ROWS[scheme]} | {{}} | {{}} | {{}} | {{}} |",
+            [("length_sweep", f"{path}.kl", "{:g}")]
+            + [("length_sweep", f"{path}.collapse.{scheme}.{key}", collapse_cell)
+               for key in ("ess_share", "ess_floor", "cosine")])
 
 
 def collapse_cell(c):
-    """A collapse point as the table says it: "10.2 to 20.5", "≤ 0.96 (the first T)", "none
-    up to 16.4"."""
+    """A crossing as the table says it: "2.05 to 4.1", "≤ 0.16 (the first T)", "none up to
+    16.4"."""
     if c["at"] is None:
         return f"none up to {c['after']:.3g}"
     return f"≤ {c['at']:.3g} (the first T)" if c["after"] is None else f"{c['after']:.3g} to {c['at']:.3g}"
 
 
-def collapse_span(levels):
-    """"8.19 and 20.5": the smallest T x KL where a sequence IS or TIS weight still held and
-    the largest where it had collapsed, over all levels."""
-    points = [level["collapse"][s] for level in levels for s in ("seq", "seq_tis")]
-    return f"{min(c['after'] for c in points):.2g} and {max(c['at'] for c in points):.3g}"
+def crossing_span(levels, scheme):
+    """"2.05 and 4.16": over all levels, the smallest T x KL where the scheme's mean ESS still
+    held 10% of the batch and the largest where it had fallen below."""
+    points = [level["collapse"][scheme]["ess_share"] for level in levels]
+    return f"{min(c['after'] for c in points):.1g} and {max(c['at'] for c in points):.1g}"
+
+
+def lowest_token_ess(levels):
+    """The lowest mean ESS of token IS and token TIS over every T, rounded down: "40"."""
+    lowest = min(min(level["schemes"][s]["ess"]) for level in levels
+                 for s in ("token", "token_tis"))
+    return f"{math.floor(lowest):.0f}"
+
+
+def first_above(level, value):
+    """The first T x KL from which both token IS's and token TIS's relative RMSE exceed value."""
+    for i, t_kl in enumerate(level["T_kl"]):
+        if all(level["schemes"][s]["rmse"][j] > value for s in ("token", "token_tis")
+               for j in range(i, len(level["T_kl"]))):
+            return f"{t_kl:.2g}"
+    return "never"
 
 
 def zero_share(share):
@@ -771,12 +839,9 @@ def equal_hardware_snapshot(work):
 # Per doc: its table rows that quote a run
 TABLE_ROWS = {
     "docs/long-responses.md": [
-        # the two levels of the default run: 4 and 9 lengths (lab.experiments.length_grid)
-        *[length_row(0, i) for i in range(4)],
-        *[length_row(1, i) for i in range(9)],
-        *[(f"| {name} | {{}} | {{}} |",
-           [("length_sweep", f"length_sweep.levels.{level}.collapse.{scheme}", collapse_cell)
-            for level in (0, 1)]) for scheme, name in COLLAPSE_ROWS.items()],
+        # the two levels of the default run: 8 lengths each (lab.experiments.length_grid)
+        *[length_row(level, i) for level in (0, 1) for i in range(8)],
+        *[collapse_row(scheme, level) for scheme in COLLAPSE_ROWS for level in (0, 1)],
     ],
     "docs/gpu-model.md": [
         *[gpu_preset_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
