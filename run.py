@@ -9,6 +9,8 @@ Same flags, same numbers: every run is deterministic. This is a script: the
 experiments it runs live in lab/experiments.py, the figure in lab/figure.py.
 """
 import argparse
+import contextlib
+import io
 import json
 import math
 import re
@@ -34,17 +36,17 @@ from scheduler_core import MAX_RESPONSES, MAX_SIGMA, SchedulerError
 
 def print_memory(m):
     print("Part 1: model state (weights, gradients, optimizer), GB = 10^9 bytes; LoRA rank 16")
-    print(f"  {'model':<24}{'params':>8}{'KV/token':>10}{'PPO':>9}{'GRPO':>9}"
-          f"{'GRPO+LoRA':>11}{'80GB GPUs for PPO':>19}{'lanes/GPU':>15}")
+    print(f"  {'model':<23}{'params':>8}{'KV/token':>10}{'PPO':>9}{'GRPO':>9}"
+          f"{'GRPO+LoRA':>11}{'PPO GPUs':>10}{'lanes/GPU':>14}")
     for r in m["models"]:
-        print(f"  {r['model']:<24}{r['params'] / 1e9:>7.2f}B{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
+        print(f"  {r['model']:<23}{r['params'] / 1e9:>7.2f}B{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
               f"{r['ppo_gb']:>9.1f}{r['grpo_gb']:>9.1f}{r['grpo_lora_gb']:>11.1f}"
-              f"{r['gpus_for_ppo']:>19}{lanes_text(r, m['max_tokens']):>15}")
+              f"{r['gpus_for_ppo']:>10}{lanes_text(r, m['max_tokens']):>14}")
     print(f"  KV cache on top: 64 responses x 16k tokens on the 7B = {m['kv_64x16k_gb']:.1f} GB")
-    print(f"  lanes/GPU: responses of {m['max_tokens']:,} tokens that one {GPU_GB} GB GPU "
-          f"generates at once, KV cache beside\n  the bf16 weights (activations and engine "
-          f"overhead ignored): {m['lanes_per_gpu']} for the lab's 7B. A lane of Part 2 is one "
-          "such slot.")
+    print(f"  PPO GPUs: {GPU_GB} GB GPUs that hold PPO's model state. lanes/GPU: responses of "
+          f"{m['max_tokens']:,} tokens\n  that one {GPU_GB} GB GPU generates at once, KV cache "
+          "beside the bf16 weights (activations and\n  engine overhead ignored): "
+          f"{m['lanes_per_gpu']} for the lab's 7B. A lane of Part 2 is one such slot.")
     for r in m["models"]:
         if r["context"] < m["max_tokens"]:
             print(f"  * {r['model']}: its context is {r['context']:,} tokens, shorter than "
@@ -183,23 +185,23 @@ def print_length_sweep(s):
 
 
 def print_length_level(level):
+    """One KL level: a table per measure, a row per scheme, a column per response length T."""
     print(f"  per-token KL(pi_infer || pi_train) = {level['kl']:g} nats (mismatch scale "
           f"{level['mismatch']:.4f}); T x KL from {level['T_kl'][0]:.3g} to {level['T_kl'][-1]:.3g}")
+    print(f"    {'T':<12}" + "".join(f"{T:>8}" for T in level["T"]))
+    print(f"    {'T x KL':<12}" + "".join(f"{t_kl:>8.3g}" for t_kl in level["T_kl"]))
+    print(f"    {'method':<12}" + "".join(f"{method[:6]:>8}" for method in level["method"])
+          + "   (exact, or monte = Monte Carlo)")
     for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
+                       ("rmse_stderr", "its standard error (0 where exact)"),
                        ("cosine", "cosine of the mean estimate with the true gradient"),
                        ("zero_weight_share", "share of token weights that are numerically 0")):
         print(f"    {title}")
-        width = 14 if key == "rmse" else 11
-        print(f"    {'T':>6}{'T x KL':>9}{'method':>12}"
-              + "".join(f"{name:>{width}}" for name in level["schemes"]))
-        for i, T in enumerate(level["T"]):
-            cells = [f"{stats[key][i]:.3f}" + (f"+-{stats['rmse_stderr'][i]:.3f}"
-                                                if key == "rmse" else "")
-                     for stats in level["schemes"].values()]
-            print(f"    {T:>6}{level['T_kl'][i]:>9.3g}{level['method'][i]:>12}"
-                  + "".join(f"{c:>{width}}" for c in cells))
-    print("    collapse (cosine < 0.5 or over half the weights 0), as T x KL: "
-          + "; ".join(f"{scheme} {collapse_text(c)}" for scheme, c in level["collapse"].items()))
+        for scheme, stats in level["schemes"].items():
+            print(f"    {scheme:<12}" + "".join(f"{value:>8.3f}" for value in stats[key]))
+    print("    collapse (cosine < 0.5 or over half the weights 0), as T x KL:")
+    for scheme, c in level["collapse"].items():
+        print(f"      {scheme}: {collapse_text(c)}")
 
 
 def collapse_text(c):
@@ -247,6 +249,37 @@ def print_c_sweep(c):
         print(f"  {C:>6}{bias:>9.4f}{rmse:>9.4f}" + ("   <- best" if C == c["best_C"] else ""))
 
 
+def short_memory(m):
+    print(f"Part 1: model state of the lab's 7B: PPO {m['ppo_7b_gb']:.0f} GB, GRPO "
+          f"{m['grpo_7b_gb']:.0f} GB, GRPO + LoRA {m['grpo_lora_7b_gb']:.1f} GB")
+
+
+def short_scheduling(s):
+    k1 = s["k"].index(1) if 1 in s["k"] else -1
+    print(f"Part 2: k = {s['k'][k1]} gives {s['throughput_gain'][k1]:.2f}x the throughput of "
+          f"k = 0 (lanes busy {s['utilization'][0]:.0%} -> {s['utilization'][k1]:.0%}); "
+          f"mean lag {s['mean_lag'][k1]:.2f}, max {s['max_lag'][k1]}")
+
+
+def short_mismatch(m):
+    at = m["mismatch"].index(LARGE_MISMATCH)
+    print(f"Part 3 (RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
+        f"{scheme} {m['schemes'][scheme]['rmse'][at]:.3f}" for scheme in SCHEMES))
+
+
+def short_masking(m):
+    at = m["mismatch"].index(LARGE_MISMATCH)
+    print(f"Part 3 with masking (Task 3c, RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
+        f"{scheme} {stats['rmse'][at]:.3f}" for scheme, stats in m["schemes"].items()))
+
+
+# How each part prints: in full (`python run.py`), or in a line (after a flag's own section).
+FULL = dict(memory=print_memory, scheduling=print_scheduling, mismatch=print_mismatch,
+            masking=print_masking)
+SHORT = dict(memory=short_memory, scheduling=short_scheduling, mismatch=short_mismatch,
+             masking=short_masking)
+
+
 # ---------------------------------------------------------------- the command line
 
 def bounded(kind, low, high=math.inf):
@@ -265,9 +298,17 @@ def bounded(kind, low, high=math.inf):
     return parse
 
 
+class DefaultsOnce(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows a flag's default once: not for switches (off unless given), not for
+    a default of None, and not where the help text already says it."""
+    def _get_help_string(self, action):
+        if action.default in (None, False) or "(default" in action.help:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=DefaultsOnce)
     p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=16, help="generation lanes")
     p.add_argument("-B", "--batch", type=bounded(int, 1), default=32,
                    help="B, responses per training batch")
@@ -278,7 +319,8 @@ def parser():
     p.add_argument("--sigma", type=bounded(float, 0, MAX_SIGMA), default=1.25,
                    help="lognormal shape of response lengths; larger = heavier tail")
     p.add_argument("--drop-stale", action="store_true",
-                   help="also run k = 1 dropping stale responses, and show which were dropped")
+                   help="also run k = 1 dropping stale responses: how many, how long they were "
+                        "(a PNG of its own)")
     p.add_argument("--noise", choices=toy.NOISES, default="student_t",
                    help="shape of the inference engine's logit perturbation")
     p.add_argument("--C", type=bounded(float, 1), default=2.0,
@@ -287,7 +329,7 @@ def parser():
                    help="responses per gradient estimate in Part 3")
     p.add_argument("--c-sweep", action="store_true",
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
-                        f"mismatch {LARGE_MISMATCH}")
+                        f"mismatch {LARGE_MISMATCH} (a PNG of its own)")
     p.add_argument("--length-sweep", action="store_true",
                    help=f"measure every scheme at response lengths T from "
                         f"{', '.join(map(str, LENGTH_GRID))} (a per-token reward), up to "
@@ -316,9 +358,11 @@ def parser():
                    help="GPU-time units one update costs, for --equal-hardware "
                         "(default: --gpus x --train-time)")
     p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
-                   help="predict a published run's hours on the GPU model (docs/gpu-model.md)")
+                   help="predict a published run's hours on the GPU model (docs/gpu-model.md); "
+                        "all: the three presets")
     p.add_argument("--gpu-sweep", action="store_true",
-                   help="how the GPU model's speedup depends on S, group size and the length cap")
+                   help="how the GPU model's speedup depends on S, group size and the length "
+                        "cap (a PNG of its own)")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     if lab.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
@@ -447,8 +491,11 @@ def save(results, out):
     drawings = {out: figure.draw}
     # the optional figures go beside the main one: rl_systems_timeline.png, ...
     from lab import gpu_figure
-    for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
+    for key, draw_extra in (("drop_stale", figure.draw_drop_stale),
+                            ("equal_hardware", figure.draw_equal_hardware),
                             ("timeline", figure.draw_timeline),
+                            ("c_sweep", figure.draw_c_sweep),
+                            ("gpu_sweep", figure.draw_gpu_sweep),
                             ("staleness", figure.draw_staleness),
                             ("gpu_model", gpu_figure.draw)):
         if key in results:
@@ -462,18 +509,6 @@ def save(results, out):
     print(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
 
 
-def gpu_model(choice, skipped):
-    """Each chosen preset on the GPU model, {name: result}; None once one cannot run."""
-    runs = {}
-    for name in (PRESETS if choice == "all" else [choice]):
-        print()
-        runs[name] = attempt("gpu_model", lambda name=name: gpu_comparison(
-            lab.load("scheduler"), lab.load("memory"), name), print_gpu_model, skipped)
-        if runs[name] is None:
-            return None
-    return runs
-
-
 def main(argv=None):
     args = parse_args(argv)
     if getattr(args, "solutions", False):
@@ -483,77 +518,128 @@ def main(argv=None):
     except ValueError as error:
         sys.exit(f"run.py: {error}")
     print(f"Running {code}\n")
-    sched = dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
-                 train_time=args.train_time, sigma=args.sigma)
     results = dict(code=code, unavailable={})
     session.update(results=results, out=args.out, args=args,
                    watchdog=harness.Watchdog(abort=stuck))
-    skipped = results["unavailable"]
-    results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory"),
-                                                               args.max_tokens),
-                                print_memory, skipped)
-    print()
-    results["scheduling"] = attempt(
-        "scheduling", lambda: scheduling_sweep(lab.load("scheduler"), **sched),
-        print_scheduling, skipped)
-    if args.drop_stale:
-        results["drop_stale"] = attempt(
-            "drop_stale", lambda: drop_stale_analysis(lab.load("scheduler"), **sched),
-            print_drop_stale, skipped)
-    if args.equal_hardware:
-        train_work = args.gpus * args.train_time if args.train_work is None else args.train_work
-        results["equal_hardware"] = attempt(
-            "equal_hardware", lambda: equal_hardware(
-                lab.load("scheduler"), lab.load("memory"), args.gpus, args.lanes_per_gpu,
-                train_work, B=args.batch, n_steps=args.steps, sigma=args.sigma),
-            print_equal_hardware, skipped)
-    if args.timeline:
-        results["timeline"] = attempt(
-            "timeline", lambda: timeline(lab.load("scheduler"), drop_stale=args.drop_stale, **sched),
-            print_timeline, skipped)
-    if args.preset:
-        results["gpu_model"] = gpu_model(args.preset, skipped)
-    if args.gpu_sweep:
-        print()
-        results["gpu_sweep"] = attempt(
-            "gpu_sweep", lambda: gpu_sweep(lab.load("scheduler"), lab.load("memory")),
-            print_gpu_sweep, skipped)
-    print()
-    results["mismatch"] = attempt(
-        "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
-        print_mismatch, skipped)
-    results["masking"] = attempt(
-        "masking", lambda: masked_sweep(lab.load("tis"), args.batch_size, args.noise),
-        print_masking, skipped)
-    if args.c_sweep:
-        results["c_sweep"] = attempt(
-            "c_sweep", lambda: c_sweep(lab.load("tis"), batch_size=args.batch_size,
-                                       noise=args.noise),
-            print_c_sweep, skipped)
-    if args.length_sweep:
-        print()
-        results["length_sweep"] = attempt(
-            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_kl,
-                                                 args.batch_size, args.C, args.noise),
-            print_length_sweep, skipped)
-
-    if args.staleness:
-        print()
-        if results["scheduling"] is None:
-            print("Staleness: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
-            skipped[lab.PARTS["staleness"][0]] = "needs Part 2 (Task 2) first"
-        else:
-            results["staleness"] = attempt(
-                "staleness", lambda: staleness_sweep(
-                    lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
-                    n_steps=args.steps, train_time=args.train_time, sigma=args.sigma,
-                    kl=args.staleness_kl, mismatch=args.staleness_mismatch, C=args.C,
-                    noise=args.noise),
-                print_staleness, skipped)
-
+    flags = flag_sections(args)
+    if not flags:  # the three parts in full
+        run_parts(args, results, short=False)
+    else:  # the flags' own sections first, then the three parts in a line each
+        parts = io.StringIO()
+        with contextlib.redirect_stdout(parts):  # the parts run first: --staleness needs Part 2
+            run_parts(args, results, short=True)
+        for section in flags:
+            section(args, results)
+            print()
+        print("Parts 1-3 in short (`python run.py` without flags prints their tables):")
+        print(parts.getvalue(), end="")
     save(results, args.out)
     if session.get("stopped"):
         sys.exit(130)  # interrupted: the files hold the parts done, the exit status says so
+
+
+def run_parts(args, results, short):
+    """Parts 1-3 (and Task 3c's masking), each printed in full or, if `short`, in a line."""
+    skipped = results["unavailable"]
+    sched = scheduling_settings(args)
+    parts = (("memory", lambda: memory_table(lab.load("memory"), args.max_tokens)),
+             ("scheduling", lambda: scheduling_sweep(lab.load("scheduler"), **sched)),
+             ("mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size,
+                                                 args.noise)),
+             ("masking", lambda: masked_sweep(lab.load("tis"), args.batch_size, args.noise)))
+    for i, (key, experiment) in enumerate(parts):
+        if i in (1, 2) and not short:
+            print()
+        show = SHORT[key] if short else FULL[key]
+        results[key] = attempt(key, experiment, show, skipped)
+
+
+def scheduling_settings(args):
+    return dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
+                train_time=args.train_time, sigma=args.sigma)
+
+
+# ---------------------------------------------------------------- the flags' sections, in order
+
+def flag_sections(args):
+    """The sections the flags ask for, in the order they print: each a function of
+    (args, results) that runs its experiment into results and prints it."""
+    asked = ((args.drop_stale, drop_stale_section), (args.equal_hardware, equal_hardware_section),
+             (args.timeline, timeline_section), (args.preset, gpu_model_section),
+             (args.gpu_sweep, gpu_sweep_section), (args.c_sweep, c_sweep_section),
+             (args.length_sweep, length_sweep_section), (args.staleness, staleness_section))
+    return [section for wanted, section in asked if wanted]
+
+
+def drop_stale_section(args, results):
+    results["drop_stale"] = attempt(
+        "drop_stale", lambda: drop_stale_analysis(lab.load("scheduler"), **scheduling_settings(args)),
+        print_drop_stale, results["unavailable"])
+
+
+def equal_hardware_section(args, results):
+    train_work = args.gpus * args.train_time if args.train_work is None else args.train_work
+    results["equal_hardware"] = attempt(
+        "equal_hardware", lambda: equal_hardware(
+            lab.load("scheduler"), lab.load("memory"), args.gpus, args.lanes_per_gpu,
+            train_work, B=args.batch, n_steps=args.steps, sigma=args.sigma),
+        print_equal_hardware, results["unavailable"])
+
+
+def timeline_section(args, results):
+    results["timeline"] = attempt(
+        "timeline", lambda: timeline(lab.load("scheduler"), drop_stale=args.drop_stale,
+                                     **scheduling_settings(args)),
+        print_timeline, results["unavailable"])
+
+
+def gpu_model_section(args, results):
+    """Each chosen preset on the GPU model, {name: result}; None once one cannot run."""
+    runs = {}
+    for i, name in enumerate(PRESETS if args.preset == "all" else [args.preset]):
+        if i:
+            print()
+        runs[name] = attempt("gpu_model", lambda name=name: gpu_comparison(
+            lab.load("scheduler"), lab.load("memory"), name), print_gpu_model,
+            results["unavailable"])
+        if runs[name] is None:
+            runs = None
+            break
+    results["gpu_model"] = runs
+
+
+def gpu_sweep_section(args, results):
+    results["gpu_sweep"] = attempt(
+        "gpu_sweep", lambda: gpu_sweep(lab.load("scheduler"), lab.load("memory")),
+        print_gpu_sweep, results["unavailable"])
+
+
+def c_sweep_section(args, results):
+    results["c_sweep"] = attempt(
+        "c_sweep", lambda: c_sweep(lab.load("tis"), batch_size=args.batch_size, noise=args.noise),
+        print_c_sweep, results["unavailable"])
+
+
+def length_sweep_section(args, results):
+    results["length_sweep"] = attempt(
+        "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_kl, args.batch_size,
+                                             args.C, args.noise),
+        print_length_sweep, results["unavailable"])
+
+
+def staleness_section(args, results):
+    skipped = results["unavailable"]
+    if results["scheduling"] is None:
+        print("Staleness: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
+        skipped[lab.PARTS["staleness"][0]] = "needs Part 2 (Task 2) first"
+        return
+    results["staleness"] = attempt(
+        "staleness", lambda: staleness_sweep(
+            lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
+            n_steps=args.steps, train_time=args.train_time, sigma=args.sigma,
+            kl=args.staleness_kl, mismatch=args.staleness_mismatch, C=args.C,
+            noise=args.noise),
+        print_staleness, skipped)
 
 
 if __name__ == "__main__":
