@@ -15,6 +15,7 @@ import json
 import math
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import lab
@@ -33,6 +34,17 @@ from lab.model_shapes import GPU_GB
 from scheduler_core import MAX_RESPONSES, MAX_SIGMA, SchedulerError
 
 # ---------------------------------------------------------------- printing
+
+WIDTH = 100  # the longest line run.py prints
+
+
+def say(text):
+    """Print prose, each of its lines wrapped at WIDTH characters, the wrapped part two spaces
+    further in than the line. (The tables are laid out to fit.)"""
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        print(textwrap.fill(line, WIDTH, subsequent_indent=indent, break_long_words=False,
+                            break_on_hyphens=False))
 
 def print_memory(m):
     print("Part 1: model state (weights, gradients, optimizer), GB = 10^9 bytes; LoRA rank 16")
@@ -87,7 +99,7 @@ def print_drop_stale(d):
 
 def print_equal_hardware(e):
     G = e["gpus"]
-    print(f"Equal hardware: {G} GPUs, {e['lanes_per_gpu']} lane(s) per generating GPU, one update "
+    say(f"Equal hardware: {G} GPUs, {e['lanes_per_gpu']} lane(s) per generating GPU, one update "
           f"= {e['train_work']:g} GPU-time units, B = {e['B']}, {e['n_steps']} steps")
     print(f"  synchronous, colocated (all {G} generate, then all {G} train): "
           f"throughput {e['sync_throughput']:.2f}")
@@ -107,13 +119,13 @@ def print_equal_hardware(e):
 
 def print_timeline(t):
     busy = ", ".join(f"{r['busy']:.0%} at k = {r['k']}" for r in t["runs"])
-    print(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
+    say(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
           f"{t['n_updates']} updates), lanes busy {busy}")
 
 
 def print_gpu_model(g):
     p = g["published"]
-    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
+    say(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
           f"prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean length "
           f"{g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
     rows = ((f"synchronous ({g['baseline']}), hours", g["sync"]["hours"], p["sync_hours"],
@@ -127,24 +139,24 @@ def print_gpu_model(g):
     if g["baseline"] != "colocated":
         print(f"  had the synchronous run been colocated (all {g['gpus']} generate, then all "
               f"train): {g['colocated']['hours']:.1f} h, speedup {g['colocated']['speedup']:.2f}x")
-    print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
+    say(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of the generation")
     print("  asynchronous at the published split: " + ", ".join(
         f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
-    print("  splits (GPUs generating: hours): " + ", ".join(
+    say("  splits (GPUs generating: hours): " + ", ".join(
         f"{s['gen_gpus']}: {s['hours']:.1f}" for s in g["splits"]) +
           f"; best {g['best']['gen_gpus']}, {g['best_speedup']:.2f}x the synchronous run")
     a = g["asynchronous"]
-    print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
+    say(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
           f"per token; token-weighted {a['token_lag']:.2f} (weights swapped mid-response)")
     print("  where each value comes from (lab/gpu_presets.py names the sources):")
     for what, source in g["notes"]:
-        print(f"    {what}: {source}")
+        say(f"    {what}: {source}")
 
 
 def print_gpu_sweep(w):
-    print(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
+    say(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
           f"seconds per step, synchronous (k = 0) against k = {w['k']}")
     print(f"  {'':<26}{'S':>6}{'group':>7}{'cap':>8}{'sync s':>9}{'async s':>9}{'speedup':>9}"
           f"{'max lag':>9}{'token lag':>11}")
@@ -153,7 +165,7 @@ def print_gpu_sweep(w):
               f"{r['sync_seconds']:>9.1f}{r['async_seconds']:>9.1f}{r['speedup']:>8.2f}x"
               f"{r['max_lag']:>9}{r['token_lag']:>11.2f}")
     lanes = w["lanes"]
-    print(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
+    say(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
           f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
     for r in lanes["rows"]:
         print(f"  {r['variant']:<26}" + "".join(f"{g:>7.2f}x" for g in r["gain"])
@@ -184,14 +196,16 @@ def print_length_sweep(s):
         print_length_level(level)
 
 
+METHODS = {"exact": "exact", "monte_carlo": "MC"}  # MC: Monte Carlo, its standard error printed
+
+
 def print_length_level(level):
     """One KL level: a table per measure, a row per scheme, a column per response length T."""
     print(f"  per-token KL(pi_infer || pi_train) = {level['kl']:g} nats (mismatch scale "
           f"{level['mismatch']:.4f}); T x KL from {level['T_kl'][0]:.3g} to {level['T_kl'][-1]:.3g}")
     print(f"    {'T':<12}" + "".join(f"{T:>8}" for T in level["T"]))
     print(f"    {'T x KL':<12}" + "".join(f"{t_kl:>8.3g}" for t_kl in level["T_kl"]))
-    print(f"    {'method':<12}" + "".join(f"{method[:6]:>8}" for method in level["method"])
-          + "   (exact, or monte = Monte Carlo)")
+    print(f"    {'method':<12}" + "".join(f"{METHODS[method]:>8}" for method in level["method"]))
     for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
                        ("rmse_stderr", "its standard error (0 where exact)"),
                        ("cosine", "cosine of the mean estimate with the true gradient"),
@@ -213,25 +227,25 @@ def collapse_text(c):
 
 
 def print_staleness(s):
-    print(f"Staleness: what each k's lag costs the gradient ({s['n_lanes']} lanes, B = {s['B']}, "
+    say(f"Staleness: what each k's lag costs the gradient ({s['n_lanes']} lanes, B = {s['B']}, "
           f"sigma = {s['sigma']}, {s['n_steps']} steps; engine mismatch {s['mismatch']}, "
           f"C = {s['C']})")
-    print(f"  the policy moves: one update = step {s['step']:.4g} along the exact gradient, "
+    say(f"  the policy moves: one update = step {s['step']:.4g} along the exact gradient, "
           f"{s['kl']:g} nats per token (KL(pi_v-1 || pi_v) / T);\n  a response at lag l was "
           f"sampled by version v - l, KL(pi_v-l || pi_v) / T = "
           + ", ".join(f"{kl:.3f}" for kl in s["lag_kl"][1:5]) + " ... at l = 1 .. 4")
     names = {"none": "none", "token_tis": "token TIS", "seq_tis": "seq TIS"}
-    print(f"  {'k':>9}{'throughput':>11}{'mean lag':>9}{'p95':>5}{'max':>5}"
-          + "".join(f"{names[n] + ' RMSE':>15}{'cos':>7}" for n in s["schemes"]))
+    print(f"  {'k':>8}{'throughput':>11}{'mean lag':>9}{'p95':>5}{'max':>5}"
+          + "".join(f"{names[n] + ' RMSE':>14}{'cos':>6}" for n in s["schemes"]))
     for row in s["rows"]:
-        print(f"  {row_name(row):>9}{row['throughput']:>11.2f}{row['mean_lag']:>9.2f}"
+        print(f"  {row_name(row):>8}{row['throughput']:>11.2f}{row['mean_lag']:>9.2f}"
               f"{row['lag_p95']:>5}{row['max_lag']:>5}"
-              + "".join(f"{v['rmse']:>15.4f}{v['cosine']:>7.3f}" for v in row["schemes"].values()))
-    print("  expected gain of the toy's reward J per time unit (second order, exact): gain per "
+              + "".join(f"{v['rmse']:>14.4f}{v['cosine']:>6.3f}" for v in row["schemes"].values()))
+    say("  expected gain of the toy's reward J per time unit (second order, exact): gain per "
           "update x throughput / B")
-    print(f"  {'k':>9}" + "".join(f"{names[n]:>12}" for n in s["schemes"]))
+    print(f"  {'k':>8}" + "".join(f"{names[n]:>12}" for n in s["schemes"]))
     for row in s["rows"]:
-        print(f"  {row_name(row):>9}"
+        print(f"  {row_name(row):>8}"
               + "".join(f"{v['gain_per_time']:>12.5f}" for v in row["schemes"].values()))
     print("  best: " + ", ".join(f"{names[n]} at k = {row_name(s['rows'][i])}"
                                  for n, i in s["best"].items()))
@@ -269,7 +283,7 @@ def short_mismatch(m):
 
 def short_masking(m):
     at = m["mismatch"].index(LARGE_MISMATCH)
-    print(f"Part 3 with masking (Task 3c, RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
+    print(f"Masking (Task 3c, RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
         f"{scheme} {stats['rmse'][at]:.3f}" for scheme, stats in m["schemes"].items()))
 
 
@@ -302,7 +316,7 @@ class DefaultsOnce(argparse.ArgumentDefaultsHelpFormatter):
     """Help that shows a flag's default once: not for switches (off unless given), not for
     a default of None, and not where the help text already says it."""
     def _get_help_string(self, action):
-        if action.default in (None, False) or "(default" in action.help:
+        if action.default is None or action.default is False or "(default" in action.help:
             return action.help
         return super()._get_help_string(action)
 
@@ -506,7 +520,7 @@ def save(results, out):
     # numpy numbers (a student's np.int64, say) are written as plain numbers
     text = json.dumps(results, indent=1, default=lambda number: number.item())
     harness.write_atomically(out.with_suffix(".json"), text)
-    print(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
+    say(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
 
 
 def main(argv=None):

@@ -34,9 +34,10 @@ TITLES = {"memory": ["Model state of a 7B model"],
                            "Weights that vanish"]}
 # The estimators the README's story is about, drawn bold in the bottom row; the others faint.
 STORY = ("none", "token_tis", "seq_tis")
-LABELS = {"none": "none (ignore mismatch)", "token": "token IS", "token_tis": "token TIS",
-          "seq": "sequence IS", "seq_tis": "sequence TIS", "token_mask": "token mask (3c)",
-          "seq_mask": "sequence mask (3c)", "geo_mask": "geometric mask (3c)"}
+# The code's names (the README gives their long forms once); the masks add their task.
+LABELS = {"none": "none", "token": "token", "token_tis": "token_tis", "seq": "seq",
+          "seq_tis": "seq_tis", "token_mask": "token_mask (3c)", "seq_mask": "seq_mask (3c)",
+          "geo_mask": "geo_mask (3c)"}
 
 
 def draw(results, path):
@@ -279,7 +280,7 @@ def mask_step_note(ax, mismatch, masking):
         return
     low, high = ax.get_ylim()
     ax.set_ylim(low, low + 1.4 * (high - low))  # room for the note above the curves
-    ax.annotate("token mask: a step, not noise. The toy has\n20 (previous token, token) "
+    ax.annotate("token_mask: a step, not noise. The toy has\n20 (previous token, token) "
                 "pairs; every token\nof one pair leaves the band at once (here\n0 after 0, "
                 "in half the rewarded responses)", (mismatch[i + 1], bias[i + 1]),
                 xytext=(0.03, 0.97), textcoords="axes fraction", ha="left", va="top",
@@ -429,7 +430,7 @@ def draw_drop_stale(results, path):
 
 def draw_c_sweep(results, path):
     """Save the --c-sweep figure: token TIS's bias and RMSE against the truncation level C."""
-    fig, (ax,), c = extra_figure(results, "c_sweep", ["Token TIS: the truncation level C"],
+    fig, (ax,), c = extra_figure(results, "c_sweep", ["token_tis: the truncation level C"],
                                  (7, 4.6))
     if c is not None:
         ax.plot(c["C"], c["rmse"], "o-", color=COLORS["token_tis"], label="RMSE")
@@ -467,8 +468,8 @@ def draw_gpu_sweep(results, path):
         ax_speed.set_yticks(list(y), [r["variant"] for r in rows])
         ax_speed.invert_yaxis()
         ax_speed.set_xlim(0, 1.45 * max(r["sync_seconds"] for r in rows))
-        ax_speed.set_xlabel(f"seconds per step; {w['preset']}, {w['gen_gpus']} of {w['gpus']} "
-                            "GPUs generate (text: speedup, max lag)")
+        ax_speed.set_xlabel(f"seconds per step (text: speedup, max lag)\n{w['preset']}, "
+                            f"{w['gen_gpus']} of {w['gpus']} GPUs generate")
         ax_speed.legend(fontsize=8.5, loc="lower right")
         lanes = w["lanes"]
         for j, k in enumerate(lanes["rows"][0]["k"][1:], start=1):
@@ -481,8 +482,8 @@ def draw_gpu_sweep(results, path):
         ax_lanes.set_yticks(range(len(lanes["rows"])), [r["variant"] for r in lanes["rows"]])
         ax_lanes.invert_yaxis()
         ax_lanes.set_xlim(0, 1.4 * max(max(r["gain"]) for r in lanes["rows"]))
-        ax_lanes.set_xlabel(f"x throughput of k = 0; {lanes['n_lanes']} lanes, B = {lanes['B']}, "
-                            f"sigma = {lanes['sigma']} (text: max lag at k = 1, 2)")
+        ax_lanes.set_xlabel(f"x throughput of k = 0 (text: max lag at k = 1, 2)\n"
+                            f"{lanes['n_lanes']} lanes, B = {lanes['B']}, sigma = {lanes['sigma']}")
         ax_lanes.legend(fontsize=8.5, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
