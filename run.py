@@ -89,8 +89,8 @@ def print_drop_stale(d):
           f"{d['wasted_frac']:.1%} of generation time wasted")
     print(f"  mean length: dropped {d['mean_length_dropped']:.2f}, trained "
           f"{d['mean_length_trained']:.2f} (the mean of all lengths is 1)")
-    print(f"  longer than {LONG}x the mean: {d['long_share_dropped']:.0%} of dropped, "
-          f"{d['long_share_trained']:.1%} of trained")
+    print(f"  longer than {LONG}x the mean: {100 * d['long_share_dropped']:.2g}% of dropped, "
+          f"{100 * d['long_share_trained']:.2g}% of trained")
     print(f"  throughput {d['throughput']:.2f} vs {d['throughput_keeping_stale']:.2f} keeping "
           "them; dropping is a filter against long responses")
     print(f"  max lag of trained responses: {d['max_lag']} (<= k = {d['k']}), against "
