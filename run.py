@@ -9,8 +9,6 @@ Same flags, same numbers: every run is deterministic. This is a script: the
 experiments it runs live in lab/experiments.py, the figure in lab/figure.py.
 """
 import argparse
-import contextlib
-import io
 import json
 import math
 import re
@@ -264,26 +262,27 @@ def print_c_sweep(c):
 
 
 def short_memory(m):
-    print(f"Part 1: model state of the lab's 7B: PPO {m['ppo_7b_gb']:.0f} GB, GRPO "
-          f"{m['grpo_7b_gb']:.0f} GB, GRPO + LoRA {m['grpo_lora_7b_gb']:.1f} GB")
+    """Part 1 in a line (run.py with an experiment flag), as are the three below."""
+    return (f"Part 1: model state of the lab's 7B: PPO {m['ppo_7b_gb']:.0f} GB, GRPO "
+            f"{m['grpo_7b_gb']:.0f} GB, GRPO + LoRA {m['grpo_lora_7b_gb']:.1f} GB")
 
 
 def short_scheduling(s):
     k1 = s["k"].index(1) if 1 in s["k"] else -1
-    print(f"Part 2: k = {s['k'][k1]} gives {s['throughput_gain'][k1]:.2f}x the throughput of "
-          f"k = 0 (lanes busy {s['utilization'][0]:.0%} -> {s['utilization'][k1]:.0%}); "
-          f"mean lag {s['mean_lag'][k1]:.2f}, max {s['max_lag'][k1]}")
+    return (f"Part 2: k = {s['k'][k1]} gives {s['throughput_gain'][k1]:.2f}x the throughput of "
+            f"k = 0 (lanes busy {s['utilization'][0]:.0%} -> {s['utilization'][k1]:.0%}); "
+            f"mean lag {s['mean_lag'][k1]:.2f}, max {s['max_lag'][k1]}")
 
 
 def short_mismatch(m):
     at = m["mismatch"].index(LARGE_MISMATCH)
-    print(f"Part 3 (RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
+    return (f"Part 3 (RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
         f"{scheme} {m['schemes'][scheme]['rmse'][at]:.3f}" for scheme in SCHEMES))
 
 
 def short_masking(m):
     at = m["mismatch"].index(LARGE_MISMATCH)
-    print(f"Masking (Task 3c, RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
+    return (f"Masking (Task 3c, RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
         f"{scheme} {stats['rmse'][at]:.3f}" for scheme, stats in m["schemes"].items()))
 
 
@@ -429,10 +428,11 @@ def part_limit(key, args):
     return max(harness.TIME_LIMIT, 5 * lab.PART_SECONDS[key] * work)
 
 
-def attempt(key, experiment, show, unavailable):
-    """Run the part `key` of lab.PARTS under its time limit. If its task is not done yet,
-    or fails, say so, note it in `unavailable` (the figure draws a placeholder) and
-    return None. Ctrl-C stops this part and skips the rest; main() still saves."""
+def attempt(key, experiment, show, unavailable, note=print):
+    """Run the part `key` of lab.PARTS under its time limit and `show` its result. If its
+    task is not done yet, or fails, say so through `note` (print, or keep the line for
+    later), record it in `unavailable` (the figure draws a placeholder) and return None.
+    Ctrl-C stops this part and skips the rest; main() still saves."""
     part, task = lab.PARTS[key]
     if session.get("stopped"):
         unavailable[part] = "not run: the run was interrupted"
@@ -445,38 +445,38 @@ def attempt(key, experiment, show, unavailable):
             result = experiment()
     except NotImplementedError as todo:
         if not str(todo):
-            return failed(part, task, todo, unavailable)
-        print(f"{part}: skipped, {todo}.")
+            return failed(part, task, todo, unavailable, note)
+        note(f"{part}: skipped, {todo}.")
         named = re.match(r"Task (\d[a-z]?)", str(todo))  # a part may need two tasks
         unavailable[part] = f"Task {named[1] if named else task} not implemented yet"
         return None
     except KeyboardInterrupt:
-        print(f"{part}: interrupted (Ctrl-C); saving the parts done so far.")
+        note(f"{part}: interrupted (Ctrl-C); saving the parts done so far.")
         session["stopped"] = part
         unavailable[part] = "not run: the run was interrupted"
         return None
     except BaseException as error:  # noqa: BLE001 (a bug in a task, a time limit, an exit)
-        return failed(part, task, error, unavailable)
+        return failed(part, task, error, unavailable, note)
     show(result)
     return result
 
 
-def failed(part, task, error, unavailable):
+def failed(part, task, error, unavailable, note=print):
     """Report a part that failed: in a task file (or its checks), or in given code."""
     if isinstance(error, harness.TimeLimitExceeded):
-        print(f"{part}: stopped after {session['limit']:.3g} s, its time limit: {error}"
+        note(f"{part}: stopped after {session['limit']:.3g} s, its time limit: {error}"
               f"{harness.where(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} ran too long: see its tests"
     elif harness.raised_in_given_code(error) and not isinstance(
             error, (SchedulerError, ContractError, lab.TaskFileError)):
         frame = harness.lab_frames(error)[-1]
-        print(f"{part}: failed in given code, not in your file: {type(error).__name__}: {error}"
+        note(f"{part}: failed in given code, not in your file: {type(error).__name__}: {error}"
               f"\n  at {Path(frame.filename).relative_to(harness.ROOT)}, line {frame.lineno}. "
               f"If the tests of Task {task} pass, this is a bug in the lab: please report it.")
         unavailable[part] = f"{part} failed in given code"
     else:
-        print(f"{part}: failed with {harness.describe(error)}\n"
+        note(f"{part}: failed with {harness.describe(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} failed: see its tests"
     return None
@@ -539,21 +539,22 @@ def main(argv=None):
     if not flags:  # the three parts in full
         run_parts(args, results, short=False)
     else:  # the flags' own sections first, then the three parts in a line each
-        parts = io.StringIO()
-        with contextlib.redirect_stdout(parts):  # the parts run first: --staleness needs Part 2
-            run_parts(args, results, short=True)
+        lines = []  # the parts run first (--staleness needs Part 2), their lines kept for later
+        run_parts(args, results, short=True, note=lines.append)
         for section in flags:
             section(args, results)
             print()
         print("Parts 1-3 in short (`python run.py` without flags prints their tables):")
-        print(parts.getvalue(), end="")
+        for line in lines:
+            print(line)
     save(results, args.out)
     if session.get("stopped"):
         sys.exit(130)  # interrupted: the files hold the parts done, the exit status says so
 
 
-def run_parts(args, results, short):
-    """Parts 1-3 (and Task 3c's masking), each printed in full or, if `short`, in a line."""
+def run_parts(args, results, short, note=print):
+    """Parts 1-3 (and Task 3c's masking), each printed in full or, if `short`, a line per
+    part given to `note` (its result in short, or why it did not run)."""
     skipped = results["unavailable"]
     sched = scheduling_settings(args)
     parts = (("memory", lambda: memory_table(lab.load("memory"), args.max_tokens)),
@@ -564,8 +565,8 @@ def run_parts(args, results, short):
     for i, (key, experiment) in enumerate(parts):
         if i in (1, 2) and not short:
             print()
-        show = SHORT[key] if short else FULL[key]
-        results[key] = attempt(key, experiment, show, skipped)
+        show = (lambda result, key=key: note(SHORT[key](result))) if short else FULL[key]
+        results[key] = attempt(key, experiment, show, skipped, note)
 
 
 def scheduling_settings(args):

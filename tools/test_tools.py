@@ -102,6 +102,32 @@ def test_readme_first_run_matches_the_stubs():
             ) in " ".join(section.split())
 
 
+def test_run_flag_prints_its_own_section_first_and_draws_it(tmp_path):
+    """An experiment flag's section comes first, Parts 1-3 follow in a line each, every line
+    fits in 100 characters, and --drop-stale and --c-sweep save (and name) a PNG each."""
+    out = subprocess.run([sys.executable, "run.py", "--drop-stale", "--c-sweep", "--out",
+                          str(tmp_path / "r.png")], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, RL_SOLUTIONS="1")).stdout
+    lines = out.splitlines()
+    assert lines[2].startswith("Drop stale (k = 1): ") and "C sweep: token_tis" in out, out
+    short = lines[lines.index("Parts 1-3 in short (`python run.py` without flags prints their "
+                              "tables):") + 1:]
+    assert [line.split(":")[0].split(" (")[0] for line in short[:4]] == [
+        "Part 1", "Part 2", "Part 3", "Masking"], short
+    assert "Part 1: model state (weights" not in out  # the full table is left out
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    for png in ("r_drop_stale.png", "r_c_sweep.png"):
+        assert (tmp_path / png).stat().st_size > 10_000 and png in out
+
+
+def test_run_help_shows_each_default_once():
+    text = subprocess.run([sys.executable, "run.py", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60).stdout
+    options = re.split(r"\n  (?=-)", text.split("options:")[1])
+    assert len(options) > 20 and all(option.count("(default") <= 1 for option in options), text
+    assert "(default: None)" not in text and "(default: False)" not in text
+
+
 def test_readme_stays_a_handout():
     """The README is what a student reads first, in order: at most 260 lines. Background goes
     to a file of docs/, linked from the README's list."""
