@@ -33,19 +33,30 @@ from scheduler_core import MAX_RESPONSES, MAX_SIGMA, SchedulerError
 
 # ---------------------------------------------------------------- printing
 
+WIDTH = 100  # the longest line run.py prints
+
+
+def say(text):
+    """Print prose, each of its lines wrapped at WIDTH characters, the wrapped part two spaces
+    further in than the line. (The tables are laid out to fit.)"""
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        print(textwrap.fill(line, WIDTH, subsequent_indent=indent, break_long_words=False,
+                            break_on_hyphens=False))
+
 def print_memory(m):
     print("Part 1: model state (weights, gradients, optimizer), GB = 10^9 bytes; LoRA rank 16")
-    print(f"  {'model':<24}{'params':>8}{'KV/token':>10}{'PPO':>9}{'GRPO':>9}"
-          f"{'GRPO+LoRA':>11}{'80GB GPUs for PPO':>19}{'lanes/GPU':>15}")
+    print(f"  {'model':<23}{'params':>8}{'KV/token':>10}{'PPO':>9}{'GRPO':>9}"
+          f"{'GRPO+LoRA':>11}{'PPO GPUs':>10}{'lanes/GPU':>14}")
     for r in m["models"]:
-        print(f"  {r['model']:<24}{r['params'] / 1e9:>7.2f}B{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
+        print(f"  {r['model']:<23}{r['params'] / 1e9:>7.2f}B{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
               f"{r['ppo_gb']:>9.1f}{r['grpo_gb']:>9.1f}{r['grpo_lora_gb']:>11.1f}"
-              f"{r['gpus_for_ppo']:>19}{lanes_text(r, m['max_tokens']):>15}")
+              f"{r['gpus_for_ppo']:>10}{lanes_text(r, m['max_tokens']):>14}")
     print(f"  KV cache on top: 64 responses x 16k tokens on the 7B = {m['kv_64x16k_gb']:.1f} GB")
-    print(f"  lanes/GPU: responses of {m['max_tokens']:,} tokens that one {GPU_GB} GB GPU "
-          f"generates at once, KV cache beside\n  the bf16 weights (activations and engine "
-          f"overhead ignored): {m['lanes_per_gpu']} for the lab's 7B. A lane of Part 2 is one "
-          "such slot.")
+    print(f"  PPO GPUs: {GPU_GB} GB GPUs that hold PPO's model state. lanes/GPU: responses of "
+          f"{m['max_tokens']:,} tokens\n  that one {GPU_GB} GB GPU generates at once, KV cache "
+          "beside the bf16 weights (activations and\n  engine overhead ignored): "
+          f"{m['lanes_per_gpu']} for the lab's 7B. A lane of Part 2 is one such slot.")
     for r in m["models"]:
         if r["context"] < m["max_tokens"]:
             print(f"  * {r['model']}: its context is {r['context']:,} tokens, shorter than "
@@ -76,8 +87,8 @@ def print_drop_stale(d):
           f"{d['wasted_frac']:.1%} of generation time wasted")
     print(f"  mean length: dropped {d['mean_length_dropped']:.2f}, trained "
           f"{d['mean_length_trained']:.2f} (the mean of all lengths is 1)")
-    print(f"  longer than {LONG}x the mean: {d['long_share_dropped']:.0%} of dropped, "
-          f"{d['long_share_trained']:.1%} of trained")
+    print(f"  longer than {LONG}x the mean: {100 * d['long_share_dropped']:.2g}% of dropped, "
+          f"{100 * d['long_share_trained']:.2g}% of trained")
     print(f"  throughput {d['throughput']:.2f} vs {d['throughput_keeping_stale']:.2f} keeping "
           "them; dropping is a filter against long responses")
     print(f"  max lag of trained responses: {d['max_lag']} (<= k = {d['k']}), against "
@@ -86,7 +97,7 @@ def print_drop_stale(d):
 
 def print_equal_hardware(e):
     G = e["gpus"]
-    print(f"Equal hardware: {G} GPUs, {e['lanes_per_gpu']} lane(s) per generating GPU, one update "
+    say(f"Equal hardware: {G} GPUs, {e['lanes_per_gpu']} lane(s) per generating GPU, one update "
           f"= {e['train_work']:g} GPU-time units, B = {e['B']}, {e['n_steps']} steps")
     print(f"  synchronous, colocated (all {G} generate, then all {G} train): "
           f"throughput {e['sync_throughput']:.2f}")
@@ -106,13 +117,13 @@ def print_equal_hardware(e):
 
 def print_timeline(t):
     busy = ", ".join(f"{r['busy']:.0%} at k = {r['k']}" for r in t["runs"])
-    print(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
+    say(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
           f"{t['n_updates']} updates), lanes busy {busy}")
 
 
 def print_gpu_model(g):
     p = g["published"]
-    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
+    say(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
           f"prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean length "
           f"{g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
     rows = ((f"synchronous ({g['baseline']}), hours", g["sync"]["hours"], p["sync_hours"],
@@ -126,24 +137,24 @@ def print_gpu_model(g):
     if g["baseline"] != "colocated":
         print(f"  had the synchronous run been colocated (all {g['gpus']} generate, then all "
               f"train): {g['colocated']['hours']:.1f} h, speedup {g['colocated']['speedup']:.2f}x")
-    print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
+    say(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of the generation")
     print("  asynchronous at the published split: " + ", ".join(
         f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
-    print("  splits (GPUs generating: hours): " + ", ".join(
+    say("  splits (GPUs generating: hours): " + ", ".join(
         f"{s['gen_gpus']}: {s['hours']:.1f}" for s in g["splits"]) +
           f"; best {g['best']['gen_gpus']}, {g['best_speedup']:.2f}x the synchronous run")
     a = g["asynchronous"]
-    print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
+    say(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
           f"per token; token-weighted {a['token_lag']:.2f} (weights swapped mid-response)")
     print("  where each value comes from (lab/gpu_presets.py names the sources):")
     for what, source in g["notes"]:
-        print(f"    {what}: {source}")
+        say(f"    {what}: {source}")
 
 
 def print_gpu_sweep(w):
-    print(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
+    say(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
           f"seconds per step, synchronous (k = 0) against k = {w['k']}")
     print(f"  {'':<26}{'S':>6}{'group':>7}{'cap':>8}{'sync s':>9}{'async s':>9}{'speedup':>9}"
           f"{'max lag':>9}{'token lag':>11}")
@@ -152,7 +163,7 @@ def print_gpu_sweep(w):
               f"{r['sync_seconds']:>9.1f}{r['async_seconds']:>9.1f}{r['speedup']:>8.2f}x"
               f"{r['max_lag']:>9}{r['token_lag']:>11.2f}")
     lanes = w["lanes"]
-    print(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
+    say(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
           f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
     for r in lanes["rows"]:
         print(f"  {r['variant']:<26}" + "".join(f"{g:>7.2f}x" for g in r["gain"])
@@ -195,6 +206,7 @@ def print_length_level(level, s):
     print(f"    T <= 6 exact (the ESS sampled), longer T Monte Carlo, seed {toy.LENGTH_SEED}: "
           f"{' / '.join(map(str, batches))} batches as T grows")
     for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
+                       ("rmse_stderr", "its standard error (0 where exact)"),
                        ("cosine", "cosine of the mean estimate with the true gradient"),
                        ("zero_weight_share", "share of token weights below 1e-6"),
                        ("ess", "mean ESS of a batch's weights, (sum w)^2 / (T sum w^2), "
@@ -237,41 +249,42 @@ def collapse_text(c):
 
 
 def print_staleness(s):
-    print(f"Staleness: what each k's lag costs the gradient ({s['n_lanes']} lanes, B = {s['B']}, "
+    say(f"Staleness: what each k's lag costs the gradient ({s['n_lanes']} lanes, B = {s['B']}, "
           f"sigma = {s['sigma']}, {s['n_steps']} steps; engine mismatch {s['mismatch']}, "
           f"C = {s['C']})")
-    print(f"  the policy moves: one update = step {s['step']:.4g} along the exact gradient, "
+    say(f"  the policy moves: one update = step {s['step']:.4g} along the exact gradient, "
           f"{s['kl']:g} nats per token (KL(pi_v-1 || pi_v) / T);\n  a response at lag l was "
           f"sampled by version v - l, KL(pi_v-l || pi_v) / T = "
           + ", ".join(f"{kl:.3f}" for kl in s["lag_kl"][1:5]) + " ... at l = 1 .. 4")
-    names = {"none": "none", "token_tis": "token TIS", "seq_tis": "seq TIS"}
-    print(f"  {'k':>9}{'throughput':>11}{'mean lag':>9}{'p95':>5}{'max':>5}"
-          + "".join(f"{names[n] + ' RMSE':>15}{'cos':>7}" for n in s["schemes"]))
+    names = {n: n for n in s["schemes"]}  # the code's names, as in the figures
+    print(f"  {'':38}" + "".join(f"{names[n]:>20}" for n in s["schemes"]))
+    print(f"  {'k':>8}{'throughput':>11}{'mean lag':>9}{'p95':>5}{'max':>5}"
+          + "".join(f"{'RMSE':>14}{'cos':>6}" for n in s["schemes"]))
     for row in s["rows"]:
-        print(f"  {row_name(row):>9}{row['throughput']:>11.2f}{row['mean_lag']:>9.2f}"
+        print(f"  {row_name(row):>8}{row['throughput']:>11.2f}{row['mean_lag']:>9.2f}"
               f"{row['lag_p95']:>5}{row['max_lag']:>5}"
-              + "".join(f"{v['rmse']:>15.4f}{v['cosine']:>7.3f}" for v in row["schemes"].values()))
+              + "".join(f"{v['rmse']:>14.4f}{v['cosine']:>6.3f}" for v in row["schemes"].values()))
     print("  expected gain of J per update: second order (exact formula) | exact J after a real "
           "sampled step,")
     print(f"  Monte Carlo over {staleness.ONE_STEP_BATCHES:,} batches (+- SE); * = the two differ "
           "by over 10%; noise = eta^2/2 tr(H Cov)")
-    print(f"  {'k':>9}" + "".join(f"{names[n] + ': 2nd | exact':>30}" for n in s["schemes"]))
+    print(f"  {'k':>8}" + "".join(f"{names[n] + ': 2nd | exact':>30}" for n in s["schemes"]))
     for row in s["rows"]:
-        print(f"  {row_name(row):>9}" + "".join(
+        print(f"  {row_name(row):>8}" + "".join(
             f"{v['gain_per_update']:>10.4f} |{v['exact_gain']:>8.4f} +-{v['exact_gain_se']:.4f}"
             + ("*" if v["second_order_off"] else " ") for v in row["schemes"].values()))
-    print(f"  {'k':>9}" + "".join(f"{names[n] + ': noise, KL moved':>30}" for n in s["schemes"]))
+    print(f"  {'k':>8}" + "".join(f"{names[n] + ': noise, KL moved':>30}" for n in s["schemes"]))
     for row in s["rows"]:
-        print(f"  {row_name(row):>9}" + "".join(
-            f"{v['noise_term']:>+14.4f}{v['update_kl']:>9.4f} +-{v['update_kl_se']:.4f}"
+        print(f"  {row_name(row):>8}" + "".join(
+            f"{v['noise_term']:>+12.4f}{v['update_kl']:>9.4f} +-{v['update_kl_se']:.4f}"
             for v in row["schemes"].values()))
     print(f"  (KL moved: KL(pi_v || pi_v+1) / T of a real noisy update; the versions above are "
           f"{s['kl']:g} apart)")
     print("  exact gain of J per time unit (gain per update x throughput / B), and / k = 0's")
-    print(f"  {'k':>9}" + "".join(f"{names[n]:>22}" for n in s["schemes"]))
+    print(f"  {'k':>8}" + "".join(f"{names[n]:>22}" for n in s["schemes"]))
     sync = s["rows"][0]["schemes"]
     for row in s["rows"]:
-        print(f"  {row_name(row):>9}" + "".join(
+        print(f"  {row_name(row):>8}" + "".join(
             f"{v['exact_gain_per_time']:>11.5f} "
             f"({v['exact_gain_per_time'] / sync[n]['exact_gain_per_time']:.2f}x)"
             for n, v in row["schemes"].items()))
@@ -287,17 +300,17 @@ def print_learning_curves(c):
     print(f"  time to reach J >= {c['target']:g} (J(THETA) = {c['J_start']:.3f}), mean +- SE over "
           "the seeds; (n) = seeds that reached it,\n  if not all (the others count at the "
           "run's end: a lower bound); throughput of these runs")
-    names = {"none": "none", "token_tis": "token TIS", "seq_tis": "seq TIS"}
+    names = {n: n for n in c["schemes"]}
     for level in c["levels"]:
         for e, scale in enumerate(c["scales"]):
             print(f"  engine mismatch {level['mismatch']}, step {scale:g}x:")
-            print(f"  {'k':>9}{'throughput':>11}"
+            print(f"  {'k':>8}{'throughput':>11}"
                   + "".join(f"{names[n]:>22}" for n in c["schemes"]))
             for row in level["rows"]:
                 cells = [f"{v['time'][e]['mean']:.2f} +- {v['time'][e]['se']:.2f}"
                          + (f" ({v['n_reached'][e]})" if v["n_reached"][e] < c["n_seeds"] else "")
                          for v in row["schemes"].values()]
-                print(f"  {row_name(row):>9}{row['throughput']:>11.2f}"
+                print(f"  {row_name(row):>8}{row['throughput']:>11.2f}"
                       + "".join(f"{cell:>22}" for cell in cells))
             best = level["best"][e]
             winner = cell_name(level, best["row"], best["scheme"], names)
@@ -326,6 +339,38 @@ def print_c_sweep(c):
         print(f"  {C:>6}{bias:>9.4f}{rmse:>9.4f}" + ("   <- best" if C == c["best_C"] else ""))
 
 
+def short_memory(m):
+    """Part 1 in a line (run.py with an experiment flag), as are the three below."""
+    return (f"Part 1: model state of the lab's 7B: PPO {m['ppo_7b_gb']:.0f} GB, GRPO "
+            f"{m['grpo_7b_gb']:.0f} GB, GRPO + LoRA {m['grpo_lora_7b_gb']:.1f} GB")
+
+
+def short_scheduling(s):
+    k1 = s["k"].index(1) if 1 in s["k"] else -1
+    return (f"Part 2: k = {s['k'][k1]} gives {s['throughput_gain'][k1]:.2f}x the throughput of "
+            f"k = 0 (lanes busy {s['utilization'][0]:.0%} -> {s['utilization'][k1]:.0%}); "
+            f"mean lag {s['mean_lag'][k1]:.2f}, max {s['max_lag'][k1]}")
+
+
+def short_mismatch(m):
+    at = m["mismatch"].index(LARGE_MISMATCH)
+    return (f"Part 3 (RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
+        f"{scheme} {m['schemes'][scheme]['rmse'][at]:.3f}" for scheme in SCHEMES))
+
+
+def short_masking(m):
+    at = m["mismatch"].index(LARGE_MISMATCH)
+    return (f"Masking (Task 3c, RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
+        f"{scheme} {stats['rmse'][at]:.3f}" for scheme, stats in m["schemes"].items()))
+
+
+# How each part prints: in full (`python run.py`), or in a line (after a flag's own section).
+FULL = dict(memory=print_memory, scheduling=print_scheduling, mismatch=print_mismatch,
+            masking=print_masking)
+SHORT = dict(memory=short_memory, scheduling=short_scheduling, mismatch=short_mismatch,
+             masking=short_masking)
+
+
 # ---------------------------------------------------------------- the command line
 
 def bounded(kind, low, high=math.inf):
@@ -344,9 +389,17 @@ def bounded(kind, low, high=math.inf):
     return parse
 
 
+class DefaultsOnce(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows a flag's default once: not for switches (off unless given), not for
+    a default of None, and not where the help text already says it."""
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or "(default" in action.help:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=DefaultsOnce)
     p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=16, help="generation lanes")
     p.add_argument("-B", "--batch", type=bounded(int, 1), default=32,
                    help="B, responses per training batch")
@@ -357,7 +410,8 @@ def parser():
     p.add_argument("--sigma", type=bounded(float, 0, MAX_SIGMA), default=1.25,
                    help="lognormal shape of response lengths; larger = heavier tail")
     p.add_argument("--drop-stale", action="store_true",
-                   help="also run k = 1 dropping stale responses, and show which were dropped")
+                   help="also run k = 1 dropping stale responses: how many, how long they were "
+                        "(a PNG of its own)")
     p.add_argument("--noise", choices=toy.NOISES, default="student_t",
                    help="shape of the inference engine's logit perturbation")
     p.add_argument("--C", type=bounded(float, 1), default=2.0,
@@ -366,7 +420,7 @@ def parser():
                    help="responses per gradient estimate in Part 3")
     p.add_argument("--c-sweep", action="store_true",
                    help=f"sweep C over {C_SWEEP[0]:g}..{C_SWEEP[-1]:g} for token_tis at "
-                        f"mismatch {LARGE_MISMATCH}")
+                        f"mismatch {LARGE_MISMATCH} (a PNG of its own)")
     p.add_argument("--length-sweep", action="store_true",
                    help=f"measure every scheme (error, cosine, ESS of its weights) at the "
                         f"response lengths T with T x KL = {LENGTH_BUDGETS[0]:g} .. "
@@ -398,9 +452,11 @@ def parser():
                    help="GPU-time units one update costs, for --equal-hardware "
                         "(default: --gpus x --train-time)")
     p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
-                   help="predict a published run's hours on the GPU model (docs/gpu-model.md)")
+                   help="predict a published run's hours on the GPU model (docs/gpu-model.md); "
+                        "all: the three presets")
     p.add_argument("--gpu-sweep", action="store_true",
-                   help="how the GPU model's speedup depends on S, group size and the length cap")
+                   help="how the GPU model's speedup depends on S, group size and the length "
+                        "cap (a PNG of its own)")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     if lab.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
@@ -454,10 +510,11 @@ def part_limit(key, args):
     return max(harness.TIME_LIMIT, 5 * lab.PART_SECONDS[key] * work)
 
 
-def attempt(key, experiment, show, unavailable):
-    """Run the part `key` of lab.PARTS under its time limit. If its task is not done yet,
-    or fails, say so, note it in `unavailable` (the figure draws a placeholder) and
-    return None. Ctrl-C stops this part and skips the rest; main() still saves."""
+def attempt(key, experiment, show, unavailable, note=print):
+    """Run the part `key` of lab.PARTS under its time limit and `show` its result. If its
+    task is not done yet, or fails, say so through `note` (print, or keep the line for
+    later), record it in `unavailable` (the figure draws a placeholder) and return None.
+    Ctrl-C stops this part and skips the rest; main() still saves."""
     part, task = lab.PARTS[key]
     if session.get("stopped"):
         unavailable[part] = "not run: the run was interrupted"
@@ -470,38 +527,38 @@ def attempt(key, experiment, show, unavailable):
             result = experiment()
     except NotImplementedError as todo:
         if not str(todo):
-            return failed(part, task, todo, unavailable)
-        print(f"{part}: skipped, {todo}.")
+            return failed(part, task, todo, unavailable, note)
+        note(f"{part}: skipped, {todo}.")
         named = re.match(r"Task (\d[a-z]?)", str(todo))  # a part may need two tasks
         unavailable[part] = f"Task {named[1] if named else task} not implemented yet"
         return None
     except KeyboardInterrupt:
-        print(f"{part}: interrupted (Ctrl-C); saving the parts done so far.")
+        note(f"{part}: interrupted (Ctrl-C); saving the parts done so far.")
         session["stopped"] = part
         unavailable[part] = "not run: the run was interrupted"
         return None
     except BaseException as error:  # noqa: BLE001 (a bug in a task, a time limit, an exit)
-        return failed(part, task, error, unavailable)
+        return failed(part, task, error, unavailable, note)
     show(result)
     return result
 
 
-def failed(part, task, error, unavailable):
+def failed(part, task, error, unavailable, note=print):
     """Report a part that failed: in a task file (or its checks), or in given code."""
     if isinstance(error, harness.TimeLimitExceeded):
-        print(f"{part}: stopped after {session['limit']:.3g} s, its time limit: {error}"
+        note(f"{part}: stopped after {session['limit']:.3g} s, its time limit: {error}"
               f"{harness.where(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} ran too long: see its tests"
     elif harness.raised_in_given_code(error) and not isinstance(
             error, (SchedulerError, ContractError, lab.TaskFileError)):
         frame = harness.lab_frames(error)[-1]
-        print(f"{part}: failed in given code, not in your file: {type(error).__name__}: {error}"
+        note(f"{part}: failed in given code, not in your file: {type(error).__name__}: {error}"
               f"\n  at {Path(frame.filename).relative_to(harness.ROOT)}, line {frame.lineno}. "
               f"If the tests of Task {task} pass, this is a bug in the lab: please report it.")
         unavailable[part] = f"{part} failed in given code"
     else:
-        print(f"{part}: failed with {harness.describe(error)}\n"
+        note(f"{part}: failed with {harness.describe(error)}\n"
               f"  run `python -m pytest -q -k task{task}` to find out why.")
         unavailable[part] = f"Task {task} failed: see its tests"
     return None
@@ -530,8 +587,11 @@ def save(results, out):
     drawings = {out: figure.draw}
     # the optional figures go beside the main one: rl_systems_timeline.png, ...
     from lab import gpu_figure, learning_figure
-    for key, draw_extra in (("equal_hardware", figure.draw_equal_hardware),
+    for key, draw_extra in (("drop_stale", figure.draw_drop_stale),
+                            ("equal_hardware", figure.draw_equal_hardware),
                             ("timeline", figure.draw_timeline),
+                            ("c_sweep", figure.draw_c_sweep),
+                            ("gpu_sweep", figure.draw_gpu_sweep),
                             ("staleness", figure.draw_staleness),
                             ("learning_curves", learning_figure.draw),
                             ("length_sweep", figure.draw_length_sweep),
@@ -544,19 +604,7 @@ def save(results, out):
     # numpy numbers (a student's np.int64, say) are written as plain numbers
     text = json.dumps(results, indent=1, default=lambda number: number.item())
     harness.write_atomically(out.with_suffix(".json"), text)
-    print(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
-
-
-def gpu_model(choice, skipped):
-    """Each chosen preset on the GPU model, {name: result}; None once one cannot run."""
-    runs = {}
-    for name in (PRESETS if choice == "all" else [choice]):
-        print()
-        runs[name] = attempt("gpu_model", lambda name=name: gpu_comparison(
-            lab.load("scheduler"), lab.load("memory"), name), print_gpu_model, skipped)
-        if runs[name] is None:
-            return None
-    return runs
+    say(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
 
 
 def main(argv=None):
@@ -568,89 +616,143 @@ def main(argv=None):
     except ValueError as error:
         sys.exit(f"run.py: {error}")
     print(f"Running {code}\n")
-    sched = dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
-                 train_time=args.train_time, sigma=args.sigma)
     results = dict(code=code, unavailable={})
     session.update(results=results, out=args.out, args=args,
                    watchdog=harness.Watchdog(abort=stuck))
-    skipped = results["unavailable"]
-    results["memory"] = attempt("memory", lambda: memory_table(lab.load("memory"),
-                                                               args.max_tokens),
-                                print_memory, skipped)
-    print()
-    results["scheduling"] = attempt(
-        "scheduling", lambda: scheduling_sweep(lab.load("scheduler"), **sched),
-        print_scheduling, skipped)
-    if args.drop_stale:
-        results["drop_stale"] = attempt(
-            "drop_stale", lambda: drop_stale_analysis(lab.load("scheduler"), **sched),
-            print_drop_stale, skipped)
-    if args.equal_hardware:
-        train_work = args.gpus * args.train_time if args.train_work is None else args.train_work
-        results["equal_hardware"] = attempt(
-            "equal_hardware", lambda: equal_hardware(
-                lab.load("scheduler"), lab.load("memory"), args.gpus, args.lanes_per_gpu,
-                train_work, B=args.batch, n_steps=args.steps, sigma=args.sigma),
-            print_equal_hardware, skipped)
-    if args.timeline:
-        results["timeline"] = attempt(
-            "timeline", lambda: timeline(lab.load("scheduler"), drop_stale=args.drop_stale, **sched),
-            print_timeline, skipped)
-    if args.preset:
-        results["gpu_model"] = gpu_model(args.preset, skipped)
-    if args.gpu_sweep:
-        print()
-        results["gpu_sweep"] = attempt(
-            "gpu_sweep", lambda: gpu_sweep(lab.load("scheduler"), lab.load("memory")),
-            print_gpu_sweep, skipped)
-    print()
-    results["mismatch"] = attempt(
-        "mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size, args.noise),
-        print_mismatch, skipped)
-    results["masking"] = attempt(
-        "masking", lambda: masked_sweep(lab.load("tis"), args.batch_size, args.noise),
-        print_masking, skipped)
-    if args.c_sweep:
-        results["c_sweep"] = attempt(
-            "c_sweep", lambda: c_sweep(lab.load("tis"), batch_size=args.batch_size,
-                                       noise=args.noise),
-            print_c_sweep, skipped)
-    if args.length_sweep:
-        print()
-        results["length_sweep"] = attempt(
-            "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_kl,
-                                                 args.batch_size, args.C, args.noise),
-            print_length_sweep, skipped)
-
-    if args.staleness:
-        print()
-        if results["scheduling"] is None:
-            print("Staleness: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
-            skipped[lab.PARTS["staleness"][0]] = "needs Part 2 (Task 2) first"
-        else:
-            results["staleness"] = attempt(
-                "staleness", lambda: staleness_sweep(
-                    lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
-                    n_steps=args.steps, train_time=args.train_time, sigma=args.sigma,
-                    kl=args.staleness_kl, mismatch=args.staleness_mismatch, C=args.C,
-                    noise=args.noise),
-                print_staleness, skipped)
-
-    if args.learning_curves:
-        print()
-        if results["scheduling"] is None:
-            print("Learning curves: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
-            skipped[lab.PARTS["learning_curves"][0]] = "needs Part 2 (Task 2) first"
-        else:
-            results["learning_curves"] = attempt(
-                "learning_curves", lambda: learning_curves(
-                    lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
-                    train_time=args.train_time, sigma=args.sigma, C=args.C, noise=args.noise),
-                print_learning_curves, skipped)
-
+    flags = flag_sections(args)
+    if not flags:  # the three parts in full
+        run_parts(args, results, short=False)
+    else:  # the flags' own sections first, then the three parts in a line each
+        lines = []  # the parts run first (--staleness needs Part 2), their lines kept for later
+        run_parts(args, results, short=True, note=lines.append)
+        for section in flags:
+            section(args, results)
+            print()
+        print("Parts 1-3 in short (`python run.py` without flags prints their tables):")
+        for line in lines:
+            print(line)
     save(results, args.out)
     if session.get("stopped"):
         sys.exit(130)  # interrupted: the files hold the parts done, the exit status says so
+
+
+def run_parts(args, results, short, note=print):
+    """Parts 1-3 (and Task 3c's masking), each printed in full or, if `short`, a line per
+    part given to `note` (its result in short, or why it did not run)."""
+    skipped = results["unavailable"]
+    sched = scheduling_settings(args)
+    parts = (("memory", lambda: memory_table(lab.load("memory"), args.max_tokens)),
+             ("scheduling", lambda: scheduling_sweep(lab.load("scheduler"), **sched)),
+             ("mismatch", lambda: mismatch_sweep(lab.load("tis"), args.C, args.batch_size,
+                                                 args.noise)),
+             ("masking", lambda: masked_sweep(lab.load("tis"), args.batch_size, args.noise)))
+    for i, (key, experiment) in enumerate(parts):
+        if i in (1, 2) and not short:
+            print()
+        show = (lambda result, key=key: note(SHORT[key](result))) if short else FULL[key]
+        results[key] = attempt(key, experiment, show, skipped, note)
+
+
+def scheduling_settings(args):
+    return dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
+                train_time=args.train_time, sigma=args.sigma)
+
+
+# ---------------------------------------------------------------- the flags' sections, in order
+
+def flag_sections(args):
+    """The sections the flags ask for, in the order they print: each a function of
+    (args, results) that runs its experiment into results and prints it."""
+    asked = ((args.drop_stale, drop_stale_section), (args.equal_hardware, equal_hardware_section),
+             (args.timeline, timeline_section), (args.preset, gpu_model_section),
+             (args.gpu_sweep, gpu_sweep_section), (args.c_sweep, c_sweep_section),
+             (args.length_sweep, length_sweep_section), (args.staleness, staleness_section),
+             (args.learning_curves, learning_curves_section))
+    return [section for wanted, section in asked if wanted]
+
+
+def drop_stale_section(args, results):
+    results["drop_stale"] = attempt(
+        "drop_stale", lambda: drop_stale_analysis(lab.load("scheduler"), **scheduling_settings(args)),
+        print_drop_stale, results["unavailable"])
+
+
+def equal_hardware_section(args, results):
+    train_work = args.gpus * args.train_time if args.train_work is None else args.train_work
+    results["equal_hardware"] = attempt(
+        "equal_hardware", lambda: equal_hardware(
+            lab.load("scheduler"), lab.load("memory"), args.gpus, args.lanes_per_gpu,
+            train_work, B=args.batch, n_steps=args.steps, sigma=args.sigma),
+        print_equal_hardware, results["unavailable"])
+
+
+def timeline_section(args, results):
+    results["timeline"] = attempt(
+        "timeline", lambda: timeline(lab.load("scheduler"), drop_stale=args.drop_stale,
+                                     **scheduling_settings(args)),
+        print_timeline, results["unavailable"])
+
+
+def gpu_model_section(args, results):
+    """Each chosen preset on the GPU model, {name: result}; None once one cannot run."""
+    runs = {}
+    for i, name in enumerate(PRESETS if args.preset == "all" else [args.preset]):
+        if i:
+            print()
+        runs[name] = attempt("gpu_model", lambda name=name: gpu_comparison(
+            lab.load("scheduler"), lab.load("memory"), name), print_gpu_model,
+            results["unavailable"])
+        if runs[name] is None:
+            runs = None
+            break
+    results["gpu_model"] = runs
+
+
+def gpu_sweep_section(args, results):
+    results["gpu_sweep"] = attempt(
+        "gpu_sweep", lambda: gpu_sweep(lab.load("scheduler"), lab.load("memory")),
+        print_gpu_sweep, results["unavailable"])
+
+
+def c_sweep_section(args, results):
+    results["c_sweep"] = attempt(
+        "c_sweep", lambda: c_sweep(lab.load("tis"), batch_size=args.batch_size, noise=args.noise),
+        print_c_sweep, results["unavailable"])
+
+
+def length_sweep_section(args, results):
+    results["length_sweep"] = attempt(
+        "length_sweep", lambda: length_sweep(lab.load("tis"), args.length_kl, args.batch_size,
+                                             args.C, args.noise),
+        print_length_sweep, results["unavailable"])
+
+
+def staleness_section(args, results):
+    skipped = results["unavailable"]
+    if results["scheduling"] is None:
+        print("Staleness: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
+        skipped[lab.PARTS["staleness"][0]] = "needs Part 2 (Task 2) first"
+        return
+    results["staleness"] = attempt(
+        "staleness", lambda: staleness_sweep(
+            lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
+            n_steps=args.steps, train_time=args.train_time, sigma=args.sigma,
+            kl=args.staleness_kl, mismatch=args.staleness_mismatch, C=args.C,
+            noise=args.noise),
+        print_staleness, skipped)
+
+
+def learning_curves_section(args, results):
+    skipped = results["unavailable"]
+    if results["scheduling"] is None:
+        print("Learning curves: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
+        skipped[lab.PARTS["learning_curves"][0]] = "needs Part 2 (Task 2) first"
+        return
+    results["learning_curves"] = attempt(
+        "learning_curves", lambda: learning_curves(
+            lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
+            train_time=args.train_time, sigma=args.sigma, C=args.C, noise=args.noise),
+        print_learning_curves, skipped)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
 
 from lab import PARTS
+from lab.experiments import LONG
 from lab.model_shapes import GPU_GB
 
 COLORS = {"none": "black", "token": "tab:blue", "token_tis": "tab:green", "seq": "tab:red",
@@ -29,9 +30,12 @@ TITLES = {"memory": ["Model state of a 7B model"],
                          "Lag distribution at k = 1"],
           "mismatch": ["Bias vs mismatch", "Noise vs mismatch", "Total error vs mismatch",
                        "Bigger batches cut noise, not bias"]}
-LABELS = {"none": "none (ignore mismatch)", "token": "token IS", "token_tis": "token TIS",
-          "seq": "sequence IS", "seq_tis": "sequence TIS", "token_mask": "token mask (3c)",
-          "seq_mask": "sequence mask (3c)", "geo_mask": "geometric mask (3c)"}
+# The estimators the README's story is about, drawn bold in the bottom row; the others faint.
+STORY = ("none", "token_tis", "seq_tis")
+# The code's names (the README gives their long forms once); the masks add their task.
+LABELS = {"none": "none", "token": "token", "token_tis": "token_tis", "seq": "seq",
+          "seq_tis": "seq_tis", "token_mask": "token_mask (3c)", "seq_mask": "seq_mask (3c)",
+          "geo_mask": "geo_mask (3c)"}
 
 
 def draw(results, path):
@@ -100,11 +104,13 @@ def label_ends(ax, lines, fontsize=8.5):
     x_text = max(end[0] for _, end in ends) + 16 / width_pt
     for (line, end), y in zip(ends, heights):
         ax.text(x_text + 2 / width_pt, y, line.get_label(), transform=ax.transAxes,
-                va="center", fontsize=fontsize, color=line.get_color())
+                va="center", fontsize=fontsize, color=line.get_color(), alpha=line.get_alpha(),
+                fontweight="bold" if line.get_linewidth() > 2 else "normal")
     # the strokes, in one collection: far cheaper to draw than an arrow per name
     ax.add_collection(LineCollection(
         [[end, (x_text, y)] for (_, end), y in zip(ends, heights)], transform=ax.transAxes,
-        colors=[line.get_color() for line, _ in ends], linewidths=0.6), autolim=False)
+        colors=[line.get_color() for line, _ in ends], linewidths=0.6,
+        alpha=min(line.get_alpha() or 1 for line, _ in ends)), autolim=False)
 
 
 def widen_x(ax, share):
@@ -209,18 +215,25 @@ def lag_tail_panel(s, ax, setup, k=1):
 
 
 def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
-    """The four bottom panels; the masked schemes of Task 3c dashed, once it is done."""
+    """The four bottom panels. The three estimators the story is about (STORY) bold; token
+    and sequence IS thin and faint, and the masked schemes of Task 3c, once it is done,
+    faint and dashed."""
     setup = f"batch of {m['batch_size']}, C = {m['C']}, {m['noise']} noise"
     schemes = m["schemes"] | (masking["schemes"] if masking else {})
     lines = {ax_bias: [], ax_std: [], ax_rmse: []}
     for scheme, stats in schemes.items():
+        story = scheme in STORY
         style = dict(color=COLORS[scheme], label=LABELS[scheme].split(" (")[0],
-                     marker=MARKERS[scheme], markersize=5,
+                     marker=MARKERS[scheme], markersize=5 if story else 3,
+                     linewidth=2.4 if story else 1.0, alpha=None if story else 0.45,
+                     zorder=3 if story else 2,
                      linestyle="--" if scheme.endswith("_mask") else "-")
         for ax, values in ((ax_bias, stats["bias"]),
                            (ax_std, [v**0.5 for v in stats["variance"]]),
                            (ax_rmse, stats["rmse"])):
             lines[ax] += ax.plot(m["mismatch"], values, **style)
+    if masking:
+        mask_step_note(ax_bias, m["mismatch"], masking)
     for ax, ylabel in ((ax_bias, "|| E[estimate] - true gradient ||"),
                        (ax_std, "standard deviation of the estimate"),
                        (ax_rmse, "RMSE = sqrt(bias^2 + variance)")):
@@ -238,9 +251,9 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
     for scheme in ("none", "seq_tis"):
         name = LABELS[scheme].split(" (")[0]
         lines += ax_batch.plot(by["batch_size"], by[scheme]["bias"], "o-", color=COLORS[scheme],
-                               label=f"{name}: bias")
+                               label=f"{name}: bias", linewidth=2.4)
         lines += ax_batch.plot(by["batch_size"], [v**0.5 for v in by[scheme]["variance"]], "s--",
-                               color=COLORS[scheme], label=f"{name}: std")
+                               color=COLORS[scheme], label=f"{name}: std", linewidth=2.4)
     ax_batch.set_xscale("log", base=2)
     ax_batch.set_yscale("log")
     ax_batch.set_xticks(by["batch_size"], [str(n) for n in by["batch_size"]])
@@ -249,6 +262,25 @@ def mismatch_panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
     ax_batch.set_ylabel("bias or standard deviation")
     label_ends(ax_batch, lines)
     log_ticks(ax_batch.yaxis)
+
+
+def mask_step_note(ax, mismatch, masking):
+    """Say on the bias panel why the token mask's bias jumps (at mismatch 0.9 -> 1.0 in the
+    reference): the toy has 20 (previous token, token) pairs, and all tokens of a pair
+    leave the band together, so its bias is a staircase, not a defect of the sweep."""
+    bias = masking["schemes"]["token_mask"]["bias"]
+    steps = [b - a for a, b in zip(bias, bias[1:])]
+    i = max(range(len(steps)), key=steps.__getitem__)
+    if steps[i] < 0.05:  # no big step: nothing to explain
+        return
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, low + 1.4 * (high - low))  # room for the note above the curves
+    ax.annotate("token_mask: a step, not noise. The toy has\n20 (previous token, token) "
+                "pairs; every token\nof one pair leaves the band at once (here\n0 after 0, "
+                "in half the rewarded responses)", (mismatch[i + 1], bias[i + 1]),
+                xytext=(0.03, 0.97), textcoords="axes fraction", ha="left", va="top",
+                fontsize=7.5, color=COLORS["token_mask"],
+                arrowprops=dict(arrowstyle="->", color=COLORS["token_mask"], lw=0.8))
 
 
 # ---------------------------------------------------------------- the optional figures
@@ -361,6 +393,119 @@ def length_panel(s, level, key, schemes, ax):
     log_ticks(ax.xaxis)
     ax.set_xlabel(f"T x KL (T = {level['T'][0]:,} to {level['T'][-1]:,})")
     label_ends(ax, lines, fontsize=8)
+
+
+def extra_figure(results, key, titles, figsize):
+    """A figure of its own for the flag `key`: (fig, its panels, the result or None). Each
+    panel gets its title; a part that did not run leaves placeholders."""
+    fig = Figure(figsize=figsize)
+    axes = list(fig.subplots(1, len(titles))) if len(titles) > 1 else [fig.subplots()]
+    part, task = PARTS[key]
+    for ax, title in zip(axes, titles):
+        if results.get(key) is None:
+            placeholder(ax, results["unavailable"].get(part, "not run"))
+        ax.set_title(f"{title} (Task {task})")
+    return fig, axes, results.get(key)
+
+
+def draw_drop_stale(results, path):
+    """Save the --drop-stale figure: what dropping costs, which responses go, what it buys."""
+    fig, (ax_time, ax_length, ax_lag), d = extra_figure(
+        results, "drop_stale", ["Generation time: trained or wasted",
+                                "Dropped responses are the long ones", "What it buys: max lag"],
+        (15, 4.6))
+    if d is not None:
+        ax_time.bar(["trained", "dropped (wasted)"], [100 * (1 - d["wasted_frac"]),
+                                                      100 * d["wasted_frac"]],
+                    color=["tab:purple", "lightgray"], edgecolor="dimgray")
+        ax_time.set_ylabel("% of all generation time")
+        ax_time.set_ylim(0, 100)
+        ax_time.text(0.5, 0.97, f"{d['n_dropped']:,} of {d['n_started']:,} responses dropped",
+                     transform=ax_time.transAxes, ha="center", va="top", fontsize=9)
+        lengths = [d["mean_length_trained"], d["mean_length_dropped"]]
+        ax_length.bar(["trained", "dropped"], lengths, color=["tab:purple", "lightgray"],
+                      edgecolor="dimgray")
+        for x, (value, long) in enumerate(zip(lengths, [d["long_share_trained"],
+                                                        d["long_share_dropped"]])):
+            ax_length.text(x, value, f"mean {value:.2f}\n{100 * long:.2g}% over {LONG}x the mean",
+                           ha="center", va="bottom", fontsize=9)
+        ax_length.axhline(1, color="gray", linestyle=":")
+        ax_length.text(1.45, 1, "mean of all lengths", ha="right", va="bottom", fontsize=8,
+                       color="dimgray")
+        ax_length.set_ylim(0, 1.3 * max(lengths + [1]))
+        ax_length.set_ylabel("mean response length (the mean of all is 1)")
+        lags = [d["max_lag_keeping_stale"], d["max_lag"]]
+        ax_lag.bar(["keeping them", "dropping them"], lags, color=["tab:red", "tab:purple"])
+        for x, (lag, throughput) in enumerate(zip(lags, [d["throughput_keeping_stale"],
+                                                         d["throughput"]])):
+            ax_lag.text(x, lag, f"max lag {lag}\nthroughput {throughput:.2f}", ha="center",
+                        va="bottom", fontsize=9)
+        ax_lag.axhline(d["k"], color="gray", linestyle=":")
+        ax_lag.set_ylim(0, 1.3 * max(lags))
+        ax_lag.set_ylabel(f"max lag of a trained response (dotted: k = {d['k']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def draw_c_sweep(results, path):
+    """Save the --c-sweep figure: token TIS's bias and RMSE against the truncation level C."""
+    fig, (ax,), c = extra_figure(results, "c_sweep", ["token_tis: the truncation level C"],
+                                 (7, 4.6))
+    if c is not None:
+        ax.plot(c["C"], c["rmse"], "o-", color=COLORS["token_tis"], label="RMSE")
+        ax.plot(c["C"], c["bias"], "s--", color=COLORS["token_tis"], label="bias")
+        best = c["C"].index(c["best_C"])
+        ax.plot([c["best_C"]], [c["rmse"][best]], "*", color="tab:red", markersize=15,
+                label=f"lowest RMSE: C = {c['best_C']:g} ({c['rmse'][best]:.3f})")
+        ax.set_xscale("log")
+        ax.set_xticks(c["C"], [f"{C:g}" for C in c["C"]])
+        ax.minorticks_off()
+        ax.set_ylim(0, 1.15 * max(c["rmse"]))
+        ax.set_xlabel(f"C (weights above it are cut to C)\nmismatch {c['mismatch']}, "
+                      f"batch of {c['batch_size']}, {c['noise']} noise")
+        ax.set_ylabel("bias or RMSE of the gradient estimate")
+        ax.legend(fontsize=9, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def draw_gpu_sweep(results, path):
+    """Save the --gpu-sweep figure: its two tables as bars, one row per variant."""
+    fig, (ax_speed, ax_lanes), w = extra_figure(
+        results, "gpu_sweep", ["GPU model: seconds per step, and the speedup",
+                               "Part 2's lanes on the GPU model: gain over k = 0"], (15, 5))
+    if w is not None:
+        rows = w["rows"]
+        y = range(len(rows))
+        ax_speed.barh([i + 0.2 for i in y], [r["sync_seconds"] for r in rows], 0.4,
+                      color="gray", label="synchronous (k = 0)")
+        ax_speed.barh([i - 0.2 for i in y], [r["async_seconds"] for r in rows], 0.4,
+                      color="tab:purple", label=f"asynchronous (k = {w['k']})")
+        for i, r in enumerate(rows):
+            ax_speed.text(r["sync_seconds"], i + 0.2, f" {r['speedup']:.2f}x, max lag "
+                          f"{r['max_lag']}", va="center", fontsize=8.5)
+        ax_speed.set_yticks(list(y), [r["variant"] for r in rows])
+        ax_speed.invert_yaxis()
+        ax_speed.set_xlim(0, 1.45 * max(r["sync_seconds"] for r in rows))
+        ax_speed.set_xlabel(f"seconds per step (text: speedup, max lag)\n{w['preset']}, "
+                            f"{w['gen_gpus']} of {w['gpus']} GPUs generate")
+        ax_speed.legend(fontsize=8.5, loc="lower right")
+        lanes = w["lanes"]
+        for j, k in enumerate(lanes["rows"][0]["k"][1:], start=1):
+            ax_lanes.barh([i + 0.4 * (j - 1.5) for i in range(len(lanes["rows"]))],
+                          [r["gain"][j] for r in lanes["rows"]], 0.4,
+                          color=["tab:blue", "tab:orange"][(j - 1) % 2], label=f"k = {k}")
+        for i, r in enumerate(lanes["rows"]):
+            ax_lanes.text(max(r["gain"]), i, "  max lag " + ", ".join(map(str, r["max_lag"][1:])),
+                          va="center", fontsize=8.5)
+        ax_lanes.set_yticks(range(len(lanes["rows"])), [r["variant"] for r in lanes["rows"]])
+        ax_lanes.invert_yaxis()
+        ax_lanes.set_xlim(0, 1.4 * max(max(r["gain"]) for r in lanes["rows"]))
+        ax_lanes.set_xlabel(f"x throughput of k = 0 (text: max lag at k = 1, 2)\n"
+                            f"{lanes['n_lanes']} lanes, B = {lanes['B']}, sigma = {lanes['sigma']}")
+        ax_lanes.legend(fontsize=8.5, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
 
 
 def draw_timeline(results, path):

@@ -6,16 +6,30 @@
     results({"test_task1a_x": "1a", "test_task1a_y": "1a"}, {"test_task1a_x": None})
     -> test_task1a_x scores 5 of 5 (passed), test_task1a_y 0 of 5 (did not run)
 
-A task's points are split evenly over its tests collected, so a test that did
+A task's points are split over its tests collected (`shares`), so a test that did
 not run (or a -k that left it out) never moves points to another test.
 """
 import xml.etree.ElementTree as ET
-from collections import Counter
 from pathlib import Path
 
 import lab
 
 DID_NOT_RUN = "did not run"
+# Points are shared out in quarters: a multiple of 1/4 is exact in binary floating point, so
+# the max scores add up to exactly 100 (and Task 3c's to exactly 10) in any order and for any
+# number of tests, where 10 / 3 does not (hundredths do not either: 0.01 is not exact).
+UNIT = 4
+
+
+def shares(points, names):
+    """{test: its share of `points`} for the tests `names` of one task: equal shares in
+    quarter points, the quarters left over one each to the first tests in name order.
+
+    Example: shares(10, ["b", "a", "c"]) = {"a": 3.5, "b": 3.25, "c": 3.25} (14 + 13 + 13
+    quarters = 40 quarters = 10 points).
+    """
+    base, left_over = divmod(round(points * UNIT), len(names))
+    return {name: (base + (i < left_over)) / UNIT for i, name in enumerate(sorted(names))}
 
 
 class ReportError(Exception):
@@ -30,15 +44,17 @@ def results(tests, failures, locked=None):
     failures: {test: None if it passed, else why}; a test missing here did not run.
     locked:   {task: why} for tasks whose passing tests earn nothing anyway (the
               autograder's unseen-input checks failed).
-    A test's max_score is its task's points / the task's tests. An extra-credit test
-    has max_score 0 and scores its share when it passes.
+    A test's max_score is its share of its task's points (`shares`). An extra-credit
+    test has max_score 0 and scores its share when it passes.
     """
     locked = locked or {}
-    counts = Counter(tests.values())
+    share_of = {}
+    for task in set(tests.values()):
+        share_of |= shares(lab.TASKS[task].points, [n for n, t in tests.items() if t == task])
     out = []
     for name, task in tests.items():
-        _, what, points, extra = lab.TASKS[task]
-        share = points / counts[task]
+        _, what, _, extra = lab.TASKS[task]
+        share = share_of[name]
         why = failures.get(name, DID_NOT_RUN)
         if why is None:
             why = locked.get(task)
@@ -46,7 +62,7 @@ def results(tests, failures, locked=None):
                              f"({lab.file_of(task)}): {name}",
                         score=share if why is None else 0.0, max_score=0.0 if extra else share,
                         output=why or ""))
-    return dict(score=round(sum(t["score"] for t in out), 6), tests=out)
+    return dict(score=sum(t["score"] for t in out), tests=out)  # exact: quarters
 
 
 def read_junit(path):

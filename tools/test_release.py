@@ -200,6 +200,31 @@ def test_gradescope_results_split_points_and_lock_tasks():
     assert locked["score"] == 0 and locked["tests"][0]["output"] == "unseen check failed"
 
 
+def test_points_add_up_exactly_for_any_number_of_tests():
+    """The max scores sum to exactly 100 and Task 3c's shares to exactly 10, added in any
+    order: for the lab's own tests, and for 1 to 60 tests per task (points / n gave
+    100.00000000000007 on the lab's tests; hundredths miss too)."""
+    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                             "test_rl_systems.py"], cwd=ROOT, capture_output=True, text=True,
+                            env=dict(os.environ, RL_SOLUTIONS="1")).stdout
+    names = [line.split("::")[1] for line in listed.splitlines() if "::test_task" in line]
+    suites = [{name: lab.task_of(name) for name in names}]
+    suites += [{f"test_task{task}_{i}": task for task in lab.TASKS for i in range(n)}
+               for n in range(1, 61)]
+    for tests in suites:
+        got = gradescope.results(tests, dict.fromkeys(tests))  # every test passed
+        extra = [t["score"] for t in got["tests"] if t["name"].startswith("Extra credit")]
+        for order in (got["tests"], got["tests"][::-1]):
+            assert sum(t["max_score"] for t in order) == 100, len(tests)
+        assert sum(extra) == 10 and sum(reversed(extra)) == 10 and got["score"] == 110
+    assert len(names) > 50 and any("task3c" in name for name in names)  # collected them all
+
+
+def test_shares_place_the_left_over_quarters_by_name():
+    assert gradescope.shares(10, ["b", "a", "c"]) == {"a": 3.5, "b": 3.25, "c": 3.25}
+    assert gradescope.shares(5, ["x"]) == {"x": 5}
+
+
 @pytest.mark.parametrize("text", [b"", b"<testsuite><testcase name='a'>", None])
 def test_read_junit_refuses_an_empty_cut_or_missing_report(tmp_path, text):
     path = tmp_path / "report.xml"

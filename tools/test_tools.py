@@ -1,5 +1,6 @@
 """Tests of the instructor tools and switches (run by CI: python -m pytest -q tools/test_tools.py)."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,27 +68,64 @@ def test_run_rejects_bad_flags(flags):
     assert done.returncode == 2 and f"argument {flags[0]}" in done.stderr, done.stderr
 
 
+def stubs_pytest(*args):
+    """The stdout of `python -m pytest -q ARGS` on the stubs (the students' own files)."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, RL_SOLUTIONS="0")).stdout
+
+
 def test_readme_first_run_matches_the_stubs():
-    """README's "Your first run" shows `pytest -q -k task1` on the stubs: its progress rows,
-    its counts and the number of given-code tests must be what that command prints."""
+    """README's "Your first run": its sample of the whole `python -m pytest -q` on the stubs
+    (every progress row and the totals), its `-k task1` comment and its sentence of test
+    counts are what pytest collects and prints now."""
     readme = (ROOT / "README.md").read_text()
     start = readme.index("## Your first run")
     section = readme[start:readme.index("\n## ", start)]
-    sample = section.split("```")[3]  # the block after the commands' block
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "task1"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ, RL_SOLUTIONS="0"))
-    rows = [line for line in sample.splitlines() if "memory.py     0/" in line]
-    assert rows and all(row in done.stdout for row in rows), (rows, done.stdout[-600:])
-    counts = sample.strip().splitlines()[-1].split(" in ")[0]  # "11 failed, 62 deselected"
-    assert counts in done.stdout, (counts, done.stdout[-300:])
-    given = subprocess.run([sys.executable, "-m", "pytest", "-q", "lab/test_given.py"],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
-    n_given = int(given.stdout.strip().splitlines()[-1].split()[0])
-    assert f"The {n_given} tests without a task in their name" in section, given.stdout[-200:]
-    gpu = subprocess.run([sys.executable, "-m", "pytest", "-q", "lab/test_gpu_model.py"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
-    n_gpu = int(gpu.stdout.strip().splitlines()[-1].split()[0])
-    assert f"and {n_gpu} more of the GPU model" in " ".join(section.split()), gpu.stdout[-200:]
+    commands, sample = section.split("```")[1], section.split("```")[3]
+    done = stubs_pytest()
+    rows = [line for line in sample.splitlines() if " 0/" in line]
+    assert len(rows) == len(lab.TASKS) and all(row in done for row in rows), (rows, done[-900:])
+    totals = sample.strip().splitlines()[-1].split(" in ")[0]  # "58 failed, 41 passed"
+    assert totals in done, (totals, done[-300:])
+    task1 = re.search(r"\d+ failed, \d+ deselected", stubs_pytest("-k", "task1"))[0]
+    assert f"rows 1a-1c: {task1}" in commands, task1
+    tests = [line.split("::")[:2] for line in stubs_pytest("--collect-only").splitlines()
+             if "::" in line]
+    tasks = [lab.task_of(name) for _, name in tests if lab.task_of(name)]
+    given = [path for path, name in tests if not lab.task_of(name)]
+    extra = sum(lab.TASKS[task].extra for task in tasks)
+    assert (f"There are {len(tests)} tests: {len(tasks)} graded ones ({len(tasks) - extra} for "
+            f"Tasks 1 to 3 and {extra} for the optional Task 3c), and {len(given)} of the given "
+            f"code ({given.count('lab/test_given.py')} in `lab/test_given.py`, "
+            f"{given.count('lab/test_gpu_model.py')} in `lab/test_gpu_model.py`)"
+            ) in " ".join(section.split())
+
+
+def test_run_flag_prints_its_own_section_first_and_draws_it(tmp_path):
+    """An experiment flag's section comes first, Parts 1-3 follow in a line each, every line
+    fits in 100 characters, and --drop-stale and --c-sweep save (and name) a PNG each."""
+    out = subprocess.run([sys.executable, "run.py", "--drop-stale", "--c-sweep", "--out",
+                          str(tmp_path / "r.png")], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, RL_SOLUTIONS="1")).stdout
+    lines = out.splitlines()
+    assert lines[2].startswith("Drop stale (k = 1): ") and "C sweep: token_tis" in out, out
+    short = lines[lines.index("Parts 1-3 in short (`python run.py` without flags prints their "
+                              "tables):") + 1:]
+    assert [line.split(":")[0].split(" (")[0] for line in short[:4]] == [
+        "Part 1", "Part 2", "Part 3", "Masking"], short
+    assert "Part 1: model state (weights" not in out  # the full table is left out
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    for png in ("r_drop_stale.png", "r_c_sweep.png"):
+        assert (tmp_path / png).stat().st_size > 10_000 and png in out
+
+
+def test_run_help_shows_each_default_once():
+    text = subprocess.run([sys.executable, "run.py", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60).stdout
+    options = re.split(r"\n  (?=-)", text.split("options:")[1])
+    assert len(options) > 20 and all(option.count("(default") <= 1 for option in options), text
+    assert "(default: None)" not in text and "(default: False)" not in text
 
 
 def test_readme_stays_a_handout():
