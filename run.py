@@ -114,17 +114,15 @@ def print_gpu_model(g):
     print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
           f"prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean length "
           f"{g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
-    rows = ((f"synchronous ({g['baseline']}), hours", g["sync"]["hours"], p["sync_hours"],
-             g["ratio"]["sync"]),
-            (f"asynchronous ({g['gen_gpus']} generate, k = {g['k']}), hours",
-             g["asynchronous"]["hours"], p["async_hours"], g["ratio"]["asynchronous"]))
-    print(f"  {'':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
-    for label, predicted, published, ratio in rows:
-        print(f"  {label:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
-    print(f"  {'speedup':<42}{g['speedup']:>9.2f}x{p['speedup']:>10.2f}x{g['ratio']['speedup']:>8.2f}")
-    if g["baseline"] != "colocated":
-        print(f"  had the synchronous run been colocated (all {g['gpus']} generate, then all "
-              f"train): {g['colocated']['hours']:.1f} h, speedup {g['colocated']['speedup']:.2f}x")
+    print(f"  trainer passes per token: {g['sync_passes']} synchronous "
+          f"(efficiency {g['sync_efficiency']:.3f}), {g['async_passes']} asynchronous "
+          f"({g['async_efficiency']:.3f}); {g['n_steps']} batches")
+    print(f"  {'fitted to':<42}{'model':>10}{'target':>11}{'ratio':>8}")
+    for what, predicted, published, ratio in g["fit"]:
+        print(f"  {what:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
+    print(f"  {'held out':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
+    for what, predicted, published, ratio in g["held_out"]:
+        print(f"  {what:<42}{predicted:>10.2f}{published:>11.2f}{ratio:>8.2f}")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of the generation")
