@@ -123,6 +123,11 @@ def print_gpu_model(g):
     print(f"  {'held out':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
     for what, predicted, published, ratio in g["held_out"]:
         print(f"  {what:<42}{predicted:>10.2f}{published:>11.2f}{ratio:>8.2f}")
+    if g["implied"]:
+        i = g["implied"]
+        print(f"  at the {i['tokens_per_sequence']:,.0f} tokens a sequence that k = 0's published "
+              f"rate and hours imply: {i['seconds']:.0f} s a synchronous step, published "
+              f"{i['published_seconds']:.0f} s")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of the generation")

@@ -132,7 +132,9 @@ def k_label(k):
 def gpu_comparison(scheduler, memory, name, shard=SHARD):
     """Predicted against published numbers for preset `name` (see the module docstring):
     `held_out` lists (what, predicted, published, ratio) for every published number the
-    preset was not fitted to, `fit` the fitted numbers with their targets, reproduced."""
+    preset was not fitted to, `fit` the fitted numbers with their targets, reproduced;
+    `implied`, with a throughput curve, the synchronous step at the tokens a sequence that
+    the curve's k = 0 rate and the published hours imply (hours * rate / sequences)."""
     p = PRESETS[name]
     hours = lambda seconds: seconds * p.n_steps / 3600  # noqa: E731
     colocated = p.baseline == "colocated"
@@ -171,6 +173,16 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
             row = (f"tokens/s at k = {k_label(k)} (thousands)", runs[k]["throughput"] / 1e3,
                    value / 1e3)
             (fit if k == 0 else held_out).append(row)
+    implied = None
+    if p.curve:  # Fig. 7's k = 0 rate over Table 2's synchronous hours: tokens a sequence
+        sequences = p.n_steps * p.prompts * p.group_size
+        tokens = dict(p.curve)[0] * p.sync_hours * 3600 / sequences
+        q = p._replace(median_len=median_for_mean(tokens - PROMPT_TOKENS, p.sigma, p.max_len))
+        at, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
+                    shard=shard)
+        implied = dict(tokens_per_sequence=tokens, seconds=at["seconds"],
+                       published_seconds=p.sync_hours * 3600 / p.n_steps,
+                       throughput=at["throughput"])
     scaling = []
     if p.scaling:
         rows_colocated, rows_async = p.scaling
@@ -209,7 +221,7 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
         sync_efficiency=p.sync_trainer.efficiency, async_efficiency=p.async_trainer.efficiency,
         shard=shard, slots=sync["slots"],
         sync=dict(hours=sync_hours, **sync, **generation(sync_run)),
-        asynchronous=published, by_k=by_k, scaling=scaling,
+        asynchronous=published, by_k=by_k, scaling=scaling, implied=implied,
         splits=sorted(coarse.values(), key=lambda s: s["gen_gpus"]), best=best,
         speedup=speedup, best_speedup=sync_hours / best["hours"],
         published=dict(sync_hours=p.sync_hours, async_hours=p.async_hours,
