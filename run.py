@@ -125,8 +125,9 @@ def print_gpu_model(g):
         print(f"  {what:<42}{predicted:>10.2f}{published:>11.2f}{ratio:>8.2f}")
     if g["implied"]:
         i = g["implied"]
-        print(f"  at the {i['tokens_per_sequence']:,.0f} tokens a sequence that k = 0's published "
-              f"rate and hours imply: {i['seconds']:.0f} s a synchronous step, published "
+        print(f"  at the {i['tokens_per_sequence']:,.0f} tokens a sequence that the published "
+              f"k = 0 rate and hours imply:")
+        print(f"    a synchronous step takes {i['seconds']:.0f} s, published "
               f"{i['published_seconds']:.0f} s")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "

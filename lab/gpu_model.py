@@ -13,9 +13,10 @@ step cost and the trainer's update cost and runs gpu_core for
 and scales a steady-state window of steps to the run's step count. Every published
 number the presets were not fitted to is printed against its prediction (held_out).
 
-To keep each preset to a few seconds, 1/SHARD of the engines is simulated with
-1/SHARD of each batch and of the trainer's GPUs: every engine sees the same load,
-every trainer GPU the same tokens (docs/gpu-model.md compares it with the full cluster).
+To keep each preset to a few seconds, the asynchronous runs simulate 1/SHARD of the
+engines with 1/SHARD of each batch and of the trainer's GPUs: every engine sees the same
+load, every trainer GPU the same tokens (docs/gpu-model.md compares it with the full
+cluster). The synchronous runs simulate the whole cluster (SYNC).
 """
 import inspect
 import math
@@ -29,6 +30,11 @@ from lab.gpu_presets import (ALL_REDUCE_SECONDS, PRESETS, PROMPT_TOKENS, STEP_OV
 
 SHARD = 8       # simulate 1/SHARD of the engines and of each batch (fewer if too few engines)
 WINDOW = 8      # steps measured after the warm-up of 2 (min(k, 8) + 1) steps
+# Synchronous runs (k = 0) simulate the whole cluster: a step waits for its longest
+# response, and 1/SHARD of a batch draws fewer long ones (verl's generation came out 10%
+# short). Each step starts from empty engines, so one step of warm-up and two measured
+# ones suffice.
+SYNC = dict(shard=1, warmup=1, window=2)
 KS = (1, 2, 4)
 NO_BOUND = 10**6  # k for "no staleness bound" (Fig. 7's infinity): far above any lag reached
 
@@ -137,13 +143,11 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
     the curve's k = 0 rate and the published hours imply (hours * rate / sequences)."""
     p = PRESETS[name]
     hours = lambda seconds: seconds * p.n_steps / 3600  # noqa: E731
-    colocated = p.baseline == "colocated"
-    if colocated:
-        sync, sync_run = run(scheduler, memory, p, p.gpus, p.gpus, 0, p.sync_trainer,
-                             shard=shard)
+    if p.baseline == "colocated":
+        sync, sync_run = run(scheduler, memory, p, p.gpus, p.gpus, 0, p.sync_trainer, **SYNC)
     else:
         sync, sync_run = run(scheduler, memory, p, p.gen_gpus, p.gpus - p.gen_gpus, 0,
-                             p.sync_trainer, shard=shard)
+                             p.sync_trainer, **SYNC)
     unit = p.tp * SHARD  # GPUs per simulated engine: splits move in these steps
 
     def split(g, k, gpus=p.gpus):
@@ -166,20 +170,19 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
     held_out = [("synchronous hours", sync_hours, p.sync_hours),
                 ("asynchronous hours", published["hours"], p.async_hours),
                 ("speedup", speedup, p.sync_hours / p.async_hours)]
-    fit = []
+    fit, implied = [], None
     if p.curve:
         runs = {0: sync, **{k: r for k, r in zip(ks, by_k)}}
         for k, value in p.curve:
             row = (f"tokens/s at k = {k_label(k)} (thousands)", runs[k]["throughput"] / 1e3,
                    value / 1e3)
             (fit if k == 0 else held_out).append(row)
-    implied = None
-    if p.curve:  # Fig. 7's k = 0 rate over Table 2's synchronous hours: tokens a sequence
+        # the curve's k = 0 rate over the published synchronous hours: tokens a sequence
         sequences = p.n_steps * p.prompts * p.group_size
         tokens = dict(p.curve)[0] * p.sync_hours * 3600 / sequences
         q = p._replace(median_len=median_for_mean(tokens - PROMPT_TOKENS, p.sigma, p.max_len))
         at, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
-                    shard=shard)
+                    **SYNC)
         implied = dict(tokens_per_sequence=tokens, seconds=at["seconds"],
                        published_seconds=p.sync_hours * 3600 / p.n_steps,
                        throughput=at["throughput"])
@@ -188,7 +191,7 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
         rows_colocated, rows_async = p.scaling
         for gpus, row in rows_colocated.items():
             result = sync if gpus == p.gpus else run(scheduler, memory, p, gpus, gpus, 0,
-                                                     p.sync_trainer, shard=shard)[0]
+                                                     p.sync_trainer, **SYNC)[0]
             split_up = phases(p, result, gpus)
             scaling.append(dict(gpus=gpus, mode="colocated", hours=hours(result["seconds"]),
                                 **split_up))
@@ -265,7 +268,7 @@ def fit_areal_mean(scheduler, memory, name="areal-1.5b", low=2000.0, high=20000.
         mean = (low + high) / 2
         q = p._replace(median_len=median_for_mean(mean, p.sigma, p.max_len))
         result, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0,
-                        q.sync_trainer)
+                        q.sync_trainer, **SYNC)
         low, high = (mean, high) if result["throughput"] < target else (low, mean)
     return (low + high) / 2
 
@@ -299,7 +302,7 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b"):
         long = dict(warmup=40, window=30) if q.group_size == 1 else {}
         overhead = 0.0 if label == "no per-step overhead" else STEP_OVERHEAD
         sync, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
-                      slots, overhead=overhead)
+                      slots, overhead=overhead, **SYNC)
         asyn, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, q.k,
                       q.async_trainer, slots, overhead=overhead, **long)
         rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,

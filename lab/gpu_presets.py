@@ -22,6 +22,9 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               (1.5B on 128 GPUs: 250 steps, ~27 h; 7B on 128 GPUs: 400 steps, ~90 h), with
               examples/configs/1.5B-distill/ppo-1.5B-distill-gpus-128.yaml at the same
               commit (sglang.d64p1m1+d32p2m1: generation and training on separate GPUs)
+  AREAL_V01   inclusionAI/AReaL blog/AReaL_v0_1.md @ 13c5dd227af1ea5c76e986c672c9ce405d20d531
+              (Figure 1, assets/figures/distill_1.5b_24k_curve.png: R1-Distill-Qwen-1.5B's
+               response lengths during RL, about 4,100 to 7,100 tokens, read off its axis)
   AREAL_CFG   inclusionAI/AReaL training/configs/async-ppo.yaml @ 7dc6daa6cc2b47ecacbf8bc52262138147df2b0b
               (max_head_offpolicyness 4, max_new_tokens 27648, recompute_logprob true,
                use_decoupled_loss true, gradient_checkpointing true, kl_ctl 0,
@@ -107,7 +110,7 @@ PROMPT_TOKENS = 200  # ASSUMED: math prompts are short; unpublished for both run
 # statistics read as quantiles: SEER's "the last ~10% take up to ~50% of the rollout" as
 # q90 = q95 / 2, and AReaL's truncation "below 5%" (AREAL_V02) as q95 at most the cap:
 #   sigma = ln 2 / (z95 - z90) = 0.693 / (1.645 - 1.282) = 1.91
-# The mean is FITTED (below); with it, about 1% of AReaL's responses reach the cap.
+# The mean is FITTED (below); with it, 1.8% of AReaL's responses reach the cap.
 Z90, Z95 = 1.2815516, 1.6448536
 SIGMA = math.log(2) / (Z95 - Z90)
 
@@ -151,7 +154,7 @@ def phi(x):
 def capped_moment(median, sigma, cap, r=1):
     """E[min(X, cap)^r] of a lognormal X with this median and shape (tokens^r):
 
-        exp(r mu + r^2 s^2 / 2) * Phi((ln cap - mu - r s^2) / s) + cap^r * (1 - Phi((ln cap - mu) / s))
+        exp(r mu + r^2 s^2 / 2) Phi((ln cap - mu - r s^2) / s) + cap^r (1 - Phi((ln cap - mu) / s))
     """
     mu = math.log(median)
     a = (math.log(cap) - mu) / sigma
@@ -182,7 +185,7 @@ def context(median, sigma, cap):
 # areal-1.5b). lab.gpu_model.fit_areal_mean recomputes it; the 7B preset uses the same lengths.
 AREAL_FIG7 = ((0, 128.7e3), (1, 269.3e3), (2, 356.6e3), (4, 356.6e3), (8, 371.7e3),
               (16, 382.4e3), (None, 396.8e3))  # (k, tokens per second); None: no bound
-AREAL_MEAN_LEN = 2044.0  # fit_areal_mean(): 2,043.9 (16 bisection steps over 1,500 to 12,000)
+AREAL_MEAN_LEN = 2290.0  # fit_areal_mean(): 2,290.0 (16 bisection steps over 1,500 to 12,000)
 AREAL_MEDIAN = median_for_mean(AREAL_MEAN_LEN, SIGMA, 27_648)
 
 AREAL_SYNC_TRAINER = Trainer(True, 0, MFU, "AREAL_SYNC (checkpointing, no recomputed "
