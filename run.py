@@ -134,9 +134,6 @@ def print_gpu_model(g):
           f"{g['sync']['tail_share']:.0%} of the generation")
     print("  asynchronous at the published split: " + ", ".join(
         f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
-    print("  splits (GPUs generating: hours): " + ", ".join(
-        f"{s['gen_gpus']}: {s['hours']:.1f}" for s in g["splits"]) +
-          f"; best {g['best']['gen_gpus']}, {g['best_speedup']:.2f}x the synchronous run")
     a = g["asynchronous"]
     print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
           f"per token; token-weighted {a['token_lag']:.2f} (weights swapped mid-response)")

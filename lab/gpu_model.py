@@ -6,9 +6,9 @@ step cost and the trainer's update cost and runs gpu_core for
 
   * the synchronous baseline its source used: colocated (all GPUs generate, then
     all train; verl) or disaggregated (the asynchronous split at k = 0; AReaL);
-  * the asynchronous run at the published split and staleness bound, other bounds k
-    at that split (AReaL's Fig. 7 curve for areal-1.5b), a search over the splits,
-    and for verl the same runs at the smaller clusters its README lists;
+  * the asynchronous run at the published split and staleness bound, and other bounds
+    k at that split (AReaL's Fig. 7 curve for areal-1.5b);
+  * for verl, the same runs at the smaller clusters its README lists;
 
 and scales a steady-state window of steps to the run's step count. Every published
 number the presets were not fitted to is printed against its prediction (held_out).
@@ -29,7 +29,7 @@ from lab.gpu_presets import (ALL_REDUCE_SECONDS, PRESETS, PROMPT_TOKENS, STEP_OV
                              flops_per_token, forward_flops, median_for_mean, passes)
 
 SHARD = 8       # simulate 1/SHARD of the engines and of each batch (fewer if too few engines)
-WINDOW = 8      # steps measured after the warm-up of 2 (min(k, 8) + 1) steps
+WINDOW = 8      # steps measured after the warm-up of 2 (min(k, 4) + 1) steps
 # Synchronous runs (k = 0) simulate the whole cluster: a step waits for its longest
 # response, and 1/SHARD of a batch draws fewer long ones (verl's generation came out 10%
 # short). Each step starts from empty engines, so one step of warm-up and two measured
@@ -87,7 +87,7 @@ def mean_len(preset):
 
 def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, slots=None,
         warmup=None, window=WINDOW, overhead=STEP_OVERHEAD, shard=SHARD):
-    """One steady-state measurement over `window` steps after `warmup` (2 (min(k, 8) + 1)
+    """One steady-state measurement over `window` steps after `warmup` (2 (min(k, 4) + 1)
     by default): seconds per step, trained tokens per second and per step, lags, and the
     run itself. k None: no staleness bound. slots: responses per engine at most, if not the
     paged-KV number of `costs`; overhead: seconds per decode step beyond the roofline;
@@ -98,7 +98,7 @@ def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, slots=None,
     """
     k = NO_BOUND if k is None else k
     shard = max(1, min(shard, gen_gpus // preset.tp))
-    warmup = warmup or 2 * (min(k, 8) + 1)
+    warmup = warmup or 2 * (min(k, 4) + 1)
     step, train, paged = costs(memory, preset, train_gpus / shard, trainer, overhead)
     slots = slots or paged
     engines = gen_gpus // preset.tp // shard
@@ -148,8 +148,6 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
     else:
         sync, sync_run = run(scheduler, memory, p, p.gen_gpus, p.gpus - p.gen_gpus, 0,
                              p.sync_trainer, **SYNC)
-    unit = p.tp * SHARD  # GPUs per simulated engine: splits move in these steps
-
     def split(g, k, gpus=p.gpus):
         result, _ = run(scheduler, memory, p, g, gpus - g, k, p.async_trainer, shard=shard)
         return dict(gen_gpus=g, k=k_label(k), hours=hours(result["seconds"]), **result)
@@ -157,13 +155,6 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
     published = split(p.gen_gpus, p.k)
     ks = [k for k, _ in p.curve if k != 0] or list(KS)
     by_k = [published if k == p.k else split(p.gen_gpus, k) for k in ks]
-    coarse = {g: split(g, p.k) for g in range(p.gpus // 4, p.gpus, p.gpus // 4)}
-    coarse[p.gen_gpus] = published
-    best_g = min(coarse, key=lambda g: coarse[g]["hours"])
-    for g in (best_g - p.gpus // 8, best_g + p.gpus // 8):
-        if 0 < g < p.gpus and g % unit == 0 and g not in coarse:
-            coarse[g] = split(g, p.k)
-    best = min(coarse.values(), key=lambda s: s["hours"])
     sync_hours = hours(sync["seconds"])
     speedup = sync_hours / published["hours"]
 
@@ -225,8 +216,7 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
         shard=shard, slots=sync["slots"],
         sync=dict(hours=sync_hours, **sync, **generation(sync_run)),
         asynchronous=published, by_k=by_k, scaling=scaling, implied=implied,
-        splits=sorted(coarse.values(), key=lambda s: s["gen_gpus"]), best=best,
-        speedup=speedup, best_speedup=sync_hours / best["hours"],
+        speedup=speedup,
         published=dict(sync_hours=p.sync_hours, async_hours=p.async_hours,
                        speedup=p.sync_hours / p.async_hours, curve=[[k_label(k), v]
                                                                   for k, v in p.curve]),

@@ -103,13 +103,6 @@ def held_out_within(g, name, low, high, words=None):
     return str(sum(low <= r[3] <= high for r in rows))
 
 
-def gpu_split_row(name):
-    return (f"| {name} | {{}} | {{}}× | {{}}× |",
-            [("gpu_model", "gpu_model", lambda g: f"{g[name]['best']['gen_gpus']} / "
-                                                  f"{g[name]['gpus'] - g[name]['best']['gen_gpus']}"),
-             gpu(name, "best_speedup", "{:.2f}"), gpu(name, "speedup", "{:.2f}")])
-
-
 def gpu_sweep_row(i, label):
     base = f"gpu_sweep.rows.{i}"
     return (f"| {label} | {{}} | {{}} | {{}} | {{}}× | {{}} | {{}} |",
@@ -622,7 +615,6 @@ TABLE_ROWS = {
     "docs/gpu-model.md": [
         *[compared_row(name, part, i) for part, counts in COMPARED.items()
           for name, n in counts.items() for i in range(n)],
-        *[gpu_split_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
         *[gpu_sweep_row(i, label) for i, label in enumerate(
             ("as published (paged KV)", "no per-step overhead", "S = 16", "S reserved at the cap",
              "groups of 1", "cap × 2", "cap / 2"))],
