@@ -13,6 +13,7 @@ import json
 import math
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import lab
@@ -110,10 +111,10 @@ def print_timeline(t):
 
 
 def print_gpu_model(g):
-    p = g["published"]
-    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
-          f"prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean length "
-          f"{g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
+    wrap = lambda text: print(textwrap.fill(text, 100, subsequent_indent="      "))  # noqa: E731
+    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}")
+    print(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
+          f"length {g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
     print(f"  trainer passes per token: {g['sync_passes']} synchronous "
           f"(efficiency {g['sync_efficiency']:.3f}), {g['async_passes']} asynchronous "
           f"({g['async_efficiency']:.3f}); {g['n_steps']} batches")
@@ -130,16 +131,16 @@ def print_gpu_model(g):
         print(f"    a synchronous step takes {i['seconds']:.0f} s, published "
               f"{i['published_seconds']:.0f} s")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
-          f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
-          f"{g['sync']['tail_share']:.0%} of the generation")
-    print("  asynchronous at the published split: " + ", ".join(
+          f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
+          f"{g['sync']['tail_share']:.0%} of it")
+    wrap("  asynchronous at the published split: " + ", ".join(
         f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
     a = g["asynchronous"]
     print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
-          f"per token; token-weighted {a['token_lag']:.2f} (weights swapped mid-response)")
+          f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)")
     print("  where each value comes from (lab/gpu_presets.py names the sources):")
     for what, source in g["notes"]:
-        print(f"    {what}: {source}")
+        wrap(f"    {what}: {source}")
 
 
 def print_gpu_sweep(w):

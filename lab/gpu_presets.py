@@ -8,8 +8,8 @@ tuned to it. `python run.py --preset NAME` runs one.
 
 Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
   AREAL_V03   inclusionAI/AReaL blog/AReaL_v0_3.md @ ea9b799c91fc1a4219b5d5dcd14c94c5e7565c24
-              (Table 2: hours, "1000 PPO steps"; Table 3: eta = 4 equals Table 2's 42.2;
-               eta = 0 "degenerates to the synchronous RL setting"; Fig. 6: "1000 PPO
+              (Table 2: hours, "1000 PPO steps"; Table 3: k = 4 equals Table 2's 42.2;
+               k = 0 "degenerates to the synchronous RL setting"; Fig. 6: "1000 PPO
                updates"; Fig. 7 = assets/staleness_throughput.png at the same commit:
                effective training throughput against the staleness bound, values printed
                on the bars)
