@@ -231,8 +231,6 @@ QUOTES = {
     ],
     "docs/real-systems.md": [
         # the GPU model's predictions (docs/gpu-model.md)
-        ("each run's own split | {} | equal, as published", "gpu_model", "gpu_model",
-         lambda g: ", ".join(f"{g[n]['speedup']:.2f}× ({n})" for n in g)),
         gpu_quote("gives speedups of {}× for AReaL's 1.5B run", "areal-1.5b", "speedup", "{:.2f}"),
         gpu_quote("1.5B run, {}× for its 7B run", "areal-7b", "speedup", "{:.2f}"),
         gpu_quote("7B run and {}× for verl's, against", "verl-7b", "speedup", "{:.2f}"),
