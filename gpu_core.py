@@ -6,12 +6,13 @@ decodes up to S responses together: each decode step reads the weights once and
 the KV cache of every active response, and adds one token to each. So a step of
 an engine costs
 
-    step seconds = a + b * C        (Linear(a, b) below, applied to C)
+    step seconds = a + c * n + b * C        (Step(a, b, c) below)
 
   a: reading the bf16 weights (2 * n_params / bandwidth) plus a fixed per-step
      overhead (scheduling, sampling, kernel launches);
+  c: the matrix multiplies of one response's token (2 * n_params / FLOP/s);
   b: reading one token of KV cache (KV bytes per token / bandwidth);
-  C: the tokens in the KV caches of the engine's active responses.
+  n, C: the engine's active responses, and the tokens in their KV caches.
 
 Convention: a response that has generated g tokens reads prompt + g tokens of
 KV at its next step, which makes token g + 1; a response of L tokens takes L
@@ -22,7 +23,7 @@ boundary: continuous batching.
 Between two events an engine's n contexts each grow by one token a step, so
 from a boundary with C0 tokens in flight, m steps take
 
-    T(m) = m * (a + b * C0) + b * n * m * (m - 1) / 2
+    T(m) = m * (a + c * n + b * C0) + b * n * m * (m - 1) / 2
 
 That gives every finish in closed form, and the boundary at or after any time
 from the quadratic's root: the loop jumps from event to event, never over tokens.
@@ -34,7 +35,7 @@ train(tokens) seconds, tokens = prompt + response tokens of the whole batch.
 A group starts when may_start allows it and the engines have group_size free
 slots; each response goes to the engine with the fewest active responses.
 
-With S = 1, group_size 1, a = 1, b = 0, no prompt and a constant train time,
+With S = 1, group_size 1, a = 1, b = c = 0, no prompt and a constant train time,
 this is run_simulation with lane lengths = tokens (lab/test_given.py checks it).
 """
 import heapq
@@ -59,14 +60,28 @@ class Linear(NamedTuple):
         return self.fixed + self.per_token * tokens
 
 
+class Step(NamedTuple):
+    """Seconds of one decode step of an engine with n active responses and C tokens of KV:
+    fixed + per_response * n + per_token * C.
+
+    Example: Step(0.01, 1e-8, 1e-4)(1000, 2) == 0.01021.
+    """
+    fixed: float
+    per_token: float
+    per_response: float = 0.0
+
+    def __call__(self, C, n):
+        return self.fixed + self.per_response * n + self.per_token * C
+
+
 def steps_time(step, n, C0, m):
     """Seconds of m decode steps from a boundary with n responses and C0 tokens in flight.
 
-        T(m) = m * (a + b * C0) + b * n * m * (m - 1) / 2   with (a, b) = step
+        T(m) = m * (a + c * n + b * C0) + b * n * m * (m - 1) / 2   with (a, b, c) = step
 
-    Example: a = 1, b = 0.5, n = 2, C0 = 4: steps cost 3, 4, 5, so T(3) = 12.
+    Example: a = 1, b = 0.5, c = 0, n = 2, C0 = 4: steps cost 3, 4, 5, so T(3) = 12.
     """
-    return m * step(C0) + step.per_token * n * m * (m - 1) / 2
+    return m * step(C0, n) + step.per_token * n * m * (m - 1) / 2
 
 
 def steps_before(step, n, C0, seconds):
@@ -74,7 +89,7 @@ def steps_before(step, n, C0, seconds):
     steps an engine finishes before the boundary at or after `seconds` from now."""
     if seconds <= 0:
         return 0
-    first, growth = step(C0), step.per_token * n
+    first, growth = step(C0, n), step.per_token * n
     if growth == 0:
         m = math.ceil(seconds / first)
     else:  # growth/2 m^2 + (first - growth/2) m - seconds = 0
@@ -129,8 +144,8 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
                        seed=0):
     """Simulate until the n_steps-th update; return the dict of `summarize_gpu`.
 
-    n_engines engines of S slots; step, train: Linear costs in seconds (per decode
-    step of C tokens in flight; per update of a batch's tokens); lengths: an
+    n_engines engines of S slots; step: a Step (seconds of a decode step); train: a
+    Linear cost in seconds of an update of a batch's tokens; lengths: an
     iterator of response lengths in tokens (whole numbers >= 1, capped by the
     caller; when it runs out, no group starts); prompt: prompt tokens of every response. filter_p: if given, a
     finished group whose group_size rewards are all equal is discarded, with
@@ -151,13 +166,13 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
     events = []     # heap of (time, response id, engine, engine stamp); stale stamps skipped
     responses = []  # [group id, engine, joined step, length, version-token sum, tokens marked]
     groups, finished, updates, log, ends = [], [], [], [], []
-    time, version, n_dropped, trainer_done_at, batch_tokens = 0.0, 0, 0, None, 0
+    time, version, n_dropped, trainer_done_at, batches = 0.0, 0, 0, None, []
     free, out_of_lengths = n_engines * S, False
 
     def reschedule(e):
         engine = engines[e]
         engine.stamp += 1
-        log.append((engine.t0, e, len(engine.ends), step(engine.in_flight())))
+        log.append((engine.t0, e, len(engine.ends), step(engine.in_flight(), len(engine.ends))))
         nxt = engine.next_end(step)
         if nxt is not None:
             heapq.heappush(events, (nxt[0], nxt[1], e, engine.stamp))
@@ -171,7 +186,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
                 tokens = sum(g["tokens"] for g in batch) + prompt * group_size * B
                 trainer_done_at = time + train(tokens)
                 updates.append((time, trainer_done_at))
-                batch_tokens += tokens
+                batches.append(tokens)
 
         while free >= group_size and not out_of_lengths:
             allowed = may_start(len(groups), n_dropped, version, k, B)
@@ -220,7 +235,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
             version += 1
             if version == n_steps:
                 return summarize_gpu(groups, updates, log, ends, time, B, group_size,
-                                     batch_tokens, n_steps)
+                                     batches, n_steps)
             continue
         time, rid, e, _ = heapq.heappop(events)
         engine = engines[e]
@@ -259,7 +274,7 @@ def mark_versions(engines, responses, step, time, version):
             response[5] = made
 
 
-def summarize_gpu(groups, updates, log, ends, time, B, group_size, batch_tokens, n_steps):
+def summarize_gpu(groups, updates, log, ends, time, B, group_size, batches, n_steps):
     """The numbers of a finished run (seconds; groups and tokens).
 
     throughput      = trained groups per second = n_steps * B / time
@@ -268,6 +283,7 @@ def summarize_gpu(groups, updates, log, ends, time, B, group_size, batch_tokens,
     token_lag       = mean over trained tokens of (trained version - version that made
                       the token): weights swapped mid-response make it <= head_token_lag
     train_tokens    = prompt + response tokens trained, all batches
+    batch_tokens    = the same for each update, in order
     log             = (time, engine, active responses, seconds of its next step) at every
                       change, for drawing tokens per second = active / step seconds
     ends            = the time each response finished, in order
@@ -280,5 +296,6 @@ def summarize_gpu(groups, updates, log, ends, time, B, group_size, batch_tokens,
                 max_lag=lags[-1],
                 head_token_lag=sum(g["lag"] * g["tokens"] for g in trained) / tokens,
                 token_lag=(trained_version - sum(g["version_tokens"] for g in trained)) / tokens,
-                train_tokens=batch_tokens, updates=updates, groups=groups, log=log, ends=ends,
+                train_tokens=sum(batches), batch_tokens=batches,
+                updates=updates, groups=groups, log=log, ends=ends,
                 group_size=group_size)

@@ -122,32 +122,32 @@ def print_timeline(t):
 
 
 def print_gpu_model(g):
-    p = g["published"]
-    say(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}, {g['prompts']} "
-          f"prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean length "
-          f"{g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
-    rows = ((f"synchronous ({g['baseline']}), hours", g["sync"]["hours"], p["sync_hours"],
-             g["ratio"]["sync"]),
-            (f"asynchronous ({g['gen_gpus']} generate, k = {g['k']}), hours",
-             g["asynchronous"]["hours"], p["async_hours"], g["ratio"]["asynchronous"]))
-    print(f"  {'':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
-    for label, predicted, published, ratio in rows:
-        print(f"  {label:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
-    print(f"  {'speedup':<42}{g['speedup']:>9.2f}x{p['speedup']:>10.2f}x{g['ratio']['speedup']:>8.2f}")
-    if g["baseline"] != "colocated":
-        print(f"  had the synchronous run been colocated (all {g['gpus']} generate, then all "
-              f"train): {g['colocated']['hours']:.1f} h, speedup {g['colocated']['speedup']:.2f}x")
-    say(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
-          f"{g['sync']['seconds']:.0f} s; its last 10% of responses take "
-          f"{g['sync']['tail_share']:.0%} of the generation")
-    print("  asynchronous at the published split: " + ", ".join(
+    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}")
+    print(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
+          f"length {g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
+    print(f"  trainer passes per token: {g['sync_passes']} synchronous "
+          f"(efficiency {g['sync_efficiency']:.3f}), {g['async_passes']} asynchronous "
+          f"({g['async_efficiency']:.3f}); {g['n_steps']} batches")
+    print(f"  {'fitted to':<42}{'model':>10}{'target':>11}{'ratio':>8}")
+    for what, predicted, published, ratio in g["fit"]:
+        print(f"  {what:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
+    print(f"  {'held out':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
+    for what, predicted, published, ratio in g["held_out"]:
+        print(f"  {what:<42}{predicted:>10.2f}{published:>11.2f}{ratio:>8.2f}")
+    if g["implied"]:
+        i = g["implied"]
+        print(f"  at the {i['tokens_per_sequence']:,.0f} tokens a sequence that the published "
+              f"k = 0 rate and hours imply:")
+        print(f"    a synchronous step takes {i['seconds']:.0f} s, published "
+              f"{i['published_seconds']:.0f} s")
+    print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
+          f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
+          f"{g['sync']['tail_share']:.0%} of it")
+    say("  asynchronous at the published split: " + ", ".join(
         f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
-    say("  splits (GPUs generating: hours): " + ", ".join(
-        f"{s['gen_gpus']}: {s['hours']:.1f}" for s in g["splits"]) +
-          f"; best {g['best']['gen_gpus']}, {g['best_speedup']:.2f}x the synchronous run")
     a = g["asynchronous"]
-    say(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
-          f"per token; token-weighted {a['token_lag']:.2f} (weights swapped mid-response)")
+    print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
+          f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)")
     print("  where each value comes from (lab/gpu_presets.py names the sources):")
     for what, source in g["notes"]:
         say(f"    {what}: {source}")

@@ -1,161 +1,266 @@
-"""The GPU-model experiment behind `run.py --preset` (given): a published run, predicted in hours.
+"""The GPU-model experiment behind `run.py --preset` (given): published runs, predicted.
 
 From a preset (lab/gpu_presets.py), Task 1's functions (bytes of the bf16 weights,
 KV bytes per token) and Task 2's (may_start, take_batch), it builds each engine's
-step cost and the trainer's update cost, runs gpu_core for
+step cost and the trainer's update cost and runs gpu_core for
 
   * the synchronous baseline its source used: colocated (all GPUs generate, then
-    all train) or disaggregated (the asynchronous split with k = 0);
-  * the asynchronous run at the published split and staleness bound, k = 1, 2, 4
-    at that split, and a coarse-then-fine search over the splits;
+    all train; verl) or disaggregated (the asynchronous split at k = 0; AReaL);
+  * the asynchronous run at the published split and staleness bound, and other bounds
+    k at that split (AReaL's Fig. 7 curve for areal-1.5b);
+  * for verl, the same runs at the smaller clusters its README lists;
 
-and scales a steady-state window of steps to the run's step count.
+and scales a steady-state window of steps to the run's step count. Every published
+number the presets were not fitted to is printed against its prediction (held_out).
 
-To keep each preset to a few seconds, an eighth of the GPUs is simulated with
-an eighth of each batch (SHARD): every engine sees the same load, every trainer
-GPU the same tokens. Only the longest response of a step is drawn from fewer
-responses, which the length cap makes nearly irrelevant (on areal-1.5b the full
-cluster gives the same seconds per step within about 5%).
+To keep each preset to a few seconds, the asynchronous runs simulate 1/SHARD of the
+engines with 1/SHARD of each batch and of the trainer's GPUs: every engine sees the same
+load, every trainer GPU the same tokens (docs/gpu-model.md compares it with the full
+cluster). The synchronous runs simulate the whole cluster (SYNC).
 """
-import functools
 import inspect
-import itertools
 import math
 
 import numpy as np
 
-from gpu_core import Linear, run_gpu_simulation
-from lab.gpu_presets import MFU, PRESETS, PROMPT_TOKENS, SIGMA, STEP_OVERHEAD
+from gpu_core import Linear, Step, run_gpu_simulation
+from lab.gpu_presets import (ALL_REDUCE_SECONDS, PRESETS, PROMPT_TOKENS, STEP_OVERHEAD,
+                             VERL_ASYNC_UPDATE, VERL_COLOC_UPDATE, capped_moment, context,
+                             flops_per_token, forward_flops, median_for_mean, passes)
 
-SHARD = 8       # simulate 1/SHARD of the GPUs and of each batch
-WINDOW = 8      # steps measured after the warm-up of 2 (k + 1) steps
+SHARD = 8       # simulate 1/SHARD of the engines and of each batch (fewer if too few engines)
+WINDOW = 8      # steps measured after the warm-up of 2 (min(k, 4) + 1) steps
+# Synchronous runs (k = 0) simulate the whole cluster: a step waits for its longest
+# response, and 1/SHARD of a batch draws fewer long ones (verl's generation came out 10%
+# short). Each step starts from empty engines, so one step of warm-up and two measured
+# ones suffice.
+SYNC = dict(shard=1, warmup=1, window=2)
 KS = (1, 2, 4)
+NO_BOUND = 10**6  # k for "no staleness bound" (Fig. 7's infinity): far above any lag reached
 
 
-def costs(memory, preset, engines_gpus, train_gpus, forwards, overhead=STEP_OVERHEAD):
-    """(step, train, slots): an engine's decode-step cost, the trainer's update cost
+def costs(memory, preset, train_gpus, trainer, overhead=STEP_OVERHEAD):
+    """(step, train, slots): an engine's decode-step cost (Step), the trainer's update cost
     (Linear, seconds) and the responses an engine holds at once.
 
-      step  = overhead + 2 * n_params / (tp * bandwidth) + C * kv_per_token / (tp * bandwidth)
-      train = (6 + 2 * forwards) * n_params * tokens / (train_gpus * peak * MFU)
-      slots = (memory_fraction * tp * GPU memory - weights) / (kv_per_token * context)
-    with context = prompt + E[L^2] / (2 E[L]): the tokens a slot holds on average when
-    its KV cache grows with the response (paged, as in vLLM and SGLang).
+      step  = overhead + 2 * n_params / (tp * bandwidth) + all-reduces
+              + n * 2 * n_params / (tp * peak FLOP/s) + C * kv_per_token / (tp * bandwidth)
+      train = flops_per_token(model, trainer, context) * tokens / (train_gpus * peak * eff)
+      slots = (memory_fraction * tp * GPU memory - weights) / (kv_per_token * held)
+    with held = prompt + E[L^2] / (2 E[L]): the tokens a slot holds on average when its KV
+    cache grows with the response (paged, as in vLLM and SGLang); all-reduces = 2 a layer
+    when tp > 1. The n term is the matrix multiplies of n responses at peak FLOP/s, added
+    to the memory time rather than overlapped with it: on an H20 (148 TFLOP/s) a 7B
+    model's 256 responses on a TP 4 engine take 6.6 ms of compute a step, reading its
+    weights 0.95 ms.
     weights and kv_per_token come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
     """
     m, gpu, tp = preset.model, preset.gpu, preset.tp
     weights = memory.model_state_bytes(0, int(m.params))          # 2 bytes each, bf16
     kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, 1)
     bandwidth = tp * gpu.bandwidth
-    step = Linear(overhead + weights / bandwidth, kv / bandwidth)
-    train = Linear(0.0, (6 + 2 * forwards) * m.params / (train_gpus * gpu.flops * MFU))
-    sample = length_sample(preset)
-    context = PROMPT_TOKENS + (sample**2).mean() / (2 * sample.mean())
+    all_reduce = 2 * m.layers * ALL_REDUCE_SECONDS if tp > 1 else 0.0
+    step = Step(overhead + weights / bandwidth + all_reduce, kv / bandwidth,
+                2 * m.params / (tp * gpu.flops))
+    c = context(preset.median_len, preset.sigma, preset.max_len)
+    train = Linear(0.0, flops_per_token(m, trainer, c) / (train_gpus * gpu.flops
+                                                          * trainer.efficiency))
+    first = capped_moment(preset.median_len, preset.sigma, preset.max_len, 1)
+    second = capped_moment(preset.median_len, preset.sigma, preset.max_len, 2)
     free = preset.memory_fraction * tp * gpu.memory_gb * 1e9 - weights
-    return step, train, max(1, math.floor(free / (kv * context)))
+    return step, train, max(1, math.floor(free / (kv * (PROMPT_TOKENS + second / (2 * first)))))
 
 
 def lengths(preset, seed=0):
-    """Endless response lengths in tokens: lognormal(median, SIGMA), rounded up, cut at
+    """Endless response lengths in tokens: lognormal(median, sigma), rounded up, cut at
     max_len."""
     rng = np.random.default_rng(seed)
     while True:
-        draw = np.ceil(rng.lognormal(math.log(preset.median_len), SIGMA, 4096))
+        draw = np.ceil(rng.lognormal(math.log(preset.median_len), preset.sigma, 4096))
         yield from np.minimum(draw, preset.max_len).astype(int).tolist()
 
 
-@functools.cache  # every run of a preset asks for the same sample
-def length_sample(preset, n=20_000):
-    """n lengths of `preset` (seed 99, apart from the runs' seed 0), for their moments."""
-    sample = np.array(list(itertools.islice(lengths(preset, seed=99), n)), float)
-    sample.setflags(write=False)
-    return sample
+def mean_len(preset):
+    """E[min(L, cap)] of the preset's lengths, tokens."""
+    return capped_moment(preset.median_len, preset.sigma, preset.max_len)
 
 
-def run(scheduler, memory, preset, gen_gpus, train_gpus, k, forwards, slots=None,
-        warmup=None, window=WINDOW, overhead=STEP_OVERHEAD):
-    """One steady-state measurement: seconds per step over `window` steps after `warmup`
-    (2 (k + 1) by default), lags, and the run itself. slots: responses per engine at most,
-    if not the paged-KV number of `costs`; overhead: seconds per decode step beyond the
-    roofline.
+def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, slots=None,
+        warmup=None, window=WINDOW, overhead=STEP_OVERHEAD, shard=SHARD):
+    """One steady-state measurement over `window` steps after `warmup` (2 (min(k, 4) + 1)
+    by default): seconds per step, trained tokens per second and per step, lags, and the
+    run itself. k None: no staleness bound. slots: responses per engine at most, if not the
+    paged-KV number of `costs`; overhead: seconds per decode step beyond the roofline;
+    shard: simulate 1/shard of the cluster (at most one engine's worth per shard).
 
     Long responses finish late, so the first batches after the start are short ones;
-    the warm-up lets the pool of responses in flight fill. On areal-1.5b at k = 4 this
-    window is within 4% of a 50-step one.
+    the warm-up lets the pool of responses in flight fill.
     """
-    warmup = warmup or 2 * (k + 1)
-    step, train, paged = costs(memory, preset, gen_gpus, train_gpus / SHARD, forwards, overhead)
+    k = NO_BOUND if k is None else k
+    shard = max(1, min(shard, gen_gpus // preset.tp))
+    warmup = warmup or 2 * (min(k, 4) + 1)
+    step, train, paged = costs(memory, preset, train_gpus / shard, trainer, overhead)
     slots = slots or paged
-    engines = gen_gpus // preset.tp // SHARD
-    B = preset.prompts // SHARD
+    engines = gen_gpus // preset.tp // shard
+    B = preset.prompts // shard
     # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
     r = run_gpu_simulation(engines, slots, B, k, warmup + window, preset.group_size, step,
                            train, lengths(preset), inspect.unwrap(scheduler.may_start),
                            inspect.unwrap(scheduler.take_batch), prompt=PROMPT_TOKENS)
     u = r["updates"]
     seconds = (u[-1][1] - u[warmup - 1][1]) / window
-    return dict(seconds=seconds, mean_lag=r["mean_lag"], max_lag=r["max_lag"],
-                head_token_lag=r["head_token_lag"], token_lag=r["token_lag"], slots=slots,
-                engines=engines * SHARD), r
+    tokens = sum(r["batch_tokens"][warmup:]) * shard / window   # per step, whole cluster
+    return dict(seconds=seconds, tokens_per_step=tokens, throughput=tokens / seconds,
+                train_seconds=train(tokens / shard), mean_lag=r["mean_lag"],
+                max_lag=r["max_lag"], head_token_lag=r["head_token_lag"],
+                token_lag=r["token_lag"], slots=slots, engines=engines * shard,
+                shard=shard), r
 
 
-def gpu_comparison(scheduler, memory, name):
-    """Predicted against published hours for preset `name` (see the module docstring)."""
+def phases(preset, result, gpus):
+    """A colocated step split as verl reports it (seconds): old_log_prob and update_actor
+    from the step's trained tokens at the colocated trainer's efficiency, generation the
+    rest (a colocated step at k = 0 does one, then the other)."""
+    trainer, m = preset.sync_trainer, preset.model
+    per_pass = result["tokens_per_step"] * forward_flops(
+        m, context(preset.median_len, preset.sigma, preset.max_len)) / (
+        gpus * preset.gpu.flops * trainer.efficiency)
+    log_prob = trainer.logprob_passes * per_pass
+    update = (passes(trainer) - trainer.logprob_passes) * per_pass
+    return dict(gen=result["seconds"] - log_prob - update, old_log_prob=log_prob,
+                update_actor=update, step=result["seconds"])
+
+
+def k_label(k):
+    return "no bound" if k is None else str(k)
+
+
+def gpu_comparison(scheduler, memory, name, shard=SHARD):
+    """Predicted against published numbers for preset `name` (see the module docstring):
+    `held_out` lists (what, predicted, published, ratio) for every published number the
+    preset was not fitted to, `fit` the fitted numbers with their targets, reproduced;
+    `implied`, with a throughput curve, the synchronous step at the tokens a sequence that
+    the curve's k = 0 rate and the published hours imply (hours * rate / sequences)."""
     p = PRESETS[name]
     hours = lambda seconds: seconds * p.n_steps / 3600  # noqa: E731
-    colocated, colocated_run = run(scheduler, memory, p, p.gpus, p.gpus, 0, p.sync_forwards)
     if p.baseline == "colocated":
-        sync, sync_run = colocated, colocated_run
+        sync, sync_run = run(scheduler, memory, p, p.gpus, p.gpus, 0, p.sync_trainer, **SYNC)
     else:
         sync, sync_run = run(scheduler, memory, p, p.gen_gpus, p.gpus - p.gen_gpus, 0,
-                             p.sync_forwards)
-    unit = p.tp * SHARD  # GPUs per simulated engine: splits move in these steps
-
-    def split(g, k):
-        result, _ = run(scheduler, memory, p, g, p.gpus - g, k, p.async_forwards)
-        return dict(gen_gpus=g, k=k, hours=hours(result["seconds"]), **result)
+                             p.sync_trainer, **SYNC)
+    def split(g, k, gpus=p.gpus):
+        result, _ = run(scheduler, memory, p, g, gpus - g, k, p.async_trainer, shard=shard)
+        return dict(gen_gpus=g, k=k_label(k), hours=hours(result["seconds"]), **result)
 
     published = split(p.gen_gpus, p.k)
-    by_k = [published if k == p.k else split(p.gen_gpus, k) for k in KS]
-    coarse = {g: split(g, p.k) for g in range(p.gpus // 4, p.gpus, p.gpus // 4)}
-    coarse[p.gen_gpus] = published
-    best_g = min(coarse, key=lambda g: coarse[g]["hours"])
-    for g in (best_g - p.gpus // 8, best_g + p.gpus // 8):
-        if 0 < g < p.gpus and g % unit == 0 and g not in coarse:
-            coarse[g] = split(g, p.k)
-    best = min(coarse.values(), key=lambda s: s["hours"])
+    ks = [k for k, _ in p.curve if k != 0] or list(KS)
+    by_k = [published if k == p.k else split(p.gen_gpus, k) for k in ks]
     sync_hours = hours(sync["seconds"])
+    speedup = sync_hours / published["hours"]
+
+    held_out = [("synchronous hours", sync_hours, p.sync_hours),
+                ("asynchronous hours", published["hours"], p.async_hours),
+                ("speedup", speedup, p.sync_hours / p.async_hours)]
+    fit, implied = [], None
+    if p.curve:
+        runs = {0: sync, **{k: r for k, r in zip(ks, by_k)}}
+        for k, value in p.curve:
+            row = (f"tokens/s at k = {k_label(k)} (thousands)", runs[k]["throughput"] / 1e3,
+                   value / 1e3)
+            (fit if k == 0 else held_out).append(row)
+        # the curve's k = 0 rate over the published synchronous hours: tokens a sequence
+        sequences = p.n_steps * p.prompts * p.group_size
+        tokens = dict(p.curve)[0] * p.sync_hours * 3600 / sequences
+        q = p._replace(median_len=median_for_mean(tokens - PROMPT_TOKENS, p.sigma, p.max_len))
+        at, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
+                    **SYNC)
+        implied = dict(tokens_per_sequence=tokens, seconds=at["seconds"],
+                       published_seconds=p.sync_hours * 3600 / p.n_steps,
+                       throughput=at["throughput"])
+    scaling = []
+    if p.scaling:
+        rows_colocated, rows_async = p.scaling
+        for gpus, row in rows_colocated.items():
+            result = sync if gpus == p.gpus else run(scheduler, memory, p, gpus, gpus, 0,
+                                                     p.sync_trainer, **SYNC)[0]
+            split_up = phases(p, result, gpus)
+            scaling.append(dict(gpus=gpus, mode="colocated", hours=hours(result["seconds"]),
+                                **split_up))
+            for phase in ("gen", "old_log_prob", "update_actor", "step"):
+                if (gpus, phase) == (p.gpus, "update_actor"):
+                    fit.append((f"colocated {gpus}: update_actor s", split_up[phase],
+                                row[phase]))
+                else:
+                    held_out.append((f"colocated {gpus}: {phase} s", split_up[phase],
+                                     row[phase]))
+            if gpus != p.gpus:
+                held_out.append((f"colocated {gpus}: hours", hours(result["seconds"]),
+                                 row["hours"]))
+        for g, row in rows_async.items():
+            result = published if g == p.gen_gpus else split(g, p.k, 2 * g)
+            scaling.append(dict(gpus=2 * g, mode=f"{g}:{g}", hours=result["hours"],
+                                step=result["seconds"], update_actor=result["train_seconds"]))
+            if g == p.gen_gpus:
+                fit.append((f"{g}:{g}: update_actor s", result["train_seconds"],
+                            VERL_ASYNC_UPDATE))
+            held_out.append((f"{g}:{g}: step s", result["seconds"], row["step"]))
+            if g != p.gen_gpus:
+                held_out.append((f"{g}:{g}: hours", result["hours"], row["hours"]))
     return dict(
         preset=name, system=p.system, model=p.model.name, gpu=p.gpu.name, gpus=p.gpus,
         gen_gpus=p.gen_gpus, tp=p.tp, prompts=p.prompts, group_size=p.group_size,
-        max_len=p.max_len, sigma=SIGMA, median_len=p.median_len,
-        mean_len=float(length_sample(p).mean()),
-        k=p.k, n_steps=p.n_steps, baseline=p.baseline, mfu=MFU, step_overhead=STEP_OVERHEAD,
-        shard=SHARD, slots=sync["slots"],
-        sync=dict(hours=sync_hours, seconds=sync["seconds"], **generation(sync_run)),
-        colocated=dict(hours=hours(colocated["seconds"]), seconds=colocated["seconds"],
-                       speedup=hours(colocated["seconds"]) / published["hours"]),
-        asynchronous=published, by_k=by_k,
-        splits=sorted(coarse.values(), key=lambda s: s["gen_gpus"]), best=best,
-        speedup=sync_hours / published["hours"], best_speedup=sync_hours / best["hours"],
+        max_len=p.max_len, sigma=p.sigma, median_len=p.median_len, mean_len=mean_len(p),
+        k=p.k, n_steps=p.n_steps, baseline=p.baseline, step_overhead=STEP_OVERHEAD,
+        sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
+        sync_efficiency=p.sync_trainer.efficiency, async_efficiency=p.async_trainer.efficiency,
+        shard=shard, slots=sync["slots"],
+        sync=dict(hours=sync_hours, **sync, **generation(sync_run)),
+        asynchronous=published, by_k=by_k, scaling=scaling, implied=implied,
+        speedup=speedup,
         published=dict(sync_hours=p.sync_hours, async_hours=p.async_hours,
-                       speedup=p.sync_hours / p.async_hours),
+                       speedup=p.sync_hours / p.async_hours, curve=[[k_label(k), v]
+                                                                  for k, v in p.curve]),
         ratio=dict(sync=sync_hours / p.sync_hours, asynchronous=published["hours"] / p.async_hours,
-                   speedup=(sync_hours / published["hours"]) / (p.sync_hours / p.async_hours)),
+                   speedup=speedup / (p.sync_hours / p.async_hours)),
+        held_out=[[what, x, y, x / y] for what, x, y in held_out],
+        fit=[[what, x, y, x / y] for what, x, y in fit],
         notes=[list(n) for n in p.notes])
 
 
-def generation(r, engine=0, points=200):
+def generation(r, points=200):
     """One synchronous step after the first: how long generation took, the share of it
-    after 90% of its responses had finished (Seer's statistic), and one engine's tokens
-    per second over it (active responses / seconds per step), thinned to about `points`."""
+    after 90% of its responses had finished (Seer's statistic), and the tokens per second
+    (active responses / seconds per step) of the engine that finished last, thinned to
+    about `points`; when several changes share a time, the last one stands."""
     start, end = r["updates"][0][1], r["updates"][1][0]
     ends = [t for t in r["ends"] if start < t <= end]
-    tail = (end - ends[math.ceil(0.9 * len(ends)) - 1]) / (end - start)
-    log = [(t - start, n / s) for t, e, n, s in r["log"] if e == engine and start <= t <= end]
-    stride = max(1, len(log) // points)
-    return dict(generation_seconds=end - start, tail_share=tail,
-                tokens_per_second=[list(x) for x in log[::stride]])
+    t90 = ends[math.ceil(0.9 * len(ends)) - 1]
+    log = [(t, e, n, s) for t, e, n, s in r["log"] if start <= t <= end]
+    slowest = max(log, key=lambda x: x[0])[1]
+    speed = {}
+    for t, e, n, s in log:
+        if e == slowest:
+            speed[t - start] = n / s
+    points_ = sorted(speed.items())
+    stride = max(1, len(points_) // points)
+    return dict(generation_seconds=end - start, tail_share=(end - t90) / (end - start),
+                t90=t90 - start, tokens_per_second=[list(x) for x in points_[::stride]],
+                engine=slowest)
+
+
+def fit_areal_mean(scheduler, memory, name="areal-1.5b", low=2000.0, high=20000.0, steps=14):
+    """The mean response length at which preset `name`'s synchronous run (k = 0) trains
+    Fig. 7's 128.7k tokens per second: bisection, the throughput rising with the length
+    (a step's generation is set by its longest responses, its tokens by the mean)."""
+    p = PRESETS[name]
+    target = dict(p.curve)[0]
+    for _ in range(steps):
+        mean = (low + high) / 2
+        q = p._replace(median_len=median_for_mean(mean, p.sigma, p.max_len))
+        result, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0,
+                        q.sync_trainer, **SYNC)
+        low, high = (mean, high) if result["throughput"] < target else (low, mean)
+    return (low + high) / 2
 
 
 def gpu_sweep(scheduler, memory, name="areal-1.5b"):
@@ -171,7 +276,7 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b"):
     responses in flight settles, so that row measures 30 steps after 40 of warm-up.
     """
     p = PRESETS[name]
-    _, _, paged = costs(memory, p, p.gen_gpus, 1, 0)
+    _, _, paged = costs(memory, p, 1, p.sync_trainer)
     m = p.model
     weights = memory.model_state_bytes(0, int(m.params))
     kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, PROMPT_TOKENS + p.max_len)
@@ -186,10 +291,10 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b"):
     for label, q, slots in variants:
         long = dict(warmup=40, window=30) if q.group_size == 1 else {}
         overhead = 0.0 if label == "no per-step overhead" else STEP_OVERHEAD
-        sync, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_forwards,
-                      slots, overhead=overhead)
+        sync, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
+                      slots, overhead=overhead, **SYNC)
         asyn, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, q.k,
-                      q.async_forwards, slots, overhead=overhead, **long)
+                      q.async_trainer, slots, overhead=overhead, **long)
         rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
                          max_len=q.max_len, sync_seconds=sync["seconds"],
                          async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
@@ -213,7 +318,7 @@ def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps
     rows = []
     for label, group, cap in (("one by one", 1, 10**9), ("groups of 8", 8, 10**9),
                               ("one by one, cap 4x mean", 1, round(4 / tick))):
-        runs = [run_gpu_simulation(n_lanes, 1, B // group, k, n_steps, group, Linear(tick, 0.0),
+        runs = [run_gpu_simulation(n_lanes, 1, B // group, k, n_steps, group, Step(tick, 0.0),
                                    Linear(train_time, 0.0), lengths(cap),
                                    inspect.unwrap(scheduler.may_start),
                                    inspect.unwrap(scheduler.take_batch)) for k in (0, 1, 2)]

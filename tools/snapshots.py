@@ -65,7 +65,8 @@ RUNS = {
 def gpu(name, path, fmt):
     """A cell of docs/gpu-model.md: preset `name`'s value at `path` (preset names hold dots,
     so the path starts inside the preset)."""
-    return ("gpu_model", "gpu_model", lambda g: fmt.format(value_at(g[name], path)))
+    show = fmt if callable(fmt) else fmt.format
+    return ("gpu_model", "gpu_model", lambda g: show(value_at(g[name], path)))
 
 
 def gpu_quote(words, name, path, fmt):
@@ -82,22 +83,25 @@ def hour_ratios(g):
     return [run["ratio"][key] for run in g.values() for key in ("sync", "asynchronous")]
 
 
-def gpu_preset_row(name):
-    cells = []
-    for part in ("sync", "asynchronous"):
-        cells += [gpu(name, f"{part}.hours", "{:.1f}"),
-                  gpu(name, f"published.{'sync' if part == 'sync' else 'async'}_hours", "{:.1f}"),
-                  gpu(name, f"ratio.{part}", "{:.2f}")]
-    cells += [gpu(name, "speedup", "{:.2f}"), gpu(name, "published.speedup", "{:.2f}"),
-              gpu(name, "ratio.speedup", "{:.2f}")]
-    return (f"| {name} | {{}} / {{}} ({{}}) | {{}} / {{}} ({{}}) | {{}}× / {{}}× ({{}}) |", cells)
+def compared_row(name, part, i):
+    """Row i of preset `name`'s `part` ("fit" or "held_out"), as docs/gpu-model.md's tables
+    print it: | preset | what | predicted | published | ratio |."""
+    def row(g):
+        what, predicted, published, ratio = g[name][part][i]
+        return f"| {name} | {what} | {predicted:.2f} | {published:.2f} | {ratio:.2f} |"
+    return ("{}", [("gpu_model", "gpu_model", row)])
 
 
-def gpu_split_row(name):
-    return (f"| {name} | {{}} | {{}}× | {{}}× |",
-            [("gpu_model", "gpu_model", lambda g: f"{g[name]['best']['gen_gpus']} / "
-                                                  f"{g[name]['gpus'] - g[name]['best']['gen_gpus']}"),
-             gpu(name, "best_speedup", "{:.2f}"), gpu(name, "speedup", "{:.2f}")])
+# how many rows each preset has in its fit and held-out lists (lab.gpu_model.gpu_comparison)
+COMPARED = {"fit": {"areal-1.5b": 1, "verl-7b": 2},
+            "held_out": {"areal-1.5b": 9, "areal-7b": 3, "verl-7b": 21}}
+
+
+def held_out_within(g, name, low, high, words=None):
+    """How many of preset `name`'s held-out ratios lie in [low, high] (those whose label
+    contains one of `words`, if given)."""
+    rows = [r for r in g[name]["held_out"] if words is None or any(w in r[0] for w in words)]
+    return str(sum(low <= r[3] <= high for r in rows))
 
 
 def gpu_sweep_row(i, label):
@@ -615,38 +619,63 @@ QUOTES = {
         ("{} at 3.0)", "c_sweep", "c_sweep.bias.5", "{:.4f}"),
     ],
     "docs/gpu-model.md": [
-        gpu_quote("That gives σ = {} and a mean", "areal-1.5b", "sigma", "{:.2f}"),
-        gpu_quote("and a mean of {} tokens for AReaL", "areal-1.5b", "mean_len", "{:,.0f}"),
-        gpu_quote("is verl's mean length: {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
-        ("25% on the speedup. {} of the 6 hours land within 1.5×", "gpu_model", "gpu_model",
-         lambda g: str(int(within(g, "sync", 2 / 3, 1.5)) + int(within(g, "asynchronous", 2 / 3, 1.5)))),
-        ("land within 1.5×, and {} of the 3 speedups within 25%", "gpu_model", "gpu_model",
-         lambda g: within(g, "speedup", 0.75, 1.25)),
+        gpu_quote("(both presets) | {} tokens", "areal-1.5b", "mean_len", "{:,.0f}"),
+        gpu_quote("| verl's mean response length | {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
+        gpu_quote("trainer's efficiency | {} |", "verl-7b", "sync_efficiency", "{:.3f}"),
+        gpu_quote("the fit puts the mean response at {} tokens", "areal-1.5b", "mean_len",
+                  "{:,.0f}"),
+        gpu_quote("a sequence at {} with the prompt", "areal-1.5b", "mean_len",
+                  lambda v: f"{v + 200:,.0f}"),
+        ("**Fig. 7: {} of the 6 held-out points within 25%**", "gpu_model", "gpu_model",
+         lambda g: held_out_within(g, "areal-1.5b", 0.75, 1.25, ["tokens/s"])),
+        gpu_quote("it is flat at {}k tokens/s", "areal-1.5b", "by_k.2.throughput",
+                  lambda v: f"{v / 1e3:.2f}"),
+        ("at 356.6k–396.8k, {} of that", "gpu_model", "gpu_model",
+         lambda g: f"{356.6e3 / g['areal-1.5b']['by_k'][2]['throughput']:.2f} to "
+                   f"{396.8e3 / g['areal-1.5b']['by_k'][2]['throughput']:.2f}"),
+        ("one step later and {} too", "gpu_model", "gpu_model",
+         lambda g: "–".join(f"{r[3]:.2f}" for r in (g["areal-1.5b"]["held_out"][-1],
+                                                    g["areal-1.5b"]["held_out"][5])) + "×"),
+        ("**Table 2: {} of the 4 hours within 1.5× under", "gpu_model", "gpu_model",
+         lambda g: str(int(held_out_within(g, "areal-1.5b", 2 / 3, 1.5, ["hours"]))
+                       + int(held_out_within(g, "areal-7b", 2 / 3, 1.5, ["hours"])))),
+        gpu_quote("fitted tokens a sequence ({} with the prompt)", "areal-1.5b", "mean_len",
+                  lambda v: f"{v + 200:,.0f}"),
+        gpu_quote("match the reading's {}.", "areal-1.5b", "implied.tokens_per_sequence",
+                  "{:,.0f}"),
+        gpu_quote("synchronous step takes {} s, where", "areal-1.5b", "implied.seconds", "{:.1f}"),
+        gpu_quote("Table 2 imply {} s: the model", "areal-1.5b", "implied.published_seconds",
+                  "{:.1f}"),
+        ("the model is about {} times too fast", "gpu_model", "gpu_model",
+         lambda g: f"{g['areal-1.5b']['implied']['published_seconds'] / g['areal-1.5b']['implied']['seconds']:.1f}"),
+        ("reading the hours would be {} (7B) against", "gpu_model", "gpu_model",
+         lambda g: " and ".join(f"{g['areal-1.5b'][p]['hours'] * 4:.1f}"
+                                for p in ("sync", "asynchronous")) + " (1.5B), "
+                   + " and ".join(f"{g['areal-7b'][p]['hours'] * 4:.1f}"
+                                  for p in ("sync", "asynchronous"))),
+        ("the speedup is within 25%** ({} against 2.35×)", "gpu_model", "gpu_model",
+         lambda g: f"{g['verl-7b']['speedup']:.2f}×"),
+        ("**all {} of its hours within", "gpu_model", "gpu_model",
+         lambda g: held_out_within(g, "verl-7b", 2 / 3, 1.5, ["hours"])),
+        ("1.5×, and {} of its 14 held-out phase", "gpu_model", "gpu_model",
+         lambda g: held_out_within(g, "verl-7b", 2 / 3, 1.5, [" s"])),
+        gpu_quote("(the last 10% take {} of it", "verl-7b", "sync.tail_share", "{:.0%}"),
+        gpu_quote("GPU count: {} s at 32 GPUs", "verl-7b", "scaling.0.gen", "{:.2f}"),
+        ("at 32 GPUs is {} times its", "gpu_model", "gpu_model",
+         lambda g: f"{g['verl-7b']['scaling'][0]['gen'] / g['verl-7b']['scaling'][2]['gen']:.2f}"),
+        gpu_quote("times its {} s at 128", "verl-7b", "scaling.2.gen", "{:.2f}"),
+        ("GPUs it is {} of verl's", "gpu_model", "gpu_model",
+         lambda g: f"{g['verl-7b']['scaling'][2]['gen'] / 177.85:.2f}"),
         ("step of areal-1.5b takes {} s instead of", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
          "{:.1f}"),
-        ("s instead of {} s: 30.0 h", "gpu_model", "gpu_sweep.rows.0.sync_seconds", "{:.1f}"),
-        ("s: {} h for the 1000 steps", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
-         lambda seconds: f"{seconds * 1000 / 3600:.1f}"),
-        gpu_quote("against the published {} h and the", "areal-1.5b", "published.sync_hours",
-                  "{:.1f}"),
-        gpu_quote("h and the {} h with the overhead", "areal-1.5b", "sync.hours", "{:.1f}"),
-        ("and areal-1.5b's synchronous prediction becomes {}× the published", "gpu_model",
-         "gpu_model", lambda g: f"{g['areal-1.5b']['ratio']['sync'] / 4:.2f}"),
-        gpu_quote("bound by the trainer ({} s per step", "verl-7b", "asynchronous.seconds", "{:.1f}"),
-        gpu_quote("decomposes as generation {} s (published", "verl-7b", "sync.generation_seconds",
-                  "{:.1f}"),
-        ("and training {} s (published `old_log_prob`", "gpu_model", "gpu_model",
-         lambda g: f"{g['verl-7b']['sync']['seconds'] - g['verl-7b']['sync']['generation_seconds']:.1f}"),
-        gpu_quote("the model would predict {} h (1.5B)", "areal-1.5b", "colocated.hours", "{:.1f}"),
-        gpu_quote("(1.5B) and {} h (7B)", "areal-7b", "colocated.hours", "{:.1f}"),
-        gpu_quote("and speedups of {}× and", "areal-1.5b", "colocated.speedup", "{:.2f}"),
-        gpu_quote("× and {}×, against the published", "areal-7b", "colocated.speedup", "{:.2f}"),
+        ("s instead of {} s; the asynchronous", "gpu_model", "gpu_sweep.rows.0.sync_seconds",
+         "{:.1f}"),
         ("Part 2's lane model gives {}× at 1 lane per GPU", "equal_hardware", "equal_hardware.speedup",
          "{:.2f}"),
         ("leaves {} slots per engine", "gpu_model", "gpu_sweep.rows.3.slots", "{}"),
         ("cuts the gain of asynchrony to {}×.", "gpu_model", "gpu_sweep.rows.2.speedup", "{:.2f}"),
         ("the same responses give {}× instead of", "gpu_model", "gpu_sweep.rows.4.speedup", "{:.2f}"),
-        ("× instead of {}×, but lags", "gpu_model", "gpu_sweep.rows.0.speedup", "{:.2f}"),
+        ("× instead of {}×, with lags", "gpu_model", "gpu_sweep.rows.0.speedup", "{:.2f}"),
         ("lags of up to {} versions instead of", "gpu_model", "gpu_sweep.rows.4.max_lag", "{}"),
         ("versions instead of {}.", "gpu_model", "gpu_sweep.rows.0.max_lag", "{}"),
         ("raises the speedup to {}×, halving", "gpu_model", "gpu_sweep.rows.5.speedup", "{:.2f}"),
@@ -859,8 +888,8 @@ TABLE_ROWS = {
         *[collapse_row(scheme, level) for scheme in COLLAPSE_ROWS for level in (0, 1)],
     ],
     "docs/gpu-model.md": [
-        *[gpu_preset_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
-        *[gpu_split_row(name) for name in ("areal-1.5b", "areal-7b", "verl-7b")],
+        *[compared_row(name, part, i) for part, counts in COMPARED.items()
+          for name, n in counts.items() for i in range(n)],
         *[gpu_sweep_row(i, label) for i, label in enumerate(
             ("as published (paged KV)", "no per-step overhead", "S = 16", "S reserved at the cap",
              "groups of 1", "cap × 2", "cap / 2"))],
