@@ -605,8 +605,8 @@ def staleness_panels(s, ax_error, ax_gain, ax_ratio):
     ax_ratio.legend(fontsize=8, loc="lower right")
 
 
-STALENESS_LABELS = {"none": "none (stale as on-policy)", "token_tis": "token TIS",
-                    "seq_tis": "sequence TIS"}
+STALENESS_LABELS = {"none": "none (stale as on-policy)", "token_tis": "token_tis",
+                    "seq_tis": "seq_tis"}
 
 
 TIMELINE_CAPTIONS = {0: "k = 0, synchronous: every batch waits for its slowest response",

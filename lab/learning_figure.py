@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from lab.figure import COLORS, MARKERS, placeholder
 
-NAMES = {"none": "none (stale as on-policy)", "token_tis": "token TIS", "seq_tis": "sequence TIS"}
+NAMES = {"none": "none (stale as on-policy)", "token_tis": "token_tis", "seq_tis": "seq_tis"}
 SETTING_COLORS = ["black", "tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:red"]
 SETTING_STYLES = ["-", "-", "--", ":", "-.", "-"]  # lines that nearly coincide stay visible
 

@@ -223,11 +223,11 @@ def learning_cell(v, e, n_seeds=200):
                                                  if v["n_reached"][e] < n_seeds else "")
 
 
-NAMES = {"none": "no correction", "token_tis": "token TIS", "seq_tis": "sequence TIS"}
+NAMES = {"none": "no correction", "token_tis": "`token_tis`", "seq_tis": "`seq_tis`"}
 
 
 def cell_name(level, row, scheme):
-    """"token TIS at k = 2" or "... at k = 1 dropping stale"."""
+    """"`token_tis` at k = 2" or "... at k = 1 dropping stale"."""
     r = level["rows"][row]
     return f"{NAMES[scheme]} at k = {r['k']}" + (" dropping stale" if r["drop_stale"] else "")
 
@@ -523,12 +523,12 @@ QUOTES = {
          "length_sweep.levels.1.mean_abs_log_ratio", "{:.3g}"),
         ("| this toy, KL 0.16 (Part 3's scale) | {} |", "length_sweep",
          "length_sweep.levels.0.mean_abs_log_ratio", "{:.3g}"),
-        ("Sequence IS's mean ESS falls below 6.4 of 64 between\n  T × KL {} at both levels",
+        ("`seq`'s mean ESS falls below 6.4 of 64 between\n  T × KL {} at both levels",
          "length_sweep",
          "length_sweep.levels", lambda levels: crossing_span(levels, 'seq')),
         ('holds its ESS longer (below 6.4\n  between {}).', "length_sweep",
          "length_sweep.levels", lambda levels: crossing_span(levels, 'seq_tis')),
-        ("sequence IS's cosine dips to {} at T × KL 4.16", "length_sweep",
+        ("`seq`'s cosine dips to {} at T × KL 4.16", "length_sweep",
          "length_sweep.levels.0.schemes.seq.cosine.5", "{:.2f}"),
         ('and is back at\n  {} at 8.16', "length_sweep",
          "length_sweep.levels.0.schemes.seq.cosine.6", "{:.2f}"),
@@ -566,9 +566,9 @@ QUOTES = {
          "length_sweep.levels.0", lambda level: first_above(level, 1.0)),
         ("The naive estimate's cosine falls to {}\n  at T = 16,384", "length_sweep",
          "length_sweep.levels.1.schemes.none.cosine.7", "{:.2f}"),
-        ("TIS's relative RMSE is {} against 0.358 for token TIS", "length_sweep",
+        ("`seq_tis`'s relative RMSE is {} against 0.358 for `token_tis`", "length_sweep",
          "length_sweep.levels.1.schemes.seq_tis.rmse.4", "{:.3f}"),
-        ('against {} for token TIS at T × KL 2.05', "length_sweep",
+        ('against {} for `token_tis` at T × KL 2.05', "length_sweep",
          "length_sweep.levels.1.schemes.token_tis.rmse.4", "{:.3f}"),
         ('(T = 2,048) and\n  {} against 0.345 at 4.1', "length_sweep",
          "length_sweep.levels.1.schemes.seq_tis.rmse.5", "{:.3f}"),
@@ -584,9 +584,9 @@ QUOTES = {
          "length_sweep.levels.0.schemes.token_mask.zero_weight_share.5", "{:.0%}"),
         ('the right way (cosine {} at T = 102', "length_sweep",
          "length_sweep.levels.0.schemes.token_mask.cosine.7", "{:.2f}"),
-        ('against {} for token IS).', "length_sweep",
+        ('against {} for `token`).', "length_sweep",
          "length_sweep.levels.0.schemes.token.cosine.7", "{:.2f}"),
-        ("at T × KL 8.2 only {} of sequence TIS's weights", "length_sweep",
+        ("at T × KL 8.2 only {} of `seq_tis`'s weights", "length_sweep",
          "length_sweep.levels.1.schemes.seq_tis.zero_weight_share.6", "{:.0%}"),
         ("at the realistic KL (± {}: two batches)", "length_sweep",
          "length_sweep.levels.1.schemes.seq_tis.ess_stderr.6", "{:.2g}"),
@@ -595,8 +595,8 @@ QUOTES = {
         ('yet its mean\nESS is {} of 64', "length_sweep",
          "length_sweep.levels.1.schemes.seq_tis.ess.6", "{:.0f}"),
         ("at mismatch 0.6 ({}, against 0.116", "default", "masking.schemes.seq_mask.rmse.6", "{:.3f}"),
-        ("against {} for sequence TIS and", "default", "mismatch.schemes.seq_tis.rmse.6", "{:.3f}"),
-        ("and {} for sequence IS), even", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
+        ("against {} for `seq_tis` and", "default", "mismatch.schemes.seq_tis.rmse.6", "{:.3f}"),
+        ("and {} for `seq`), even", "default", "mismatch.schemes.seq.rmse.6", "{:.3f}"),
         ("masking whole responses whose ratio leaves [{}, 2]", "default", "masking.low", "{:g}"),
         ("whose ratio leaves [0.5, {}]", "default", "masking.high", "{:g}"),
     ],
@@ -611,7 +611,7 @@ QUOTES = {
         ("while its bias grows only to {}", "default", "mismatch.schemes.seq_tis.bias.10",
          "{:.3f}"),
         ("`python run.py --c-sweep` (mismatch {})", "c_sweep", "c_sweep.mismatch", "{}"),
-        ("token TIS falls from {} at C = 1", "c_sweep", "c_sweep.bias.0", "{:.3f}"),
+        ("`token_tis` falls from {} at C = 1", "c_sweep", "c_sweep.bias.0", "{:.3f}"),
         ("to {} from C = 6 on", "c_sweep", "c_sweep.bias.7", "{:.3f}"),
         ("to 0.069 from C = {} on", "c_sweep", "c_sweep.C.7", "{:g}"),
         ("({} at C = 1.5,", "c_sweep", "c_sweep.bias.2", "{:.4f}"),
@@ -698,12 +698,12 @@ QUOTES = {
         ("the synchronous run takes {} time units", "learning_curves",
          lc_cell(0, 0, "token_tis"),
          lambda v: learning_cell(v, 1)),
-        ("at k = 1 the uncorrected run takes {}, token TIS", "learning_curves",
+        ("at k = 1 the uncorrected run takes {}, `token_tis`", "learning_curves",
          lc_cell(0, 1, "none"),
          lambda v: learning_cell(v, 1)),
-        ("token TIS {} and sequence TIS", "learning_curves", lc_cell(0, 1, "token_tis"),
+        ("`token_tis` {} and `seq_tis`", "learning_curves", lc_cell(0, 1, "token_tis"),
          lambda v: learning_cell(v, 1)),
-        ("and sequence TIS {}. **The best", "learning_curves", lc_cell(0, 1, "seq_tis"),
+        ("and `seq_tis` {}. **The best", "learning_curves", lc_cell(0, 1, "seq_tis"),
          lambda v: learning_cell(v, 1)),
         ("**The best setting is {}**", "learning_curves", "learning_curves",
          lambda c: best_cell(c, 0, 1)),
@@ -711,7 +711,7 @@ QUOTES = {
          lambda v: learning_cell(v, 1)),
         ("at k = 1 against {} synchronous", "learning_curves", lc_cell(1, 0, "token_tis"),
          lambda v: learning_cell(v, 1)),
-        ("sequence TIS runs take {} and", "learning_curves", lc_cell(1, 1, "none"),
+        ("`seq_tis` runs take {} and", "learning_curves", lc_cell(1, 1, "none"),
          lambda v: learning_cell(v, 1)),
         ("and {} at k = 1.", "learning_curves", lc_cell(1, 1, "seq_tis"),
          lambda v: learning_cell(v, 1)),
@@ -730,13 +730,13 @@ QUOTES = {
         ("Seeds that never reached it: {}", "learning_curves", "learning_curves", unreached),
         ("uncorrected asynchrony needs {} of the synchronous time", "learning_curves",
          "learning_curves", lambda c: time_share(c, 0, 1, 1, "none")),
-        ("the paired difference of sequence TIS from the best cell is {} time units",
+        ("the paired difference of `seq_tis` from the best cell is {} time units",
          "learning_curves", "learning_curves", lambda c: paired(c, 0, 1, 1, "seq_tis")),
         ("and of no correction {}.", "learning_curves", "learning_curves",
          lambda c: paired(c, 0, 1, 1, "none")),
         ("no correction ({} at k = 2) overtakes", "learning_curves", lc_cell(1, 2, "none"),
          lambda v: learning_cell(v, 2)),
-        ("overtakes sequence TIS ({})", "learning_curves", lc_cell(1, 2, "seq_tis"),
+        ("overtakes `seq_tis` ({})", "learning_curves", lc_cell(1, 2, "seq_tis"),
          lambda v: learning_cell(v, 2)),
         # one update
         ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
@@ -762,9 +762,9 @@ QUOTES = {
          "{:.2f}"),
         ("so it gains {}× the synchronous run's per time unit", "staleness", "staleness.rows",
          lambda rows: exact_speedup(rows, 1, "none")),
-        ("Corrected, {}× (token TIS)", "staleness", "staleness.rows",
+        ("Corrected, {}× (`token_tis`)", "staleness", "staleness.rows",
          lambda rows: exact_speedup(rows, 1, "token_tis")),
-        ("(token TIS) and {}× (sequence TIS)", "staleness", "staleness.rows",
+        ("(`token_tis`) and {}× (`seq_tis`)", "staleness", "staleness.rows",
          lambda rows: exact_speedup(rows, 1, "seq_tis")),
         ("RMSE than on-policy ones ({} at k = 1", "staleness", "staleness.rows.1.schemes.none.rmse",
          "{:.3f}"),
@@ -794,15 +794,15 @@ QUOTES = {
          "staleness.mismatch", "{}"),
         ("points worse (cosine {} at k = 0", "staleness_mismatch_0.6",
          "staleness.rows.0.schemes.none.cosine", "{:.3f}"),
-        ("against {} for token TIS and", "staleness_mismatch_0.6",
+        ("against {} for `token_tis` and", "staleness_mismatch_0.6",
          "staleness.rows.0.schemes.token_tis.cosine", "{:.3f}"),
-        ("and {} for sequence TIS) yet", "staleness_mismatch_0.6",
+        ("and {} for `seq_tis`) yet", "staleness_mismatch_0.6",
          "staleness.rows.0.schemes.seq_tis.cosine", "{:.3f}"),
         ("one-step gain ({} at k = 0 against", "staleness_mismatch_0.6",
          "staleness.rows.0.schemes.none.exact_gain", "{:.4f}"),
         ("at k = 0 against {}):", "staleness_mismatch_0.6", "staleness.rows.0.schemes",
          lambda v: f"{v['token_tis']['exact_gain']:.4f} and {v['seq_tis']['exact_gain']:.4f}"),
-        ("the lab's token TIS keeps {} of each update against", "staleness", "staleness.rows",
+        ("the lab's `token_tis` keeps {} of each update against", "staleness", "staleness.rows",
          lambda rows: exact_share(rows, 4, "token_tis")),
         ("of each update against {} uncorrected)", "staleness", "staleness.rows",
          lambda rows: exact_share(rows, 4, "none")),
@@ -812,7 +812,7 @@ QUOTES = {
 # Table rows: (the row, with {} for each number; one (snapshot, path, format) per {})
 WORKS = [1, 4, 8, 16, 32, 64, 128]  # the --train-work columns of the equal-hardware table
 LENGTH_COSINES = ["none", "token_tis", "seq_tis", "seq_mask", "geo_mask"]
-COLLAPSE_ROWS = {"seq": "sequence IS", "seq_tis": "sequence TIS",
+COLLAPSE_ROWS = {"seq": "`seq`", "seq_tis": "`seq_tis`",
                  "seq_mask": "sequence mask [0.5, 2]", "geo_mask": "geometric mask [0.5, 2]"}
 
 
@@ -857,14 +857,14 @@ def crossing_span(levels, scheme):
 
 
 def lowest_token_ess(levels):
-    """The lowest mean ESS of token IS and token TIS over every T, rounded down: "40"."""
+    """The lowest mean ESS of `token` and `token_tis` over every T, rounded down: "40"."""
     lowest = min(min(level["schemes"][s]["ess"]) for level in levels
                  for s in ("token", "token_tis"))
     return f"{math.floor(lowest):.0f}"
 
 
 def first_above(level, value):
-    """The first T x KL from which both token IS's and token TIS's relative RMSE exceed value."""
+    """The first T x KL from which both `token`'s and `token_tis`'s relative RMSE exceed value."""
     for i, t_kl in enumerate(level["T_kl"]):
         if all(level["schemes"][s]["rmse"][j] > value for s in ("token", "token_tis")
                for j in range(i, len(level["T_kl"]))):
@@ -906,7 +906,7 @@ TABLE_ROWS = {
         ("| lab, exact gain per update vs k = 0, none |" + " {} |" * 5,
          [("staleness", "staleness.rows", lambda rows, i=i: exact_share(rows, i, "none"))
           for i in range(5)]),
-        ("| lab, exact gain per update vs k = 0, token TIS |" + " {} |" * 5,
+        ("| lab, exact gain per update vs k = 0, `token_tis` |" + " {} |" * 5,
          [("staleness", "staleness.rows", lambda rows, i=i: exact_share(rows, i, "token_tis"))
           for i in range(5)]),
     ],
@@ -1002,11 +1002,11 @@ DRAW_CLAIMS = {
     "naive bias doubles with the mismatch":
         "naive bias about doubles when the mismatch doubles (ratio 1.8–2.3)",
     "sequence IS variance explodes, naive does not":
-        "sequence IS variance explodes, the naive one does not",
+        "`seq` variance explodes, the naive one does not",
     "truncation has the lowest RMSE at mismatch 0.6":
         "truncation has the lowest RMSE at mismatch 0.6",
-    "sequence TIS beats token TIS at mismatch 0.6": "sequence TIS beats token TIS at mismatch 0.6",
-    "best C of token TIS strictly inside 1..10": "best C of token TIS strictly inside 1..10",
+    "sequence TIS beats token TIS at mismatch 0.6": "`seq_tis` beats `token_tis` at mismatch 0.6",
+    "best C of token TIS strictly inside 1..10": "best C of `token_tis` strictly inside 1..10",
 }
 
 
