@@ -293,7 +293,7 @@ def print_staleness(s):
 
 
 def print_learning_curves(c):
-    print(f"Learning curves: the toy trained on each k's simulate trace ({c['n_lanes']} lanes, "
+    say(f"Learning curves: the toy trained on each k's simulate trace ({c['n_lanes']} lanes, "
           f"B = {c['B']}, sigma = {c['sigma']}, {c['n_updates']} updates, {c['n_seeds']} seeds)")
     print(f"  step rule: eta = scale x {c['step']:.4g} (one exact-gradient step of {c['kl']:g} "
           f"nats/token at THETA), C = {c['C']}")
@@ -322,8 +322,20 @@ def print_learning_curves(c):
                                 subsequent_indent="    "))
 
 
+    say(f"  a harder target as a check (added after the results above; step 1x, the same runs): "
+        f"time to J >= {c['check_target']:g}, (n) = seeds that reached it within the run")
+    print(f"  {'mismatch, k':>14}" + "".join(f"{n:>22}" for n in c["schemes"]))
+    for level in c["levels"]:
+        for row in level["rows"]:
+            cells = [f"{v['time_check']['mean']:.2f} +- {v['time_check']['se']:.2f}"
+                     + (f" ({v['n_reached_check']})" if v["n_reached_check"] < c["n_seeds"] else "")
+                     for v in row["schemes"].values()]
+            print(f"  {format(level['mismatch'], 'g') + ', ' + row_name(row):>14}"
+                  + "".join(f"{cell:>22}" for cell in cells))
+
+
 def cell_name(level, i, scheme, names):
-    """"token TIS at k = 1" or "... at k = 1 drop"."""
+    """"token_tis at k = 1" or "... at k = 1 drop"."""
     return f"{names[scheme]} at k = {row_name(level['rows'][i])}"
 
 

@@ -215,6 +215,11 @@ def lc_cell(level, row, scheme):
     return f"learning_curves.levels.{level}.rows.{row}.schemes.{scheme}"
 
 
+def check_cell(v):
+    """Time to the harder check target: "14.49 ± 0.32"."""
+    return f"{v['time_check']['mean']:.2f} ± {v['time_check']['se']:.2f}"
+
+
 def learning_cell(v, e, n_seeds=200):
     """Time to target at step scale e: "7.88 ± 0.14", and "(199)" if not every seed reached
     it."""
@@ -738,6 +743,21 @@ QUOTES = {
          lambda v: learning_cell(v, 2)),
         ("overtakes `seq_tis` ({})", "learning_curves", lc_cell(1, 2, "seq_tis"),
          lambda v: learning_cell(v, 2)),
+        # the harder target, read off the same runs at step 1x
+        ("Read off the same runs at 1×, J ≥ {} (chosen", "learning_curves",
+         "learning_curves.check_target", "{:g}"),
+        ("Without mismatch it takes {} at k = 1", "learning_curves", lc_cell(0, 1, "token_tis"),
+         check_cell),
+        ("against {} uncorrected,", "learning_curves", lc_cell(0, 1, "none"), check_cell),
+        ("{} for `seq_tis` and", "learning_curves", lc_cell(0, 1, "seq_tis"), check_cell),
+        ("and {} synchronously", "learning_curves", lc_cell(0, 0, "none"), check_cell),
+        ("With the mismatch `token_tis` takes {} at k = 1", "learning_curves",
+         lc_cell(1, 1, "token_tis"), check_cell),
+        ("({} and", "learning_curves", lc_cell(1, 1, "none") + ".n_reached_check", "{}"),
+        ("and {} of 200 reach it at", "learning_curves", lc_cell(1, 1, "seq_tis") + ".n_reached_check",
+         "{}"),
+        ("their means of {} and", "learning_curves", lc_cell(1, 1, "none"), check_cell),
+        ("and {} are lower bounds", "learning_curves", lc_cell(1, 1, "seq_tis"), check_cell),
         # one update
         ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
         ("That gives η = {}.", "staleness", "staleness.step", "{:.3f}"),
