@@ -1,6 +1,6 @@
-"""Check the Gradescope autograder on fourteen submissions: cheats and attacks (CI runs it).
+"""Check the Gradescope autograder on nineteen submissions: cheats and attacks (CI runs it).
 
-    python tools/check_autograder.py RELEASE [--python PYTHON]
+    python tools/check_autograder.py RELEASE [--python PYTHON] [--only WORDS ...]
 
 RELEASE is a folder tools/release.py wrote. Each submission is graded by the bundle as
 Gradescope would, unzipped into a temporary folder (run_autograder with AUTOGRADER_ROOT):
@@ -16,12 +16,18 @@ and the attacks of issue 20, each scored at what its code is worth: an error mes
 with a lone surrogate, a full temporary folder, loops at import in two files (and a
 process in a session of its own: none may be left), float16(inf) off the public inputs,
 three edge-case bugs with and without a lookup of the public inputs, an input changed in
-place (the score of a plain local run), and a 60 MB answer (with the grading processes'
-peak memory bounded). A plain local `pytest --gradescope` run of each cheat is shown
-beside it: what the trick would get without the autograder. PYTHON runs the bundle; as
-root it must be one the unprivileged user can run (not under /root). AUTOGRADER_USER, if
-set, is that user (grade.py ends all its processes after each run). Exits 1 if any
-outcome is wrong.
+place (the score of a plain local run), and a 60 MB answer; and those of issue 26: a tree
+deeper than Python's recursion limit, traces in every folder anyone may write to with
+System V IPC objects, a CPU hog in one task file, a slow first call (the score of a plain
+local run), a million tiny objects. After each, nothing of the student's user may remain
+(processes, IPC objects, files in any folder it may write to), and the grading pytest
+must stay within 200 MiB and decode any answer within 10 s. Before them: the memory cap
+with a small cap, and the decoding of answers of each shape at the largest cap. A plain
+local `pytest --gradescope` run of each cheat is shown beside it: what the trick would get
+without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
+user can run (not under /root). AUTOGRADER_USER, if set, is that user (grade.py ends all
+its processes). --only grades the submissions whose label contains one of WORDS (during
+development). Exits 1 if any outcome is wrong.
 """
 import argparse
 import json
@@ -212,8 +218,8 @@ DECODE_LIMIT = 10  # seconds: the longest the grader may take to decode one answ
 # a first call of importance_weights that takes 6 s (more than a test's 5 s), once per
 # process; and masked_weights answering a million empty tuples.
 DEEP_TREE = '''
-import os as _os, tempfile as _tempfile  # attack: trees 1,500 folders deep, read-only
-def _deep(top, depth=1500):
+import os as _os, tempfile as _tempfile  # attack: trees 1,100 folders deep, read-only
+def _deep(top, depth=1100):
     fd = _os.open(top, _os.O_RDONLY)
     for _ in range(depth):
         _os.mkdir("d", dir_fd=fd)

@@ -52,7 +52,7 @@ NOT_GIVEN = {"solutions", "test_fresh.py", "__pycache__"}  # kept from the stude
 # setup.sh makes the first; the second is everywhere. AUTOGRADER_USER picks another (a test
 # that must not end the processes of a grading running beside it).
 USERS = tuple(filter(None, [os.environ.get("AUTOGRADER_USER")])) or ("lab-student", "nobody")
-RUN_LIMIT = 240  # seconds for one pytest run of everything (two runs fit Gradescope's default 10 min)
+RUN_LIMIT = 240  # seconds for one pytest run of all (two runs fit Gradescope's default 10 min)
 STUDENT_MEMORY = int(os.environ.get("AUTOGRADER_MEMORY_CAP", 2 * 2**30))  # bytes, all its processes
 STOP_GRACE = 20  # seconds a run stopped at RUN_LIMIT gets to write the report of its tests so far
 GRADER_MEMORY = 3 * 2**30  # bytes of address space for the grading pytest (answers are capped)

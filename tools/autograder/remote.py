@@ -88,7 +88,8 @@ class Child:
     """The student's code, in a process of its own."""
 
     def __init__(self, folder, user, tmp, cgroup):
-        self.folder, self.user, self.tmp, self.cgroup, self.process = folder, user, tmp, cgroup, None
+        self.folder, self.user, self.tmp, self.cgroup = folder, user, tmp, cgroup
+        self.process = None
         self.ids = itertools.count()
         self.imported = []  # the task modules imported so far (a new child imports them too)
         self.module, self.began = None, None  # the task module of the tests now, since when
