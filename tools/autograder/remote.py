@@ -62,6 +62,12 @@ UNSEEN = "_unseen_inputs"  # how the names of the checks in test_fresh.py end
 # steps), and low enough that decoding any answer adds at most about 50 MiB to this process
 # (a million floats; tools/check_autograder.py measures each shape).
 ANSWER_LIMIT = {"memory": 2**20, "scheduler": 4 * 2**20, "tis": 4 * 2**20}
+# Bytes of JSON (answers but their numpy arrays) all the calls of one test may bring back:
+# twice the most a test of the reference needs (1.04 MB, Task 2's simulate traces). They
+# become Python objects here, up to 11 bytes of memory per byte (floats), a test may keep
+# every answer (test_task3c_random_bands keeps 150), and the last failure's are kept after
+# it: this bounds them all to about 2 x 22 MiB.
+TEST_TEXT_LIMIT = 2 * 2**20
 # The errors a student's code may raise that come back as themselves; any other kind
 # comes back as a RuntimeError naming it.
 ERRORS = {error.__name__: error for error in
@@ -95,6 +101,7 @@ class Child:
         self.module, self.began = None, None  # the task module of the tests now, since when
         self.wait = CALL_LIMIT  # seconds to wait for a reply
         self.largest = (0, 0.0)  # (bytes, seconds to decode) of the largest answer read
+        self.text = 0  # bytes of JSON read in the test now (TEST_TEXT_LIMIT)
         self.log = []  # the clean-ups between task files, for the grader's log
 
     def start(self):
@@ -140,7 +147,9 @@ class Child:
         try:
             message = dict(message, id=next(self.ids))
             wire.send(self.process.stdin, message, blobs)
-            reply, decoder = wire.receive(self._read, limit, objects)
+            reply, decoder = wire.receive(self._read, limit, objects,
+                                          TEST_TEXT_LIMIT - self.text)
+            self.text += decoder.text
             self.largest = max(self.largest, (decoder.size, decoder.seconds))
             if reply.get("id") != message["id"]:
                 raise wire.WireError("a reply to another request (was the wire written to "
@@ -198,9 +207,13 @@ def _ask(message, blobs=(), objects=None):
     except (EOFError, BrokenPipeError):
         problem = ("your code ended the process it ran in (os._exit, a crash or running out "
                    "of memory)")
-    except wire.TooLarge:
+    except wire.TooLarge as error:
         problem = (f"the answer of {name or module} takes more than {limit / 2**20:g} MiB, more "
-                   f"than any answer in {module}.py needs, so the grader refused it")
+                   f"than any answer in {module}.py needs, so the grader refused it"
+                   if "JSON" not in str(error) else
+                   f"the answers of this test take more than {TEST_TEXT_LIMIT / 2**20:g} MiB "
+                   "(apart from numpy arrays), more than any test needs, so the grader "
+                   f"refused the answer of {name or module}")
     except (wire.WireError, ValueError) as error:
         problem = f"the grader could not read your code's answer: {error}"
     raised = RuntimeError(problem)
@@ -344,6 +357,7 @@ def retry_unseen(item, nextitem):
     reports = runtestprotocol(item, nextitem=nextitem, log=False)
     if any(report.failed and "TimeLimitExceeded" in str(report.longrepr) for report in reports):
         item._initrequest()
+        CHILD.text = 0
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
     for report in reports:
         item.ihook.pytest_runtest_logreport(report=report)
@@ -359,6 +373,7 @@ def pytest_runtest_protocol(item, nextitem):
     limit, too short to start a process."""
     if module_of(item):
         CHILD.switch(module_of(item))
+    CHILD.text = 0
     yield
     if CHILD.process is None and CHILD.imported:
         try:

@@ -179,12 +179,15 @@ def _read_exactly(read, n, budget):
     return b"".join(chunks)
 
 
-def receive(read, limit=MAX_BYTES, objects=None):
-    """Read one message of at most `limit` bytes with `read(n)` (returns up to n bytes);
-    returns (message, decoder): the message with its values decoded as it is parsed
-    (containers numbered in `objects` reused), and the Decoder that made them."""
+def receive(read, limit=MAX_BYTES, objects=None, text_limit=MAX_BYTES):
+    """Read one message of at most `limit` bytes, of which at most `text_limit` are JSON
+    (not arrays), with `read(n)` (returns up to n bytes); returns (message, decoder): the
+    message with its values decoded as it is parsed (containers numbered in `objects`
+    reused), and the Decoder that made them (its `text`: the bytes of JSON)."""
     budget = [min(limit, MAX_BYTES), min(limit, MAX_BYTES)]  # bytes left, the limit
     (size,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
+    if size > text_limit:
+        raise TooLarge(f"a message of more than {text_limit} bytes of JSON")
     data = _read_exactly(read, size, budget)
     (count,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
     if count > 100_000:
@@ -204,4 +207,5 @@ def receive(read, limit=MAX_BYTES, objects=None):
     if type(message) is not dict or "id" not in message:
         raise WireError("a message that is not a dict with an id")
     decoder.seconds, decoder.size = time.perf_counter() - started, budget[1] - budget[0]
+    decoder.text = size
     return message, decoder
