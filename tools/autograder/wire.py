@@ -32,6 +32,11 @@ class TooLarge(WireError):
     """A message larger than the receiver accepts; it is refused before it is read."""
 
 
+class TooMuchText(TooLarge):
+    """A message with more JSON than the receiver accepts now; it is read (so the next
+    message is read from its start) but not decoded."""
+
+
 class Encoder:
     """Turns values into JSON-able trees; containers are numbered by identity in `table`."""
 
@@ -186,8 +191,6 @@ def receive(read, limit=MAX_BYTES, objects=None, text_limit=MAX_BYTES):
     reused), and the Decoder that made them (its `text`: the bytes of JSON)."""
     budget = [min(limit, MAX_BYTES), min(limit, MAX_BYTES)]  # bytes left, the limit
     (size,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
-    if size > text_limit:
-        raise TooLarge(f"a message of more than {text_limit} bytes of JSON")
     data = _read_exactly(read, size, budget)
     (count,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
     if count > 100_000:
@@ -196,6 +199,8 @@ def receive(read, limit=MAX_BYTES, objects=None, text_limit=MAX_BYTES):
     for _ in range(count):
         (size,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
         blobs.append(_read_exactly(read, size, budget))
+    if len(data) > text_limit:
+        raise TooMuchText(f"a message of more than {text_limit} bytes of JSON")
     decoder = Decoder(blobs, objects)
     started = time.perf_counter()
     try:
@@ -207,5 +212,5 @@ def receive(read, limit=MAX_BYTES, objects=None, text_limit=MAX_BYTES):
     if type(message) is not dict or "id" not in message:
         raise WireError("a message that is not a dict with an id")
     decoder.seconds, decoder.size = time.perf_counter() - started, budget[1] - budget[0]
-    decoder.text = size
+    decoder.text = len(data)
     return message, decoder
