@@ -35,7 +35,6 @@ import os
 import pwd
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
