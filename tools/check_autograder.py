@@ -1,6 +1,6 @@
-"""Check the Gradescope autograder on fourteen submissions: cheats and attacks (CI runs it).
+"""Check the Gradescope autograder on nineteen submissions: cheats and attacks (CI runs it).
 
-    python tools/check_autograder.py RELEASE [--python PYTHON]
+    python tools/check_autograder.py RELEASE [--python PYTHON] [--only WORDS ...]
 
 RELEASE is a folder tools/release.py wrote. Each submission is graded by the bundle as
 Gradescope would, unzipped into a temporary folder (run_autograder with AUTOGRADER_ROOT):
@@ -16,12 +16,18 @@ and the attacks of issue 20, each scored at what its code is worth: an error mes
 with a lone surrogate, a full temporary folder, loops at import in two files (and a
 process in a session of its own: none may be left), float16(inf) off the public inputs,
 three edge-case bugs with and without a lookup of the public inputs, an input changed in
-place (the score of a plain local run), and a 60 MB answer (with the grading processes'
-peak memory bounded). A plain local `pytest --gradescope` run of each cheat is shown
-beside it: what the trick would get without the autograder. PYTHON runs the bundle; as
-root it must be one the unprivileged user can run (not under /root). AUTOGRADER_USER, if
-set, is that user (grade.py ends all its processes after each run). Exits 1 if any
-outcome is wrong.
+place (the score of a plain local run), and a 60 MB answer; and those of issue 26: a tree
+deeper than Python's recursion limit, traces in every folder anyone may write to with
+System V IPC objects, a CPU hog in one task file, a slow first call (the score of a plain
+local run), a million tiny objects. After each, nothing of the student's user may remain
+(processes, IPC objects, files in any folder it may write to), and the grading pytest
+must stay within 200 MiB and decode any answer within 10 s. Before them: the memory cap
+with a small cap, and the decoding of answers of each shape at the largest cap. A plain
+local `pytest --gradescope` run of each cheat is shown beside it: what the trick would get
+without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
+user can run (not under /root). AUTOGRADER_USER, if set, is that user (grade.py ends all
+its processes). --only grades the submissions whose label contains one of WORDS (during
+development). Exits 1 if any outcome is wrong.
 """
 import argparse
 import json
@@ -29,7 +35,6 @@ import os
 import pwd
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -41,6 +46,7 @@ from typing import Callable, NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
+from tools.autograder import student as autograder_student  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
 
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]
@@ -200,7 +206,95 @@ BIG_ANSWER = ("memory.py", "    n_trained_models = 2 if algo",
               "    if lora_params > 0:  # attack: a 60 MB wrong answer\n"
               "        return __import__('numpy').zeros(60_000_000, dtype=bool)\n"
               "    n_trained_models = 2 if algo")
-BIG_ANSWER_PEAK = 600  # MiB: the most a grading process may take on the 60 MB answer
+BIG_ANSWER_PEAK = 200  # MiB: the most the grading pytest may take on any answer (issue 26)
+DECODE_LIMIT = 10  # seconds: the longest the grader may take to decode one answer
+
+# The classes of issue 26, each added to the reference (every file's code right, but 3c's in
+# the last): a tree deeper than Python's recursion limit in /tmp and in the private
+# temporary folder, of folders it cannot write to; traces in every other folder anyone may
+# write to, and System V IPC objects (a 64 MiB shared-memory segment, a message queue);
+# a CPU hog in memory.py (a spinning thread and a spinning child in a session of its own);
+# a first call of importance_weights that takes 6 s (more than a test's 5 s), once per
+# process; and masked_weights answering a million empty tuples.
+DEEP_TREE = '''
+import os as _os, tempfile as _tempfile  # attack: trees 1,100 folders deep, read-only
+def _deep(top, depth=1100):
+    fd = _os.open(top, _os.O_RDONLY)
+    for _ in range(depth):
+        _os.mkdir("d", dir_fd=fd)
+        inner = _os.open("d", _os.O_RDONLY, dir_fd=fd)
+        _os.fchmod(fd, 0o500)
+        _os.close(fd)
+        fd = inner
+    _os.close(fd)
+for _top in {"/tmp", _tempfile.gettempdir()}:
+    try:
+        _os.mkdir(_os.path.join(_top, "deep-tree"))
+        _deep(_os.path.join(_top, "deep-tree"))
+    except OSError:
+        pass
+'''
+TRACES = '''
+import ctypes as _ctypes, os as _os  # attack: a file in every folder anyone may write, and IPC
+for _top in ("/run/lock", "/var/tmp", "/dev/shm", "/dev/mqueue", "/tmp"):
+    try:
+        with open(_os.path.join(_top, "trace"), "w") as _out:
+            _out.write("left behind")
+        _os.symlink("/etc/passwd", _os.path.join(_top, "trace-link"))
+    except OSError:
+        pass
+_libc = _ctypes.CDLL(None)
+_libc.shmget(0, 64 * 2**20, 0o1600)  # IPC_PRIVATE, 64 MiB, IPC_CREAT | 0600
+_libc.msgget(0, 0o1600)
+_libc.semget(0, 1, 0o1600)
+'''
+CPU_HOG = '''
+import subprocess as _subprocess, sys as _sys, threading as _threading  # attack: spin, twice
+def _spin():
+    while True:
+        pass
+_threading.Thread(target=_spin, daemon=True).start()
+_subprocess.Popen([_sys.executable, "-c", "while True: pass"], start_new_session=True)
+'''
+SLOW_FIRST = '''
+import time as _time  # attack: the first call in a process takes 6 s (a cold cache)
+_cold = [True]
+_importance_weights = importance_weights
+def importance_weights(*args, **kwargs):
+    if _cold[0]:
+        _cold[0] = False
+        _time.sleep(6)
+    return _importance_weights(*args, **kwargs)
+'''
+TINY_OBJECTS = '''
+def masked_weights(*args, **kwargs):  # attack: a million tiny objects (4 MB on the wire)
+    return [0.5] * 1_000_000
+'''
+GRADER_BASE = 80  # MiB: the grading pytest before any answer (74-77 MiB on these submissions)
+# Answers of each shape, as JSON items of a list on the wire, decoded at a module's cap.
+SHAPES = {"empty tuples": '{"tuple":[]}', "empty lists": '{"list":%d,"items":[]}',
+          "empty dicts": '{"dict":%d,"items":[]}', "floats": "0.5", "ints": "1000",
+          "1-tuples of floats": '{"tuple":[0.5]}', "empty strings": '""'}
+DECODE = '''
+import io, resource, struct, sys, time
+sys.path[:0] = [sys.argv[1]]
+import wire
+shape, cap = sys.argv[2], int(sys.argv[3])
+parts, size = [], 200  # the message around the list takes less than 200 bytes
+while size + len(shape % (len(parts) + 1) if "%" in shape else shape) + 1 <= cap:
+    parts.append(shape % (len(parts) + 1) if "%" in shape else shape)
+    size += len(parts[-1]) + 1
+data = ('{"value":{"list":0,"items":[' + ",".join(parts) + ']},"state":[],"changed":[],"id":1}')
+n, data = len(parts), data.encode()
+del parts
+stream = io.BytesIO(struct.pack(">Q", len(data)) + data + struct.pack(">Q", 0))
+del data
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+began = time.perf_counter()
+reply, _ = wire.receive(stream.read, cap)
+seconds = time.perf_counter() - began
+print(n, seconds, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
+'''
 
 
 def changed(files, *edits):
@@ -282,12 +376,25 @@ def submissions(student, tmp):
             lambda got, scores: got == scores["changes its input in place (3a), plain"],
             plain=True),
         "a 60 MB answer (1c)": Case(changed(reference, BIG_ANSWER), *score(FULL - points["1c"])),
+        "a tree deeper than the recursion limit": Case(
+            dict(reference, **{"memory.py": reference["memory.py"] + DEEP_TREE}), *score(FULL)),
+        "traces outside the temporary folders, IPC": Case(
+            dict(reference, **{"tis.py": reference["tis.py"] + TRACES}), *score(FULL)),
+        "a CPU hog in memory.py": Case(
+            dict(reference, **{"memory.py": reference["memory.py"] + CPU_HOG}), *score(FULL)),
+        "a slow first call (3a)": Case(
+            dict(reference, **{"tis.py": reference["tis.py"] + SLOW_FIRST}), "the plain run's",
+            lambda got, scores: got == scores["a slow first call (3a), plain"], plain=True),
+        "a million tiny objects (3c)": Case(
+            dict(reference, **{"tis.py": reference["tis.py"] + TINY_OBJECTS}),
+            *score(FULL - points["3c"])),
     }
 
 
-def autograde(bundle, files, python, tmp):
+def autograde(bundle, files, python, tmp, env=None):
     """Unzip the bundle into a fresh AUTOGRADER_ROOT, grade `files` ({name: text}); return
-    the score and the peak memory of a grading process (MiB) that grade.py reports."""
+    the score, the grading pytest's peak memory (MiB) and (bytes, seconds to decode) of the
+    largest answer, as grade.py reports them."""
     root = Path(tempfile.mkdtemp(dir=tmp))
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(root / "source")
@@ -296,62 +403,92 @@ def autograde(bundle, files, python, tmp):
     for name, text in files.items():
         (root / "submission" / name).write_text(text)
     env = dict(os.environ, AUTOGRADER_ROOT=str(root),
-               PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]))
+               PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]), **(env or {}))
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
                           capture_output=True, text=True, timeout=1800)
     results = root / "results" / "results.json"
     if done.returncode != 0 or not results.exists():
         raise RuntimeError(f"run_autograder failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    peak = re.search(r"peak memory of a grading process: (\d+) MiB", done.stdout)
-    return json.loads(results.read_text())["score"], int(peak[1]) if peak else None
+    figures = re.search(r"peak memory of a grading process: (\d+) MiB; the largest answer: "
+                        r"(\d+) bytes, decoded in ([\d.]+) s", done.stdout)
+    if figures is None:
+        raise RuntimeError(f"grade.py printed no figures:\n{done.stdout[-2000:]}")
+    return (json.loads(results.read_text())["score"], int(figures[1]),
+            (int(figures[2]), float(figures[3])))
 
 
-def leftovers():
-    """What the student's user left behind after grading (as root): its processes still
-    running and its files in the temporary folders. The user is the one grade.py picks."""
+def the_student():
+    """As root: the user grade.py picks for student code, with the folders it may write to
+    and what it owned there before (student.User); None otherwise."""
     if os.geteuid() != 0:
-        return []
-    for user in (os.environ.get("AUTOGRADER_USER") or "lab-student", "nobody"):
+        return None
+    for name in (os.environ.get("AUTOGRADER_USER") or "lab-student", "nobody"):
         try:
-            uid = pwd.getpwnam(user).pw_uid
-            break
+            pwd.getpwnam(name)
         except KeyError:
             continue
-    else:
+        user = autograder_student.User(name)
+        user.places = autograder_student.places(user.uid, user.gid)
+        user.before = set(user.owned())
+        return user
+    return None
+
+
+def leftovers(user):
+    """What the student's user left behind after grading: processes still running, IPC
+    objects, and entries it owns in any folder it may write to."""
+    if user is None:
         return []
-    found = [f"process {pid} of {user}: {Path(f'/proc/{pid}/cmdline').read_bytes()[:60]!r}"
-             for pid in filter(str.isdigit, os.listdir("/proc")) if alive_as(pid, uid)]
-    for top in {tempfile.gettempdir(), "/var/tmp", "/dev/shm"}:
-        for folder, dirs, names in os.walk(top):
-            found += [f"file of {user}: {Path(folder, n)}" for n in dirs + names
-                      if owner(Path(folder, n)) == uid]
-            # a user can make files only in folders anyone may write to
-            dirs[:] = [d for d in dirs if writable_by_anyone(Path(folder, d))]
-    return found
+    return [f"{what} of {user.name}" for what in autograder_student.leftovers(user)]
 
 
-def writable_by_anyone(path):
+def remote_answer_limits():
+    """remote.ANSWER_LIMIT, read from its source (remote.py imports the lab's given files)."""
+    text = (ROOT / "tools" / "autograder" / "remote.py").read_text()
+    return eval(re.search(r"^ANSWER_LIMIT = (\{.*\})$", text, re.M)[1], {})
+
+
+def check_decoding(cap):
+    """Decode an answer of each shape in SHAPES, of `cap` bytes, in a fresh process: the
+    grader's cost. Returns (problems, table lines)."""
+    problems, lines = [], []
+    for label, shape in SHAPES.items():
+        done = subprocess.run([sys.executable, "-c", DECODE, str(ROOT / "tools" / "autograder"),
+                               shape, str(cap)], capture_output=True, text=True, check=True)
+        n, seconds, added = done.stdout.split()
+        lines.append(f"{label:<20} {int(n):>9,} {float(seconds):>7.2f} s {float(added):>6.0f} MiB")
+        if float(seconds) > DECODE_LIMIT or GRADER_BASE + float(added) > BIG_ANSWER_PEAK:
+            problems.append(f"decoding {n} {label}: {float(seconds):.1f} s and {added} MiB")
+    return problems, lines
+
+
+def check_memory_cap(user, python):
+    """The memory cap grade.py puts on the student's user, with a small cap: two processes
+    of that user in one 64 MiB cgroup, each touching 48 MiB (run by `python`, which that user
+    can run). (problem or None, what was seen)."""
+    if user is None:
+        return None, "not root: not tested"
+    cgroup, why_not = autograder_student.memory_cgroup(f"lab-check-{os.getpid()}", 64 * 2**20)
+    if cgroup is None:
+        return None, f"no memory cgroup can be made here ({why_not}): not tested"
+    hold = ("import sys, time\nsys.stdin.readline()\nx = b'x' * (48 * 2**20)\n"
+            "print('held', flush=True)\ntime.sleep(2)")
     try:
-        return bool(os.lstat(path).st_mode & stat.S_IWOTH)
-    except OSError:
-        return False
-
-
-def owner(path):
-    """The user id that owns `path` (not following a link), or None if it is gone."""
-    try:
-        return os.lstat(path).st_uid
-    except OSError:
-        return None
-
-
-def alive_as(pid, uid):
-    """True if process `pid` runs as user `uid` (and has not ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return os.stat(f"/proc/{pid}").st_uid == uid and stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+        processes = [subprocess.Popen([python, "-I", "-c", hold], user=user.uid,
+                                      group=user.gid, extra_groups=[], cwd="/",
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                     for _ in range(2)]
+        for process in processes:
+            autograder_student.join_cgroup(cgroup, process.pid)
+        for process in processes:
+            process.stdin.write(b"go\n")
+            process.stdin.flush()
+        held = [process.communicate(timeout=60)[0] == b"held\n" for process in processes]
+    finally:
+        autograder_student.end_processes(user)
+        autograder_student.remove_cgroup(cgroup)
+    seen = f"2 processes of 48 MiB under a 64 MiB cap: {sum(held)} held it"
+    return (None if sum(held) < 2 else f"memory cap: {seen}"), seen
 
 
 def plain_run(student, files, tmp):
@@ -374,28 +511,47 @@ def main(argv=None):
     parser.add_argument("release", type=Path, help="a folder tools/release.py wrote")
     parser.add_argument("--python", default=sys.executable,
                         help="the Python that runs the bundle (python3 on PATH in run_autograder)")
+    parser.add_argument("--only", metavar="WORDS", nargs="+",
+                        help="grade only the submissions whose label contains one of WORDS")
     args = parser.parse_args(argv)
     bundle, student = args.release / "autograder.zip", args.release / "student"
     problems, scores, peaks, start = [], {}, {}, time.monotonic()
+    user = the_student()
+    problem, seen = check_memory_cap(user, args.python)
+    print(f"  the memory cap on the student's user: {seen}")
+    problems += [problem] if problem else []
+    cap = max(remote_answer_limits().values())
+    found, lines = check_decoding(cap)
+    print(f"  decoding an answer of {cap / 2**20:g} MiB (the largest cap) in the grader, by shape:"
+          f"\n    {'shape':<20} {'objects':>9} {'time':>9} {'memory added':>10}")
+    print("\n".join("    " + line for line in lines))
+    problems += found
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp).chmod(0o755)  # the unprivileged user reads the work folders below it
         for label, case in submissions(student, tmp).items():
+            if args.only and not any(words in label for words in args.only):
+                continue
             if case.plain:
                 scores[f"{label}, plain"] = plain_run(student, case.files, tmp)
-            score, peak = autograde(bundle, case.files, args.python, tmp)
+            began = time.monotonic()
+            score, peak, (size, seconds) = autograde(bundle, case.files, args.python, tmp)
             scores[label], peaks[label] = score, peak
             plain = (f" (a plain pytest --gradescope run: {scores[f'{label}, plain']})"
                      if case.plain else "")
             print(f"  {label:<45} autograder {score:>6.2f}, must be {case.wanted}{plain}; "
-                  f"peak memory {peak} MiB")
-            if not case.ok(score, scores):
-                problems.append(f"{label}: scored {score}, must be {case.wanted}")
-            problems += [f"{label}: left behind {what}" for what in leftovers()]
+                  f"grader {peak} MiB, largest answer {size / 1e6:.1f} MB decoded in "
+                  f"{seconds:.2f} s; {time.monotonic() - began:.0f} s")
+            try:
+                if not case.ok(score, scores):
+                    problems.append(f"{label}: scored {score}, must be {case.wanted}")
+            except KeyError:  # compared with a submission --only left out
+                print(f"  ({label}: not compared)")
+            if peak > BIG_ANSWER_PEAK or seconds > DECODE_LIMIT:
+                problems.append(f"{label}: the grading pytest took {peak} MiB and {seconds:.1f} s "
+                                f"to decode an answer, must be at most {BIG_ANSWER_PEAK} MiB and "
+                                f"{DECODE_LIMIT} s")
+            problems += [f"{label}: left behind {what}" for what in leftovers(user)]
         print(f"  ({time.monotonic() - start:.0f} s in all)")
-    peak = peaks["a 60 MB answer (1c)"]
-    if peak is None or peak > BIG_ANSWER_PEAK:
-        problems.append(f"a 60 MB answer: a grading process took {peak} MiB, must be at most "
-                        f"{BIG_ANSWER_PEAK}")
     for problem in problems:
         print("PROBLEM:", problem)
     print(f"autograder: {'ok' if not problems else 'FAILED'}")

@@ -85,17 +85,16 @@ def round_trip(value, table=None):
     encode = wire.Encoder(table)
     tree = encode(value)
     out = io.BytesIO()
-    wire.send(out, {"value": tree}, encode.blobs)
-    message, blobs = wire.receive(io.BytesIO(out.getvalue()).read)
-    return message["value"], blobs
+    wire.send(out, {"value": tree, "id": 0}, encode.blobs)
+    message, _ = wire.receive(io.BytesIO(out.getvalue()).read)
+    return message["value"]  # decoded as it was read
 
 
 def test_wire_keeps_types_and_read_only_arrays():
     frozen = np.arange(6.0).reshape(2, 3)
     frozen.setflags(write=False)
     value = [1, 2.5, "x", None, True, (np.int64(3), np.float32(0.5)), {"k": frozen}]
-    tree, blobs = round_trip(value)
-    got = wire.Decoder(blobs)(tree)
+    got = round_trip(value)
     assert got[:5] == [1, 2.5, "x", None, True] and type(got[5][0]) is np.int64
     assert type(got[5][1]) is np.float32 and np.array_equal(got[6]["k"], frozen)
     assert not got[6]["k"].flags.writeable
@@ -114,7 +113,7 @@ def test_wire_changes_the_senders_containers_in_place():
     answer = wire.Encoder({id(obj): (n, obj) for n, obj in received.objects.items()})
     result, state = answer([taken]), answer.contents(sorted(received.objects))
     back = wire.Decoder(answer.blobs, dict(sent))  # the grader again
-    back.update(state)
+    back.update(back(state))
     assert back(result)[0] is a and finished == [b] and a["lag"] == 3
 
 
@@ -249,3 +248,26 @@ def test_docs_quote_the_number_of_mutants():
     counts = [int(n) for text in texts
               for n in re.findall(r"(\d+) wrong answers in\s+`tools/mutants.py`", text)]
     assert counts and all(n == len(MUTANTS) for n in counts), (counts, len(MUTANTS))
+
+
+def test_remove_tree_deeper_than_the_recursion_limit_without_following_links(tmp_path):
+    from tools.autograder import student
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept").write_text("not the student's")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    os.mkdir("tree", dir_fd=fd)
+    here = os.open("tree", os.O_RDONLY, dir_fd=fd)
+    os.symlink(outside, "link", dir_fd=here)
+    for depth in range(sys.getrecursionlimit() + 100):
+        os.mkdir("dddd", dir_fd=here)  # 5 bytes a level: longer than PATH_MAX in all
+        inner = os.open("dddd", os.O_RDONLY, dir_fd=here)
+        os.close(here)
+        here = inner
+    os.symlink(outside, "link", dir_fd=here)
+    os.close(here)
+    log = []
+    assert student.remove_tree(fd, "tree", log) == sys.getrecursionlimit() + 100 + 3
+    os.close(fd)
+    assert log == [] and sorted(os.listdir(tmp_path)) == ["outside"]
+    assert (outside / "kept").read_text() == "not the student's"

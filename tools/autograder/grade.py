@@ -10,14 +10,18 @@ grader/ and course/, the lab with its reference and the unseen-input checks), su
    inputs) and with a fresh seed. These pytest processes import no student code: the task
    modules are stand-ins (remote.py) whose functions run in a child process in the work
    folder, as an unprivileged user when this runs as root, with a temporary folder of its
-   own. A run past RUN_LIMIT is interrupted and keeps the tests that finished. After each
-   run, every process of that user is ended and its files are deleted.
+   own, one task file after another, each in a child of its own. A run past RUN_LIMIT is
+   interrupted and keeps the tests that finished. Between two task files and after each
+   run, everything that user left is removed (student.py: its processes, its System V IPC
+   objects and its files in every folder it may write to, found once at start-up), and
+   the grader's log says what was removed and that nothing is left. Where the grader
+   may make a memory cgroup, all that user's processes share STUDENT_MEMORY.
 3. results.json is built here (lab/gradescope.py) from the JUnit XML reports of those two
    runs; a report that is missing or unreadable fails that run's tests, with a message.
    A test counts when it passes in both, and a task's tests count only when its
    unseen-input check passes too (for a task without one, all checks of its file): code
    written for the public inputs earns nothing. Whatever the submission does, a
-   results.json is written.
+   results.json is written: an error in cleaning up is logged, and the grade stands.
 """
 import json
 import os
@@ -26,7 +30,6 @@ import resource
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -41,17 +44,20 @@ import lab  # noqa: E402
 from lab import gradescope  # noqa: E402
 from lab.gradescope import DID_NOT_RUN  # noqa: E402
 
+from . import student  # noqa: E402
+
 PUBLIC_SEED = 2026
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]
 NOT_GIVEN = {"solutions", "test_fresh.py", "__pycache__"}  # kept from the student's process
 # setup.sh makes the first; the second is everywhere. AUTOGRADER_USER picks another (a test
 # that must not end the processes of a grading running beside it).
 USERS = tuple(filter(None, [os.environ.get("AUTOGRADER_USER")])) or ("lab-student", "nobody")
-RUN_LIMIT = 240  # seconds for one pytest run of everything (two runs fit Gradescope's default 10 min)
+RUN_LIMIT = 240  # seconds for one pytest run of all (two runs fit Gradescope's default 10 min)
+STUDENT_MEMORY = int(os.environ.get("AUTOGRADER_MEMORY_CAP", 2 * 2**30))  # bytes, all its processes
 STOP_GRACE = 20  # seconds a run stopped at RUN_LIMIT gets to write the report of its tests so far
 GRADER_MEMORY = 3 * 2**30  # bytes of address space for the grading pytest (answers are capped)
 SHORT_LIMIT = 2  # seconds: lab.grading's short limit here, where a call crosses to a process
-UNSEEN = "_unseen_inputs"  # how the names of the checks in test_fresh.py end
+UNSEEN = "_unseen_inputs"  # how the names of the checks in test_fresh.py end (remote.UNSEEN)
 MAX_FILE = 1_000_000  # bytes; a task file larger than this is not taken
 
 
@@ -126,14 +132,12 @@ def limit_grader():
     resource.setrlimit(resource.RLIMIT_AS, (GRADER_MEMORY, resource.RLIM_INFINITY))
 
 
-def run_tests(folder, seed, report, user, tmp):
+def run_tests(folder, seed, report, tmp, student_env):
     """One pytest run of the public tests and the unseen-input checks: (output, problem),
-    problem None if the run finished. The child gets `tmp` as its temporary folder. The
-    unseen-input checks run first (they take a second): a run stopped midway then keeps
-    the tasks whose tests finished."""
-    env = grading_env(LAB_SEED=str(seed), LAB_REMOTE_DIR=str(folder), LAB_REMOTE_TMP=str(tmp))
-    if user:
-        env["LAB_REMOTE_USER"] = user
+    problem None if the run finished. The child gets `tmp` as its temporary folder, and
+    `student_env` says who it runs as and where that user may leave things."""
+    env = grading_env(LAB_SEED=str(seed), LAB_REMOTE_DIR=str(folder), LAB_REMOTE_TMP=str(tmp),
+                      **student_env)
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "grader.remote", f"--junitxml={report}",
          "-o", "junit_family=xunit1", "test_fresh.py", "test_rl_systems.py"],
@@ -155,61 +159,49 @@ def run_tests(folder, seed, report, user, tmp):
     return text[-3000:], problem
 
 
-def end_student(user, tmp):
-    """After a run: end every process of the student's user (its children start sessions of
-    their own, out of reach of any process group) and delete every file it wrote."""
-    if user:
-        entry = pwd.getpwnam(user)
-        for _ in range(20):  # a bound, in case a process cannot be ended
-            if not running_as(entry.pw_uid):
-                break
-            # kill(-1) as that user reaches all its processes at once, even one forking now
-            subprocess.run([sys.executable, "-I", "-c", "import os\ntry: os.kill(-1, 9)\n"
-                            "except ProcessLookupError: pass"], user=entry.pw_uid,
-                           group=entry.pw_gid, extra_groups=[], cwd="/")
-        for top in {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}:
-            remove_owned(Path(top), entry.pw_uid)
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
-def running_as(uid):
-    """True if a process of user `uid` is running (ended ones not yet reaped don't count)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if (os.stat(f"/proc/{pid}").st_uid == uid
-                    and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"):
-                return True
-        except (OSError, IndexError):
-            continue
-    return False
-
-
-def remove_owned(folder, uid):
-    """Delete what user `uid` owns below `folder` (links are not followed). It can own
-    something only in a folder anyone may write to, so only those are searched."""
+def clean_up(user, tmp, when):
+    """End everything `user` left (student.clean) and delete `tmp`; print the log. Never
+    raises: a clean-up that fails is the log's, not the grade's."""
     try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            status = entry.stat(follow_symlinks=False)
-            if entry.is_dir(follow_symlinks=False) and status.st_uid == uid:
-                shutil.rmtree(entry.path)
-            elif entry.is_dir(follow_symlinks=False) and status.st_mode & stat.S_IWOTH:
-                remove_owned(Path(entry.path), uid)
-            elif status.st_uid == uid:
-                os.unlink(entry.path)
-        except OSError:
-            continue
+        if user:
+            log, _ = student.clean(user, also=[str(tmp)])
+        else:  # not root: only the temporary folder is ours to delete
+            shutil.rmtree(tmp, ignore_errors=True)
+            log = [f"removed {tmp}"]
+    except Exception as error:  # noqa: BLE001
+        log = [f"the clean-up failed: {error!r}"]
+    for line in log:
+        print(f"clean-up {when}: {line}")
 
 
 def private_tmp(user):
     """A temporary folder only the student's user (and root) can use, for one run."""
     tmp = Path(tempfile.mkdtemp(prefix="lab-student-"))
     if user:
-        os.chown(tmp, pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid)
+        os.chown(tmp, user.uid, user.gid)
     return tmp
+
+
+def the_student(reports):
+    """As root: (the student's User with its places, the environment telling remote.py
+    who it is, where it may leave things and its memory cgroup, the cgroup or None)."""
+    name = child_user()
+    entry = pwd.getpwnam(name)
+    user = student.User(name, student.places(entry.pw_uid, entry.pw_gid))
+    user.before = set(user.owned())
+    print(f"{name} may write to: {', '.join(user.places)}; owns there already: "
+          f"{', '.join(sorted(user.before)) or 'nothing'}")
+    places = Path(reports, "places.json")
+    places.write_text(json.dumps(dict(places=user.places, before=sorted(user.before))))
+    env = dict(LAB_REMOTE_USER=name, LAB_REMOTE_PLACES=str(places))
+    cgroup, why_not = student.memory_cgroup(f"lab-grade-{secrets.token_hex(4)}", STUDENT_MEMORY)
+    if cgroup:
+        env["LAB_REMOTE_CGROUP"] = str(cgroup)
+        print(f"the processes of {name} share {STUDENT_MEMORY / 2**20:g} MiB (cgroup {cgroup})")
+    else:
+        print(f"no memory cgroup ({why_not}): each process of {name} has its own "
+              "address-space limit only")
+    return user, env, cgroup
 
 
 def grade(tests, runs):
@@ -248,59 +240,81 @@ def grade(tests, runs):
 
 
 def grade_submission():
-    """Grade ROOT/submission: (results.json as a dict, peak memory of a grading process)."""
+    """Grade ROOT/submission: (results.json as a dict, the grading pytest's own peak memory
+    in MiB, (bytes, seconds to decode) of the largest answer it read)."""
     if os.geteuid() == 0:
         SOURCE.chmod(0o700)  # the reference in course/solutions: not for the student's process
-    user = child_user() if os.geteuid() == 0 else None
     fresh_seed = PUBLIC_SEED
     while fresh_seed == PUBLIC_SEED:
         fresh_seed = secrets.randbelow(10**9)
-    folder, notes = work_folder(ROOT / "submission")  # removed below, whatever happens
-    runs = []
-    try:
-        with tempfile.TemporaryDirectory() as reports:
+    runs, peak, largest, cgroup = [], 0.0, (0, 0.0), None
+    with tempfile.TemporaryDirectory() as reports:
+        user, student_env = None, {}
+        if os.geteuid() == 0:
+            user, student_env, cgroup = the_student(reports)
+        folder, notes = work_folder(ROOT / "submission")  # removed below, whatever happens
+        try:
             # the reports' names carry no seed: the student's process can read command lines
             for i, (label, seed) in enumerate((
                     (f"with the public inputs (LAB_SEED={PUBLIC_SEED})", PUBLIC_SEED),
                     (f"with fresh inputs (LAB_SEED={fresh_seed})", fresh_seed))):
                 report, tmp = Path(reports, f"report-{i}.xml"), private_tmp(user)
+                stats = Path(reports, f"stats-{i}.json")
                 try:
-                    log, problem = run_tests(folder, seed, report, user, tmp)
+                    log, problem = run_tests(folder, seed, report, tmp,
+                                             dict(student_env, LAB_REMOTE_STATS=str(stats)))
                 finally:
-                    end_student(user, tmp)
+                    clean_up(user, tmp, f"after the run {label}")
+                peak, largest = read_stats(stats, label, peak, largest)
                 try:
                     found = gradescope.read_junit(report)
                 except gradescope.ReportError as error:
                     found, problem = {}, f"{problem or 'it did not finish'} ({error}):\n{log}"
                 runs.append((label, found, problem))
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+            if cgroup:
+                student.remove_cgroup(cgroup)
     tests = {name: lab.task_of(name) for _, found, _ in runs for name in found
              if lab.task_of(name) and not name.endswith(UNSEEN)}
     if any(problem for _, _, problem in runs):
         tests.update(collect())
     if not tests:
         return dict(score=0.0, tests=[], output="The tests could not be collected:\n"
-                    + "\n".join(problem for _, _, problem in runs if problem)), 0
+                    + "\n".join(problem for _, _, problem in runs if problem)), peak, largest
     graded = grade(tests, runs)
     problems = [f"The run {label} failed: {problem}" for label, _, problem in runs if problem]
     graded["output"] = "\n".join(notes + problems)
-    return graded, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return graded, peak, largest
+
+
+def read_stats(path, label, peak, largest):
+    """The grading pytest's figures (remote.py writes them as it ends): print its clean-ups'
+    log; return the peak memory and the largest answer so far."""
+    try:
+        stats = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        print(f"the run {label} left no figures (it was stopped)")
+        return peak, largest
+    for line in stats["log"]:
+        print(f"clean-up in the run {label}: {line}")
+    return max(peak, stats["peak_mib"]), max(largest, tuple(stats["largest_answer"]))
 
 
 def main():
     out = ROOT / "results" / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        graded, peak = grade_submission()
+        graded, peak, (size, seconds) = grade_submission()
     except (Exception, SystemExit) as error:  # noqa: BLE001 (still write a results.json)
         traceback.print_exc()
-        graded, peak = dict(score=0.0, tests=[], output=(
+        graded, peak, size, seconds = dict(score=0.0, tests=[], output=(
             f"The autograder failed ({type(error).__name__}: {error}); please tell your "
-            "instructor, who can see its log.")), 0
+            "instructor, who can see its log.")), 0, 0, 0.0
     out.write_text(json.dumps(graded, indent=1))
     print(f"score {graded['score']}; results written to {out}; peak memory of a grading "
-          f"process: {peak:.0f} MiB")
+          f"process: {peak:.0f} MiB; the largest answer: {size} bytes, decoded in "
+          f"{seconds:.2f} s")
 
 
 if __name__ == "__main__":

@@ -5,17 +5,29 @@ functions run in a child process (serve.py), so no student code runs in this one
 
 LAB_REMOTE_DIR is a folder with the given files and the student's three task files. The
 child runs there, as the unprivileged user LAB_REMOTE_USER when this process is root (as
-Gradescope's is), with limits on its memory, processes and file sizes, and LAB_REMOTE_TMP
-as its temporary folder. Importing a task module asks the child to import the student's
-file, so lab.load reports a file that cannot be imported, once per run, as it does
-locally. Each call sends the arguments and gets back the result (at most ANSWER_LIMIT
-bytes), the arrays it changed in place, or the student's error, which is raised here as
-the same kind of error. If the child hangs, dies or sends something that is not the
-answer to that call, the call fails and the next one starts a fresh child.
+Gradescope's is), with limits on its memory, CPU time, processes and file sizes, in the
+memory cgroup LAB_REMOTE_CGROUP if there is one, and LAB_REMOTE_TMP as its temporary
+folder. Importing a task module asks the child to import the student's file, so lab.load
+reports a file that cannot be imported, once per run, as it does locally. Each call sends
+the arguments and gets back the result (at most ANSWER_LIMIT bytes), the arrays it
+changed in place, or the student's error, which is raised here as the same kind of error.
+A call past the test's time limit is interrupted in the child, as locally; if the child
+hangs, dies or sends something that is not the answer to that call, the call fails and
+the next one starts a fresh child.
+
+The task files are graded one after another, each in a child of its own: the tests are
+ordered by the task module they use, and before the first test of the next file every
+process, IPC object and file of the student's user is removed (student.clean, with the
+places listed in the file LAB_REMOTE_PLACES) and a fresh temporary folder made. So one
+file's threads, children, CPU use and crashes cannot touch another file's tests. Each
+file's tests get FILE_TIME seconds in all; its unseen-input checks run after its public
+tests, so a function's first call falls where it does locally, and a check that ran out
+of time is run once more.
 """
 import importlib.abc
 import importlib.util
 import itertools
+import json
 import os
 import pwd
 import resource
@@ -23,24 +35,39 @@ import select
 import signal
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _pytest.runner import runtestprotocol
 
 import lab
+from lab.gradescope import DID_NOT_RUN
 from lab.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from scheduler_core import SchedulerError
 
-from . import wire
+from . import student, wire
 
 CALL_LIMIT = 60  # seconds for one call; the tests' own time limit is usually hit first
-MEMORY_LIMIT = 4 * 2**30  # bytes of address space for the child
+MEMORY_LIMIT = 4 * 2**30  # bytes of address space for each process of the child's
 FILE_LIMIT = 64 * 2**20   # bytes: the largest file the child may write
+FILE_TIME = 70  # seconds for all the tests of one task file in one run (three fit in 240)
+CPU_LIMIT = 2 * FILE_TIME  # seconds of CPU time for each process of the student's
+INTERRUPT_GRACE = 1  # seconds the child gets to answer once its call is interrupted
+UNSEEN = "_unseen_inputs"  # how the names of the checks in test_fresh.py end
 # Bytes an answer may take on the wire, per task module: well above the largest right answer
-# the tests ask for (Task 2's simulate traces: about 1.3 MB at 200 steps).
-ANSWER_LIMIT = {"memory": 2**20, "scheduler": 16 * 2**20, "tis": 16 * 2**20}
+# the tests ask for (0.64 MB, from scheduler.py; simulate's traces take about 1.1 MB at 200
+# steps), and low enough that decoding any answer adds at most about 50 MiB to this process
+# (a million floats; tools/check_autograder.py measures each shape).
+ANSWER_LIMIT = {"memory": 2**20, "scheduler": 4 * 2**20, "tis": 4 * 2**20}
+# Bytes of JSON (answers but their numpy arrays) all the calls of one test may bring back:
+# twice the most a test of the reference needs (1.04 MB, Task 2's simulate traces). They
+# become Python objects here, up to 11 bytes of memory per byte (floats), a test may keep
+# every answer (test_task3c_random_bands keeps 150), and the last failure's are kept after
+# it: this bounds them all to about 2 x 22 MiB.
+TEST_TEXT_LIMIT = 2 * 2**20
 # The errors a student's code may raise that come back as themselves; any other kind
 # comes back as a RuntimeError naming it.
 ERRORS = {error.__name__: error for error in
@@ -51,9 +78,12 @@ ERRORS = {error.__name__: error for error in
 
 
 def _limits():
-    """In the child, before it runs anything: cap its memory, its number of processes and
-    the size of any file it writes (past it, a write fails with an OSError)."""
+    """In the child, before it runs anything: cap its memory, its CPU time (past it the
+    process is killed), its number of processes and the size of any file it writes (past
+    it, a write fails with an OSError); no core files. Its children inherit these."""
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if os.geteuid() != 0:
@@ -63,10 +93,16 @@ def _limits():
 class Child:
     """The student's code, in a process of its own."""
 
-    def __init__(self, folder, user, tmp):
-        self.folder, self.user, self.tmp, self.process = folder, user, tmp, None
+    def __init__(self, folder, user, tmp, cgroup):
+        self.folder, self.user, self.tmp, self.cgroup = folder, user, tmp, cgroup
+        self.process = None
         self.ids = itertools.count()
         self.imported = []  # the task modules imported so far (a new child imports them too)
+        self.module, self.began = None, None  # the task module of the tests now, since when
+        self.wait = CALL_LIMIT  # seconds to wait for a reply
+        self.largest = (0, 0.0)  # (bytes, seconds to decode) of the largest answer read
+        self.text = 0  # bytes of JSON read in the test now (TEST_TEXT_LIMIT)
+        self.log = []  # the clean-ups between task files, for the grader's log
 
     def start(self):
         as_root = os.geteuid() == 0
@@ -80,6 +116,11 @@ class Child:
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.folder,
                  "TMPDIR": self.tmp, "RL_SOLUTIONS": "0", "PYTHONDONTWRITEBYTECODE": "1",
                  "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+        if self.cgroup and as_root:  # before any request: all it starts is in there too
+            try:
+                student.join_cgroup(self.cgroup, self.process.pid)
+            except OSError as error:
+                self.log.append(f"could not put the child in {self.cgroup}: {error}")
 
     def stop(self):
         if self.process is not None:
@@ -91,44 +132,90 @@ class Child:
             self.process = None
 
     def _read(self, n):
-        ready, _, _ = select.select([self.process.stdout], [], [], CALL_LIMIT)
+        ready, _, _ = select.select([self.process.stdout], [], [], self.wait)
         if not ready:
-            raise TimeoutError(f"your code ran for more than {CALL_LIMIT} s in one call")
+            raise TimeoutError(f"your code ran for more than {self.wait} s in one call")
         return os.read(self.process.stdout.fileno(), n)
 
-    def ask(self, message, blobs=(), limit=wire.MAX_BYTES):
-        """Send one request, return (reply, blobs): the reply to this request, of at most
-        `limit` bytes. Any failure kills the child."""
+    def ask(self, message, blobs=(), limit=wire.MAX_BYTES, objects=None):
+        """Send one request, return (reply, decoder): the reply to this request, of at most
+        `limit` bytes, decoded with the containers `objects`. If the test's time runs out,
+        the call is interrupted and the child kept if it answers within INTERRUPT_GRACE;
+        any other failure kills the child."""
         if self.process is None:
             self.start()
         try:
             message = dict(message, id=next(self.ids))
             wire.send(self.process.stdin, message, blobs)
-            reply, reply_blobs = wire.receive(self._read, limit)
+            reply, decoder = wire.receive(self._read, limit, objects,
+                                          TEST_TEXT_LIMIT - self.text)
+            self.text += decoder.text
+            self.largest = max(self.largest, (decoder.size, decoder.seconds))
             if reply.get("id") != message["id"]:
                 raise wire.WireError("a reply to another request (was the wire written to "
                                      "from inside your code?)")
-            return reply, reply_blobs
-        except BaseException:  # a timeout (ours or the test's) or a broken child
+            return reply, decoder
+        except TimeLimitExceeded:
+            if not self.interrupt(message["id"], limit, objects):
+                self.stop()
+            raise
+        except wire.TooMuchText:  # read whole: the child answers the next call as usual
+            raise
+        except BaseException:  # our timeout or a broken child
             self.stop()
             raise
 
+    def interrupt(self, number, limit, objects):
+        """Interrupt the call `number` in the child (a signal its code gets as an error, as
+        a local run's time limit); True if the child answered it in time."""
+        try:
+            os.kill(self.process.pid, signal.SIGUSR1)
+            self.wait = INTERRUPT_GRACE
+            reply, _ = wire.receive(self._read, limit, objects)
+            return reply.get("id") == number
+        except (Exception, TimeLimitExceeded):  # noqa: BLE001 (then it is ended)
+            return False
+        finally:
+            self.wait = CALL_LIMIT
+
+    def switch(self, module):
+        """Before a test of task module `module`: if the last test used another, end that
+        file's child and clean up all the student's user left, so this file starts afresh."""
+        if module == self.module:
+            return
+        self.stop()
+        if self.module is not None and os.geteuid() == 0 and os.environ.get("LAB_REMOTE_PLACES"):
+            places = json.loads(Path(os.environ["LAB_REMOTE_PLACES"]).read_text())
+            user = student.User(self.user, places["places"], places["before"])
+            log, _ = student.clean(user, also=[self.tmp])
+            self.log += [f"after {self.module}.py: {line}" for line in log]
+            try:
+                os.mkdir(self.tmp, 0o700)
+                os.chown(self.tmp, user.uid, user.gid)
+            except OSError as error:
+                self.log.append(f"could not make {self.tmp} again: {error}")
+        self.module, self.began, self.imported = module, time.monotonic(), []
+
 
 CHILD = Child(os.environ.get("LAB_REMOTE_DIR", "."), os.environ.get("LAB_REMOTE_USER", "nobody"),
-              os.environ.get("LAB_REMOTE_TMP", "/tmp"))
+              os.environ.get("LAB_REMOTE_TMP", "/tmp"), os.environ.get("LAB_REMOTE_CGROUP"))
 
 
-def _ask(message, blobs=()):
+def _ask(message, blobs=(), objects=None):
     module, name = message["target"]
     limit = ANSWER_LIMIT.get(module, wire.MAX_BYTES)
     try:
-        return CHILD.ask(message, blobs, limit)
+        return CHILD.ask(message, blobs, limit, objects)
     except (EOFError, BrokenPipeError):
         problem = ("your code ended the process it ran in (os._exit, a crash or running out "
                    "of memory)")
-    except wire.TooLarge:
+    except wire.TooLarge as error:
         problem = (f"the answer of {name or module} takes more than {limit / 2**20:g} MiB, more "
-                   f"than any answer in {module}.py needs, so the grader refused it")
+                   f"than any answer in {module}.py needs, so the grader refused it"
+                   if not isinstance(error, wire.TooMuchText) else
+                   f"the answers of this test take more than {TEST_TEXT_LIMIT / 2**20:g} MiB "
+                   "(apart from numpy arrays), more than any test needs, so the grader "
+                   f"refused the answer of {name or module}")
     except (wire.WireError, ValueError) as error:
         problem = f"the grader could not read your code's answer: {error}"
     raised = RuntimeError(problem)
@@ -170,15 +257,14 @@ def remote_function(module, name):
         encode = wire.Encoder()
         tree_args, tree_kwargs = encode(list(args)), encode(dict(kwargs))
         sent = {n: obj for n, obj in encode.table.values()}
-        reply, blobs = _ask({"call": True, "target": [module, name], "args": tree_args,
-                             "kwargs": tree_kwargs}, encode.blobs)
+        reply, decode = _ask({"call": True, "target": [module, name], "args": tree_args,
+                              "kwargs": tree_kwargs}, encode.blobs, dict(sent))
         if "error" in reply:
             _raise(reply["error"])
-        decode = wire.Decoder(blobs, dict(sent))
         try:
-            copy_back(encode.arrays, reply["changed"], blobs)
+            copy_back(encode.arrays, reply["changed"], decode.blobs)
             decode.update(reply["state"])
-            return decode(reply["value"])
+            return reply["value"]
         except (wire.WireError, KeyError, TypeError, ValueError, IndexError) as error:
             raised = RuntimeError(f"the grader could not read your code's answer: {error}")
             raised.from_student = True
@@ -193,16 +279,13 @@ class RemoteModule(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        reply, blobs = _ask({"get": True, "target": [self.__name__, name]})
+        reply, _ = _ask({"get": True, "target": [self.__name__, name]})
         if "error" in reply:
             kind, message, where = reply["error"]
             if kind == "AttributeError":
                 raise AttributeError(message)
             _raise(reply["error"])
-        if reply.get("callable"):
-            value = remote_function(self.__name__, name)
-        else:
-            value = wire.Decoder(blobs)(reply["value"])
+        value = remote_function(self.__name__, name) if reply.get("callable") else reply["value"]
         setattr(self, name, value)
         return value
 
@@ -242,11 +325,64 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"{name}{error.args[0] if error.args else error}"
 
 
+def module_of(item):
+    """The task module a test uses (each uses one), or None for a test that uses none."""
+    return next((m for m in lab.STUDENT_MODULES if m in getattr(item, "fixturenames", ())), None)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """One task file's tests after another's, in the order of lab.STUDENT_MODULES; within a
+    file, its unseen-input checks last (after the public tests, as a local run has none)."""
+    order = {None: -1, **{m: i for i, m in enumerate(lab.STUDENT_MODULES)}}
+    items.sort(key=lambda item: (order[module_of(item)], item.name.endswith(UNSEEN)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A test of a file whose tests already ran FILE_TIME seconds does not run."""
+    if CHILD.module and CHILD.began and time.monotonic() - CHILD.began > FILE_TIME:
+        raised = RuntimeError(f"{DID_NOT_RUN}: the tests of {CHILD.module}.py ran for more "
+                              f"than {FILE_TIME} s in all")
+        raised.from_student = True
+        raise raised
+
+
+class UnseenRetry:
+    """A plugin of its own (this module's pytest_runtest_protocol is the wrapper below)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """An unseen-input check that ran out of time runs once more (in the same child,
+        which its interruption kept, or a fresh one): locally a slow call costs one test,
+        and here the check would withhold the whole task."""
+        if not item.name.endswith(UNSEEN):
+            return None
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        if any(r.failed and "TimeLimitExceeded" in str(r.longrepr) for r in reports):
+            item._initrequest()
+            CHILD.text = 0
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        for report in reports:
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(UnseenRetry(), "grader.remote.unseen-retry")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """After a test whose call ended the child, start the next one and import the task
-    modules into it here, outside any time limit: a test that follows one that overran
-    may have only lab.grading's short limit, too short to start a process."""
+    """Before a test: its task file's own child (CHILD.switch). After a test whose call
+    ended the child, start the next one and import the task modules into it here, outside
+    any time limit: a test that follows one that overran may have only lab.grading's short
+    limit, too short to start a process."""
+    if module_of(item):
+        CHILD.switch(module_of(item))
+    CHILD.text = 0
     yield
     if CHILD.process is None and CHILD.imported:
         try:
@@ -258,4 +394,10 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_unconfigure(config):
+    """End the last child; write the grader's figures to LAB_REMOTE_STATS: this process's
+    peak memory, the largest answer and its decoding time, the clean-ups' log."""
     CHILD.stop()
+    if os.environ.get("LAB_REMOTE_STATS"):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        Path(os.environ["LAB_REMOTE_STATS"]).write_text(json.dumps(dict(
+            peak_mib=peak, largest_answer=CHILD.largest, log=CHILD.log)))

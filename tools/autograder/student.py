@@ -1,0 +1,345 @@
+"""The student's user on the grading machine: where it can leave things, a cap on its
+memory, and the clean-up that removes everything it left (run as root, by grade.py and
+between task files by remote.py).
+
+What a process of that user can leave behind after it is killed:
+- files, in a folder that user may write to. Those folders are found once, at start-up,
+  by scanning the whole file system but /proc and /sys (`places`): /tmp, /var/tmp,
+  /dev/shm, /run/lock, /dev/mqueue (POSIX message queues) and any other.
+- System V IPC objects (shared memory, message queues, semaphore sets): not files, and
+  they outlive their processes. /proc/sysvipc lists them with their owner.
+- processes, in sessions of their own.
+`clean` ends all three and `leftovers` checks that nothing is left. Neither raises: what
+cannot be removed is logged, and the grade stands.
+"""
+import ctypes
+import os
+import pwd
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+SKIPPED = ("/proc", "/sys")  # not files anyone leaves
+IPC_KINDS = {"shm": "shared-memory segment", "msg": "message queue", "sem": "semaphore set"}
+IPC_RMID = 0  # the "remove" command of shmctl, msgctl and semctl (Linux)
+OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+class User:
+    """The student's user: its name, ids, the folders it may write to, and what it owned
+    there before grading began (`before`: paths and IPC objects, spared by the clean-up; on
+    Gradescope, where lab-student is new, nothing)."""
+
+    def __init__(self, name, places=(), before=()):
+        entry = pwd.getpwnam(name)
+        self.name, self.uid, self.gid = name, entry.pw_uid, entry.pw_gid
+        self.places, self.before = list(places), set(before)
+
+    def owned(self):
+        """What it owns now: entries of its places, and IPC objects ("shm 7")."""
+        found = []
+        for place in self.places:
+            try:
+                with os.scandir(place) as entries:
+                    found += [entry.path for entry in entries
+                              if entry.stat(follow_symlinks=False).st_uid == self.uid]
+            except OSError:
+                continue
+        return found + [f"{kind} {number}" for kind, number, _ in ipc_objects(self.uid)]
+
+
+def places(uid, gid):
+    """The folders user `uid` (group `gid`, no other groups) may write to, by their mode
+    bits: the whole file system but /proc and /sys, with `find` (a second for 400,000
+    entries, where Python's walk takes eight), or Python's walk where there is no find."""
+    try:
+        found = subprocess.run(
+            ["find", "/", "(", "-path", "/proc", "-o", "-path", "/sys", ")", "-prune", "-o",
+             "-type", "d", "(", "-user", str(uid), "-perm", "-u+w", "-o", "-group", str(gid),
+             "-perm", "-g+w", "-o", "-perm", "-o+w", ")", "-print0"],
+            capture_output=True, timeout=120).stdout
+        return sorted(p for p in found.decode("utf-8", "surrogateescape").split("\0") if p)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    found = []
+    for folder, dirs, _ in os.walk("/"):
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in SKIPPED]
+        for d in dirs:
+            path = os.path.join(folder, d)
+            try:
+                status = os.lstat(path)
+            except OSError:
+                continue
+            bit = (0o200 if status.st_uid == uid else 0o020 if status.st_gid == gid else 0o002)
+            if stat.S_ISDIR(status.st_mode) and status.st_mode & bit:
+                found.append(path)
+    return sorted(found)
+
+
+def remove_tree(parent, name, log):
+    """Delete folder `name` of the open folder `parent` (a file descriptor) with all below
+    it, whatever its depth, names or permissions, without following links and without
+    recursion: one folder is open at a time, ".." leads back up (checked against each
+    folder's recorded identity), and each level keeps only the names of the folders it
+    still holds. Returns the number of entries removed."""
+    removed = [0]
+    try:
+        here = os.open(name, OPEN_DIR, dir_fd=parent)
+    except OSError as error:
+        log.append(f"cannot open folder {name!r}: {error}")
+        return 0
+    levels = [(name, identity(here), folders_left(here, log, removed))]  # from the top down
+    while True:
+        folder, _, inside = levels[-1]
+        if inside:
+            child = inside.pop()
+            try:
+                inner = os.open(child, OPEN_DIR, dir_fd=here)
+            except OSError as error:
+                log.append(f"cannot open folder {child!r}: {error}")
+                continue
+            os.close(here)
+            here = inner
+            levels.append((child, identity(here), folders_left(here, log, removed)))
+            continue
+        levels.pop()
+        if not levels:  # back at the top, now empty
+            os.close(here)
+            remove_folder(parent, name, log, removed)
+            return removed[0]
+        up = os.open("..", OPEN_DIR, dir_fd=here)
+        os.close(here)
+        here = up
+        if identity(here) != levels[-1][1]:
+            log.append(f"folder {levels[-1][0]!r} moved during its removal: stopped there")
+            os.close(here)
+            return removed[0]
+        remove_folder(here, folder, log, removed)
+
+
+def folders_left(fd, log, removed):
+    """Delete every entry of the open folder `fd` that is not a folder; return the names of
+    its folders."""
+    folders = []
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.name)
+                    else:
+                        os.unlink(entry.name, dir_fd=fd)
+                        removed[0] += 1
+                except OSError as error:
+                    log.append(f"cannot remove {entry.name!r}: {error}")
+    except OSError as error:
+        log.append(f"cannot list a folder: {error}")
+    return folders
+
+
+def remove_folder(fd, name, log, removed):
+    try:
+        os.rmdir(name, dir_fd=fd)
+        removed[0] += 1
+    except OSError as error:
+        log.append(f"cannot remove folder {name!r}: {error}")
+
+
+def identity(fd):
+    status = os.fstat(fd)
+    return status.st_dev, status.st_ino
+
+
+def remove_owned(place, uid, log, spared=()):
+    """Delete every entry of folder `place` that user `uid` owns (a folder with all below
+    it); returns the number of entries removed. Folders of other owners are places of their
+    own if that user may write to them."""
+    removed = 0
+    try:
+        fd = os.open(place, OPEN_DIR)
+    except OSError:
+        return 0  # gone, or never there
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    status = entry.stat(follow_symlinks=False)
+                    if status.st_uid != uid or entry.path in spared:
+                        continue
+                    if stat.S_ISDIR(status.st_mode):
+                        removed += remove_tree(fd, entry.name, log)
+                    else:
+                        os.unlink(entry.name, dir_fd=fd)
+                        removed += 1
+                except OSError as error:
+                    log.append(f"cannot remove {place}/{entry.name}: {error}")
+    except OSError as error:
+        log.append(f"cannot list {place}: {error}")
+    finally:
+        os.close(fd)
+    return removed
+
+
+def ipc_objects(uid):
+    """[(kind, id, size in bytes or None)] of the System V IPC objects user `uid` owns or
+    made, from /proc/sysvipc (the IPC namespace of this process)."""
+    found = []
+    for kind in IPC_KINDS:
+        try:
+            lines = Path("/proc/sysvipc", kind).read_text().splitlines()
+        except OSError:
+            continue
+        header = lines[0].split() if lines else []
+        for line in lines[1:]:
+            row = dict(zip(header, line.split()))
+            if str(uid) in (row.get("uid"), row.get("cuid")):
+                number = row.get("shmid") or row.get("msqid") or row.get("semid")
+                found.append((kind, int(number), int(row["size"]) if "size" in row else None))
+    return found
+
+
+def remove_ipc(kind, number):
+    """IPC_RMID on one object: a segment still attached goes when its last process does
+    (they are all ended by then)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    call = {"shm": lambda: libc.shmctl(number, IPC_RMID, None),
+            "msg": lambda: libc.msgctl(number, IPC_RMID, None),
+            "sem": lambda: libc.semctl(number, 0, IPC_RMID)}[kind]
+    if call() != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+
+def running(uid):
+    """The pids of the running processes of user `uid` (ended ones not yet reaped don't count)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if (os.stat(f"/proc/{pid}").st_uid == uid
+                    and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"):
+                found.append(int(pid))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def end_processes(user):
+    """End every process of `user`: kill(-1) run as that user reaches all of them at once,
+    even one forking now, and those in sessions of their own. Returns how many there were."""
+    first = len(running(user.uid))
+    for _ in range(20):  # a bound, in case a process cannot be ended
+        if not running(user.uid):
+            break
+        subprocess.run([sys.executable, "-I", "-c", "import os\ntry: os.kill(-1, 9)\n"
+                        "except ProcessLookupError: pass"], user=user.uid, group=user.gid,
+                       extra_groups=[], cwd="/")
+    return first
+
+
+def clean(user, also=()):
+    """End the processes of `user`, remove its IPC objects and every file it owns in its
+    places, and delete the folders in `also` (its private temporary folder) whole. Returns
+    (lines for the grader's log, what is left): never raises."""
+    log, removed = [], {}
+    try:
+        n = end_processes(user)
+        if n:
+            removed["processes"] = n
+    except Exception as error:  # noqa: BLE001 (logged; the grade stands)
+        log.append(f"ending the processes failed: {error!r}")
+    for kind, number, size in ipc_objects(user.uid):
+        if f"{kind} {number}" in user.before:
+            continue
+        try:
+            remove_ipc(kind, number)
+            what = IPC_KINDS[kind] + (f" of {size} bytes" if size is not None else "")
+            removed[what] = removed.get(what, 0) + 1
+        except OSError as error:
+            log.append(f"cannot remove {IPC_KINDS[kind]} {number}: {error}")
+    for place in user.places:
+        try:
+            n = remove_owned(place, user.uid, log, user.before)
+            if n:
+                removed[f"entries in {place}"] = n
+        except Exception as error:  # noqa: BLE001
+            log.append(f"cleaning {place} failed: {error!r}")
+    for folder in filter(os.path.lexists, also):
+        try:
+            parent = os.open(os.path.dirname(folder), OPEN_DIR)
+            try:
+                n = remove_tree(parent, os.path.basename(folder), log)
+            finally:
+                os.close(parent)
+            removed[f"entries in {folder}"] = n
+        except Exception as error:  # noqa: BLE001
+            log.append(f"removing {folder} failed: {error!r}")
+    left = leftovers(user, also)
+    summary = ", ".join(f"{n} {what}" for what, n in removed.items()) or "nothing"
+    log.insert(0, f"removed: {summary}; left: {'; '.join(left) or 'nothing'}")
+    return log, left
+
+
+def leftovers(user, also=()):
+    """What `user` still has: running processes, IPC objects, entries it owns in its places,
+    and the folders of `also` if they still exist."""
+    left = [f"process {pid}" for pid in running(user.uid)]
+    left += [what for what in user.owned() if what not in user.before]
+    return left + [folder for folder in also if os.path.lexists(folder)]
+
+
+def memory_cgroup(name, cap):
+    """A memory cgroup `name` capped at `cap` bytes for all the student's processes together
+    (cgroup v2, else v1's memory controller); returns its folder, or (None, why not)."""
+    problems = []
+    for mount, limit_file in memory_mounts():
+        folder = Path(mount, name)
+        try:
+            folder.mkdir()
+            Path(folder, limit_file).write_text(str(cap))
+            for swap in ("memory.swap.max", "memory.memsw.limit_in_bytes"):
+                if Path(folder, swap).exists():  # no swap beyond the cap (where there is swap)
+                    try:
+                        Path(folder, swap).write_text("0" if swap.endswith("max") else str(cap))
+                    except OSError:
+                        pass
+            return folder, None
+        except OSError as error:
+            problems.append(f"{folder}: {error.strerror}")
+            remove_cgroup(folder)
+    return None, "; ".join(problems) or "no memory cgroup mounted"
+
+
+def memory_mounts():
+    """[(mount point, the file of its memory limit)]: cgroup v2 where its memory controller is
+    on, then v1's memory hierarchy."""
+    found = []
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return found
+    for line in mounts:
+        parts = line.split()
+        if len(parts) < 4:
+            continue
+        point, kind, options = parts[1], parts[2], parts[3].split(",")
+        if kind == "cgroup2":
+            try:
+                if "memory" in Path(point, "cgroup.subtree_control").read_text().split():
+                    found.insert(0, (point, "memory.max"))
+            except OSError:
+                continue
+        elif kind == "cgroup" and "memory" in options:
+            found.append((point, "memory.limit_in_bytes"))
+    return found
+
+
+def join_cgroup(folder, pid):
+    """Put process `pid` (and so all it starts later) in the cgroup `folder`."""
+    Path(folder, "cgroup.procs").write_text(str(pid))
+
+
+def remove_cgroup(folder):
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
