@@ -739,11 +739,16 @@ def length_sweep_section(args, results):
         print_length_sweep, results["unavailable"])
 
 
-def staleness_section(args, results):
-    skipped = results["unavailable"]
+def part_2_missing(results, key, title):
+    """--staleness and --learning-curves train on Part 2's traces: without Part 2, say so."""
     if results["scheduling"] is None:
-        print("Staleness: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
-        skipped[lab.PARTS["staleness"][0]] = "needs Part 2 (Task 2) first"
+        print(f"{title}: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
+        results["unavailable"][lab.PARTS[key][0]] = "needs Part 2 (Task 2) first"
+    return results["scheduling"] is None
+
+
+def staleness_section(args, results):
+    if part_2_missing(results, "staleness", "Staleness"):
         return
     results["staleness"] = attempt(
         "staleness", lambda: staleness_sweep(
@@ -751,20 +756,17 @@ def staleness_section(args, results):
             n_steps=args.steps, train_time=args.train_time, sigma=args.sigma,
             kl=args.staleness_kl, mismatch=args.staleness_mismatch, C=args.C,
             noise=args.noise),
-        print_staleness, skipped)
+        print_staleness, results["unavailable"])
 
 
 def learning_curves_section(args, results):
-    skipped = results["unavailable"]
-    if results["scheduling"] is None:
-        print("Learning curves: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
-        skipped[lab.PARTS["learning_curves"][0]] = "needs Part 2 (Task 2) first"
+    if part_2_missing(results, "learning_curves", "Learning curves"):
         return
     results["learning_curves"] = attempt(
         "learning_curves", lambda: learning_curves(
             lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
             train_time=args.train_time, sigma=args.sigma, C=args.C, noise=args.noise),
-        print_learning_curves, skipped)
+        print_learning_curves, results["unavailable"])
 
 
 if __name__ == "__main__":

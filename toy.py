@@ -127,17 +127,23 @@ def one_response_estimates(pg_estimate, weights):
     simulator does: the toy made these float arrays itself, and checking them on
     each of the 49 calls would cost a quarter of the time. Each answer is still checked.
     """
-    unchecked, g = inspect.unwrap(pg_estimate), []
-    for rows, grad in BLOCKS:
-        b = len(rows)
-        out = np.asarray(unchecked(REWARDS[rows], grad, weights[rows]))
-        if out.shape != (b * D,) or out.dtype.kind not in "biuf":
-            raise ContractError(f"pg_estimate (Task 3b) on {b} responses with D = {b * D} "
-                                f"parameters returned {out.dtype} numbers of shape "
-                                f"{out.shape}; it must return one real number per parameter, "
-                                f"shape ({b * D},)")
-        g.append(out.reshape(b, D) * b)
-    return np.concatenate(g)
+    unchecked = inspect.unwrap(pg_estimate)
+    return np.concatenate([block_estimates(unchecked, REWARDS[rows], grad, weights[rows])
+                           for rows, grad in BLOCKS])
+
+
+def block_estimates(unchecked, rewards, grad, weights):
+    """One call of an unwrapped pg_estimate on b responses in their own blocks
+    (block_diagonal): the (b, D) one-response estimates, b times the blocks of the batch
+    average. The answer is checked here, as the call skips pg_estimate's own checks."""
+    b = len(rewards)
+    out = np.asarray(unchecked(rewards, grad, weights))
+    if out.shape != (b * D,) or out.dtype.kind not in "biuf":
+        raise ContractError(f"pg_estimate (Task 3b) on {b} responses with D = {b * D} "
+                            f"parameters returned {out.dtype} numbers of shape "
+                            f"{out.shape}; it must return one real number per parameter, "
+                            f"shape ({b * D},)")
+    return out.reshape(b, D) * b
 
 
 def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_size=64,

@@ -31,7 +31,6 @@ import inspect
 import numpy as np
 
 import toy
-from lab.input_checks import ContractError
 
 V, T, D, START = toy.V, toy.T, toy.D, toy.START
 BLOCK = 8  # runs per call of pg_estimate (its block-diagonal input grows as BLOCK**2)
@@ -119,18 +118,10 @@ def batch_estimates(pg_estimate, thetas, rewards, tokens, previous, weights):
     summed = np.bincount((np.arange(R)[:, None, None] * D + pairs).ravel(),
                          (rewards[:, :, None] * weights).ravel() / B,
                          minlength=R * D).reshape(R, D)
-    grads, unchecked, out = pair_gradients(thetas), inspect.unwrap(pg_estimate), []
-    for start in range(0, R, BLOCK):
-        g, w = grads[start:start + BLOCK], summed[start:start + BLOCK]
-        b = len(g)
-        estimate = np.asarray(unchecked(np.ones(b), toy.block_diagonal(g), w))
-        if estimate.shape != (b * D,) or estimate.dtype.kind not in "biuf":
-            raise ContractError(f"pg_estimate (Task 3b) on {b} responses with D = {b * D} "
-                                f"parameters returned {estimate.dtype} numbers of shape "
-                                f"{estimate.shape}; it must return one real number per "
-                                f"parameter, shape ({b * D},)")
-        out.append(estimate.reshape(b, D) * b)
-    return np.concatenate(out)
+    grads, unchecked = pair_gradients(thetas), inspect.unwrap(pg_estimate)
+    return np.concatenate([
+        toy.block_estimates(unchecked, np.ones(len(g)), toy.block_diagonal(g), w)
+        for g, w in ((grads[i:i + BLOCK], summed[i:i + BLOCK]) for i in range(0, R, BLOCK))])
 
 
 def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch=0.0, C=2.0,
