@@ -19,8 +19,10 @@ def draw(results, path):
     fig = Figure(figsize=(12, 3.8 * rows))
     axes = fig.subplots(rows, 2, squeeze=False, gridspec_kw=dict(width_ratios=(1.3, 1)))
     if not runs:
-        for ax in axes[0]:
+        for ax, title in zip(axes[0], ("GPU model: predicted against published",
+                                       "GPU model: the slowest engine's tail")):
             placeholder(ax, results["unavailable"]["GPU model"])
+            ax.set_title(f"{title} (Tasks 1 and 2)", fontsize=10)
     for (ax_left, ax_tail), g in zip(axes, (runs or {}).values()):
         if g["published"]["curve"]:
             curve_panel(g, ax_left)

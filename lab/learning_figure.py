@@ -21,8 +21,12 @@ def draw(results, path):
     axes = fig.subplots(len(levels), 4, squeeze=False)
     for row_axes, level in zip(axes, levels):
         if level is None:
-            for ax in row_axes:
+            for ax, title in zip(row_axes, ("J against simulated time: none",
+                                            "J against simulated time: token_tis",
+                                            "J against simulated time: seq_tis",
+                                            "Time to the target J against k")):
                 placeholder(ax, results["unavailable"]["Learning curves"])
+                ax.set_title(f"{title} (Tasks 2 and 3)", fontsize=10)
             continue
         for ax, scheme in zip(row_axes, c["schemes"]):
             curves_panel(ax, c, level, scheme)
