@@ -25,7 +25,7 @@ import numpy as np
 
 from gpu_core import Linear, Step, run_gpu_simulation
 from lab.gpu_presets import (ALL_REDUCE_SECONDS, PRESETS, PROMPT_TOKENS, STEP_OVERHEAD,
-                             VERL_ASYNC_UPDATE, VERL_COLOC_UPDATE, capped_moment, context,
+                             VERL_ASYNC_UPDATE, capped_moment, context,
                              flops_per_token, forward_flops, median_for_mean, passes)
 
 SHARD = 8       # simulate 1/SHARD of the engines and of each batch (fewer if too few engines)
