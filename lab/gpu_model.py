@@ -13,10 +13,11 @@ step cost and the trainer's update cost and runs gpu_core for
 and scales a steady-state window of steps to the run's step count. Every published
 number the presets were not fitted to is printed against its prediction (held_out).
 
-To keep each preset to a few seconds, the asynchronous runs simulate 1/SHARD of the
-engines with 1/SHARD of each batch and of the trainer's GPUs: every engine sees the same
-load, every trainer GPU the same tokens (docs/gpu-model.md compares it with the full
-cluster). The synchronous runs simulate the whole cluster (SYNC).
+To keep each preset to a few seconds, the asynchronous runs simulate a share of the
+engines with the same share of each batch and of the trainer's GPUs (run's `shard`):
+every engine sees the same load, every trainer GPU the same tokens (tools/check_shard.py
+compares it with the full cluster on every held-out number). The synchronous runs
+simulate the whole cluster (SYNC).
 """
 import inspect
 import math
@@ -24,33 +25,41 @@ import math
 import numpy as np
 
 from gpu_core import Linear, Step, run_gpu_simulation
-from lab.gpu_presets import (ALL_REDUCE_SECONDS, PRESETS, PROMPT_TOKENS, STEP_OVERHEAD,
+from lab.gpu_presets import (ALL_REDUCE_SECONDS, KV_READ, MEMGAP_NEW, MEMGAP_PROMPT,
+                             MEMGAP_SHARES, OPT_13B, PRESETS, PROMPT_TOKENS, STEP_OVERHEAD,
                              VERL_ASYNC_UPDATE, capped_moment, context,
                              flops_per_token, forward_flops, median_for_mean, passes)
 
-SHARD = 8       # simulate 1/SHARD of the engines and of each batch (fewer if too few engines)
-WINDOW = 8      # steps measured after the warm-up of 2 (min(k, 4) + 1) steps
+# The asynchronous runs simulate 1/shard(k) of the engines and of each batch (fewer shares
+# if too few engines): a quarter where generation binds (k <= 2 in the presets), where an
+# eighth puts AReaL's k = 1 point 5.4% above the whole cluster's; an eighth beyond, where
+# the trainer binds and any share gives the same rate.
+SHARD_TIGHT, SHARD = 4, 8
+WINDOW = 8  # steps measured after the warm-up of 2 (min(k, 8) + 1) steps
 # Synchronous runs (k = 0) simulate the whole cluster: a step waits for its longest
-# response, and 1/SHARD of a batch draws fewer long ones (verl's generation came out 10%
-# short). Each step starts from empty engines, so one step of warm-up and two measured
-# ones suffice.
+# response, and a share of a batch draws fewer long ones (on an eighth, verl's generation
+# came out 10% short). Each step starts from empty engines, so one step of warm-up and two
+# measured ones suffice.
 SYNC = dict(shard=1, warmup=1, window=2)
 KS = (1, 2, 4)
 NO_BOUND = 10**6  # k for "no staleness bound" (Fig. 7's infinity): far above any lag reached
 
 
-def costs(memory, preset, train_gpus, trainer, overhead=STEP_OVERHEAD):
+def costs(memory, preset, train_gpus, trainer, overhead=STEP_OVERHEAD, kv_read=KV_READ):
     """(step, train, slots): an engine's decode-step cost (Step), the trainer's update cost
     (Linear, seconds) and the responses an engine holds at once.
 
       step  = overhead + 2 * n_params / (tp * bandwidth) + all-reduces
-              + n * 2 * n_params / (tp * peak FLOP/s) + C * kv_per_token / (tp * bandwidth)
+              + n * 2 * n_params / (tp * peak FLOP/s)
+              + C * kv_per_token / (kv_read * tp * bandwidth)
       train = flops_per_token(model, trainer, context) * tokens / (train_gpus * peak * eff)
       slots = (memory_fraction * tp * GPU memory - weights) / (kv_per_token * held)
     with held = prompt + E[L^2] / (2 E[L]): the tokens a slot holds on average when its KV
     cache grows with the response (paged, as in vLLM and SGLang); all-reduces = 2 a layer
-    when tp > 1. The n term is the matrix multiplies of n responses at peak FLOP/s, added
-    to the memory time rather than overlapped with it: on an H20 (148 TFLOP/s) a 7B
+    when tp > 1; kv_read = the share of the bandwidth that reading KV gets at large batch
+    (KV_READ, 0.60, from a measurement: lab/gpu_presets.py). The n term is the matrix
+    multiplies of n responses at peak FLOP/s, added to the memory time rather than
+    overlapped with it: on an H20 (148 TFLOP/s) a 7B
     model's 256 responses on a TP 4 engine take 6.6 ms of compute a step, reading its
     weights 0.95 ms.
     weights and kv_per_token come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
@@ -60,7 +69,7 @@ def costs(memory, preset, train_gpus, trainer, overhead=STEP_OVERHEAD):
     kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, 1)
     bandwidth = tp * gpu.bandwidth
     all_reduce = 2 * m.layers * ALL_REDUCE_SECONDS if tp > 1 else 0.0
-    step = Step(overhead + weights / bandwidth + all_reduce, kv / bandwidth,
+    step = Step(overhead + weights / bandwidth + all_reduce, kv / (kv_read * bandwidth),
                 2 * m.params / (tp * gpu.flops))
     c = context(preset.median_len, preset.sigma, preset.max_len)
     train = Linear(0.0, flops_per_token(m, trainer, c) / (train_gpus * gpu.flops
@@ -86,20 +95,24 @@ def mean_len(preset):
 
 
 def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, slots=None,
-        warmup=None, window=WINDOW, overhead=STEP_OVERHEAD, shard=SHARD):
-    """One steady-state measurement over `window` steps after `warmup` (2 (min(k, 4) + 1)
+        warmup=None, window=WINDOW, overhead=STEP_OVERHEAD, kv_read=KV_READ, shard=None):
+    """One steady-state measurement over `window` steps after `warmup` (2 (min(k, 8) + 1)
     by default): seconds per step, trained tokens per second and per step, lags, and the
     run itself. k None: no staleness bound. slots: responses per engine at most, if not the
     paged-KV number of `costs`; overhead: seconds per decode step beyond the roofline;
-    shard: simulate 1/shard of the cluster (at most one engine's worth per shard).
+    kv_read: the share of the bandwidth that reading KV gets;
+    shard: simulate 1/shard of the cluster (at most one engine's worth per shard; by default
+    SHARD_TIGHT for k <= 2, SHARD beyond).
 
     Long responses finish late, so the first batches after the start are short ones;
-    the warm-up lets the pool of responses in flight fill.
+    the warm-up lets the pool of responses in flight fill (with a loose bound its lag keeps
+    growing for about 2k steps, hence the warm-up's cap at k = 8).
     """
     k = NO_BOUND if k is None else k
+    shard = shard or (SHARD_TIGHT if k <= 2 else SHARD)
     shard = max(1, min(shard, gen_gpus // preset.tp))
-    warmup = warmup or 2 * (min(k, 4) + 1)
-    step, train, paged = costs(memory, preset, train_gpus / shard, trainer, overhead)
+    warmup = warmup or 2 * (min(k, 8) + 1)
+    step, train, paged = costs(memory, preset, train_gpus / shard, trainer, overhead, kv_read)
     slots = slots or paged
     engines = gen_gpus // preset.tp // shard
     B = preset.prompts // shard
@@ -135,7 +148,7 @@ def k_label(k):
     return "no bound" if k is None else str(k)
 
 
-def gpu_comparison(scheduler, memory, name, shard=SHARD):
+def gpu_comparison(scheduler, memory, name, shard=None):
     """Predicted against published numbers for preset `name` (see the module docstring):
     `held_out` lists (what, predicted, published, ratio) for every published number the
     preset was not fitted to, `fit` the fitted numbers with their targets, reproduced;
@@ -211,9 +224,10 @@ def gpu_comparison(scheduler, memory, name, shard=SHARD):
         gen_gpus=p.gen_gpus, tp=p.tp, prompts=p.prompts, group_size=p.group_size,
         max_len=p.max_len, sigma=p.sigma, median_len=p.median_len, mean_len=mean_len(p),
         k=p.k, n_steps=p.n_steps, baseline=p.baseline, step_overhead=STEP_OVERHEAD,
+        kv_read=KV_READ,
         sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
         sync_efficiency=p.sync_trainer.efficiency, async_efficiency=p.async_trainer.efficiency,
-        shard=shard, slots=sync["slots"],
+        slots=sync["slots"],
         sync=dict(hours=sync_hours, **sync, **generation(sync_run)),
         asynchronous=published, by_k=by_k, scaling=scaling, implied=implied,
         speedup=speedup,
@@ -272,6 +286,7 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b"):
       S reserved            KV reserved at the maximum length (Part 1's lanes per GPU)
       groups of 1           the same responses per batch, admitted one by one
       cap x 2, cap / 2      the same median and shape, cut at another length
+      KV at full bandwidth  KV read at the sheet's bandwidth (kv_read 1, not KV_READ)
     Admitted one by one, long responses are deferred for many steps before the pool of
     responses in flight settles, so that row measures 30 steps after 40 of warm-up.
     """
@@ -286,21 +301,49 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b"):
                 ("S = 16", p, 16),
                 ("S reserved at the cap", p, reserved), ("groups of 1", ones, None),
                 ("cap x 2", p._replace(max_len=2 * p.max_len), None),
-                ("cap / 2", p._replace(max_len=p.max_len // 2), None))
+                ("cap / 2", p._replace(max_len=p.max_len // 2), None),
+                ("KV at full bandwidth", p, paged))
     rows = []
     for label, q, slots in variants:
         long = dict(warmup=40, window=30) if q.group_size == 1 else {}
-        overhead = 0.0 if label == "no per-step overhead" else STEP_OVERHEAD
+        roofline = dict(overhead=0.0 if label == "no per-step overhead" else STEP_OVERHEAD,
+                        kv_read=1.0 if label == "KV at full bandwidth" else KV_READ)
         sync, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
-                      slots, overhead=overhead, **SYNC)
+                      slots, **roofline, **SYNC)
         asyn, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, q.k,
-                      q.async_trainer, slots, overhead=overhead, **long)
+                      q.async_trainer, slots, **roofline, **long)
         rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
                          max_len=q.max_len, sync_seconds=sync["seconds"],
                          async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
                          max_lag=asyn["max_lag"], token_lag=asyn["token_lag"]))
     return dict(preset=name, k=p.k, gen_gpus=p.gen_gpus, gpus=p.gpus, rows=rows,
-                lanes=lane_groups(scheduler))
+                lanes=lane_groups(scheduler), dram=dram_shares(memory))
+
+
+def dram_shares(memory):
+    """The decode step against MEMGAP's measurement: for each batch n it measured (vLLM,
+    OPT-1.3B on an H100, prompts of 161 tokens, 338 new ones), the share of the H100
+    sheet's bandwidth that the model's steps read on average,
+
+        sum_j (W + n * (161 + j - 1) * kv) / (bandwidth * sum_j step(n * (161 + j - 1), n))
+
+    over steps j = 1..338, with W the weights' bytes and kv a token's KV bytes (Task 1):
+    `model` with KV read at KV_READ, `full` at the sheet's bandwidth. Example: at n = 512
+    `model` is the measured 0.504, to which KV_READ was fitted."""
+    preset = PRESETS["areal-1.5b"]._replace(model=OPT_13B)   # an H800 = the H100 sheet, TP 1
+    steps = {key: costs(memory, preset, 1, preset.sync_trainer, kv_read=share)[0]
+             for key, share in (("model", KV_READ), ("full", 1.0))}
+    m = OPT_13B
+    weights = memory.model_state_bytes(0, int(m.params))
+    kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, 1)
+    rows = []
+    for n, measured in MEMGAP_SHARES.items():
+        tokens = [n * (MEMGAP_PROMPT + j - 1) for j in range(1, MEMGAP_NEW + 1)]
+        read = sum(weights + kv * C for C in tokens)
+        rows.append(dict(batch=n, measured=measured, **{
+            key: read / (preset.gpu.bandwidth * sum(step(C, n) for C in tokens))
+            for key, step in steps.items()}))
+    return rows
 
 
 def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps=200,

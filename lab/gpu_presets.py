@@ -1,8 +1,8 @@
 """Published RL runs as presets for the GPU model (given): every number with its source.
 
 Each value is either cited (repository, path and commit; paper and table; or URL),
-marked ASSUMED with the reason, or marked FITTED with the one published number it
-was fitted to (docs/gpu-model.md lists the fit set and the held-out set). Everything
+marked ASSUMED with the reason, or marked FITTED with the one published number or
+measurement it was fitted to (docs/gpu-model.md lists the fit set and the held-out set). Everything
 a preset is compared with afterwards (`published`) is held out: no value here was
 tuned to it. `python run.py --preset NAME` runs one.
 
@@ -56,6 +56,13 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               (enable_gradient_checkpointing: true, the async script's default)
   SGLANG_1401 https://github.com/sgl-project/sglang/pull/1401 (Llama-3-8B, batch 1,
               FlashInfer with CUDA graph: median decode step 7.35 ms)
+  MEMGAP      FerranAgulloLopez/vLLMBatchingMemoryGap @ a9186347e6146b4547ed25674b4e9034eb1e9abf,
+              benchmarks_simple/definitive_results/analysis/decode_kernels/batch_size_evolution/
+              (decode_kernels_batch_size_evolution.pdf with its chart.py: the mean over the
+               decode phase of Nsight's "DRAM Read Bandwidth [Throughput %]", read from the
+               bar heights: 41.0% at batch 1, 50.2% at 128, 50.4% at 512; and
+               opt-1.3b/_161_338_512/log_16005134.out: vLLM v0.5.2.dev, OPT-1.3B, weights
+               2.4509 GiB, a 63.43 GiB H100, prompts of 161 tokens, 338 new ones, 512 at once)
   H100_SHEET  https://www.nvidia.com/en-us/data-center/h100/ (H100 SXM: 80 GB, 3.35 TB/s,
               989 TFLOP/s dense BF16 = half the 1,979 quoted with sparsity)
   H20_SHEET   https://willitrunai.com/es/gpus/h20-96gb (third-party: 96 GB, 4.0 TB/s,
@@ -92,13 +99,48 @@ class GPU(NamedTuple):
 H800 = GPU("H800", 80, 3.35e12, 989e12, "H100_SHEET (H800 = H100 SXM memory and compute)")
 H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 
-# Per decode step, beyond reading weights and KV at the sheet's bandwidth: SGLANG_1401's
+# Per decode step, beyond reading the weights at the sheet's bandwidth: SGLANG_1401's
 # 7.35 ms for Llama-3-8B at batch 1, minus its bf16 weight read 2 * 8.03e9 B / 3.35e12 B/s
 # (GPU of that PR ASSUMED to be an H100) = 2.56 ms. That measurement holds every shortfall
 # of a batch-1 step (kernels below peak bandwidth, launches, sampling), so the weights are
 # read at the full sheet bandwidth and the shortfall is counted once, here. Taken for vLLM
 # too (ASSUMED: no vLLM number at batch 1 found).
 STEP_OVERHEAD = 7.35e-3 - 2 * 8.03e9 / 3.35e12
+# FITTED, all presets: reading KV at large batch, to MEMGAP's measurement (not a number of
+# these runs, so outside the held-out set): vLLM decoding 512 OPT-1.3B responses
+# at once (24 layers, hidden 2,048, so 196,608 KV bytes a token; prompt 161, 338 new
+# tokens: 329.5 tokens of context a step on average) reads DRAM at 50.4% of its peak over
+# the decode phase. kv_read_efficiency solves this model's step on the H100 sheet for the
+# share of the sheet's bandwidth at which KV must be read to give that average: 0.60. The
+# weights, the overhead and the matrix multiplies keep their terms, so the shortfall the
+# overhead holds is not counted again. ASSUMED: the share carries over from that GPU (an
+# H100 whose peak the source does not state) and vLLM 0.5 to the H800 and the H20, SGLang
+# and vLLM.
+MEMGAP_SHARES = {1: 0.410, 32: 0.449, 64: 0.468, 128: 0.502, 256: 0.504, 512: 0.504}
+MEMGAP_BATCH, MEMGAP_PROMPT, MEMGAP_NEW = 512, 161, 338   # the batch the share is fitted at
+MEMGAP_CONTEXT = MEMGAP_PROMPT + (MEMGAP_NEW - 1) / 2     # step j reads 161 + j - 1 tokens
+MEMGAP_WEIGHTS, MEMGAP_KV_PER_TOKEN = 2.4509 * 2**30, 2 * 24 * 2048 * 2
+OPT_13B = Model("OPT-1.3B", 24, 32, 32, 2048, 8192, MEMGAP_WEIGHTS / 2, 2048)
+
+
+def kv_read_efficiency():
+    """The share of the H100 sheet's bandwidth at which the model must read KV for MEMGAP's
+    decode step (512 responses of 329.5 tokens on OPT-1.3B) to read DRAM at 50.4% of peak
+    on average:
+
+        0.504 = (W + KV) / bandwidth / (overhead + W / bandwidth + n * 2N / FLOP/s
+                                        + KV / (efficiency * bandwidth))
+
+    solved for efficiency, with W = 2N the weights' bytes and KV = n * 329.5 * 196,608
+    bytes (33.2 GB): a step of 21.2 ms, of which KV takes 16.5 ms. Result: 0.60."""
+    kv = MEMGAP_BATCH * MEMGAP_CONTEXT * MEMGAP_KV_PER_TOKEN
+    step = (MEMGAP_WEIGHTS + kv) / H800.bandwidth / MEMGAP_SHARES[MEMGAP_BATCH]
+    rest = (STEP_OVERHEAD + MEMGAP_WEIGHTS / H800.bandwidth
+            + MEMGAP_BATCH * MEMGAP_WEIGHTS / H800.flops)
+    return kv / H800.bandwidth / (step - rest)
+
+
+KV_READ = kv_read_efficiency()
 # Tensor parallel engines all-reduce twice a layer per decode step (after attention and
 # after the MLP). ASSUMED 10 us each (a small-message NVLink all-reduce; no measurement on
 # H20 found): 28 layers -> 0.56 ms a step. Its bandwidth term (2 bytes x hidden per response
@@ -110,7 +152,7 @@ PROMPT_TOKENS = 200  # ASSUMED: math prompts are short; unpublished for both run
 # statistics read as quantiles: SEER's "the last ~10% take up to ~50% of the rollout" as
 # q90 = q95 / 2, and AReaL's truncation "below 5%" (AREAL_V02) as q95 at most the cap:
 #   sigma = ln 2 / (z95 - z90) = 0.693 / (1.645 - 1.282) = 1.91
-# The mean is FITTED (below); with it, 1.8% of AReaL's responses reach the cap.
+# The mean is FITTED (below); with it, 2.5% of AReaL's responses reach the cap.
 Z90, Z95 = 1.2815516, 1.6448536
 SIGMA = math.log(2) / (Z95 - Z90)
 
@@ -185,7 +227,7 @@ def context(median, sigma, cap):
 # areal-1.5b). lab.gpu_model.fit_areal_mean recomputes it; the 7B preset uses the same lengths.
 AREAL_FIG7 = ((0, 128.7e3), (1, 269.3e3), (2, 356.6e3), (4, 356.6e3), (8, 371.7e3),
               (16, 382.4e3), (None, 396.8e3))  # (k, tokens per second); None: no bound
-AREAL_MEAN_LEN = 2290.0  # fit_areal_mean(): 2,290.0 (16 bisection steps over 1,500 to 12,000)
+AREAL_MEAN_LEN = 2805.0  # fit_areal_mean(): 2,805.4 (16 bisection steps over 1,500 to 12,000)
 AREAL_MEDIAN = median_for_mean(AREAL_MEAN_LEN, SIGMA, 27_648)
 
 AREAL_SYNC_TRAINER = Trainer(True, 0, MFU, "AREAL_SYNC (checkpointing, no recomputed "
@@ -288,6 +330,7 @@ AREAL_NOTES = (
     ("async: checkpointing + recomputed log-probs (5 passes)", "AREAL_CFG"),
     ("mean length FITTED to Fig. 7's k = 0 point", "AREAL_V03 Fig. 7 (fit_areal_mean)"),
     ("prompt 200 tokens", "ASSUMED: unpublished"),
+    ("KV read at 0.60 of the bandwidth", "FITTED to MEMGAP's 50.4% DRAM share (vLLM, batch 512)"),
 )
 
 PRESETS = {
@@ -318,5 +361,7 @@ PRESETS = {
          ("mean length FITTED", "to the 64:64 update_actor, 113.16 s, at MFU (VERL_README)"),
          ("lognormal shape sigma 1.91 as AReaL's", "ASSUMED: verl publishes no length "
                                                    "statistics"),
-         ("prompt 200 tokens", "ASSUMED: unpublished"))),
+         ("prompt 200 tokens", "ASSUMED: unpublished"),
+         ("KV read at 0.60 of the bandwidth", "FITTED to MEMGAP's 50.4% DRAM share (vLLM, "
+                                              "batch 512)"))),
 }

@@ -11,10 +11,12 @@ import pytest
 
 from gpu_core import Linear, Step, run_gpu_simulation, steps_before, steps_time
 from lab.gpu_model import costs, gpu_comparison, lengths, mean_len, phases, run
-from lab.gpu_presets import (ALL_REDUCE_SECONDS, AREAL_FIG7, MFU, PRESETS, PROMPT_TOKENS, R1_15B,
-                             SIGMA, STEP_OVERHEAD, VERL_ASYNC_UPDATE, VERL_COLOC_UPDATE, Trainer,
+from lab.gpu_presets import (ALL_REDUCE_SECONDS, AREAL_FIG7, KV_READ, MFU, PRESETS,
+                             PROMPT_TOKENS, R1_15B, SIGMA, STEP_OVERHEAD, VERL_ASYNC_UPDATE,
+                             VERL_COLOC_UPDATE, Trainer,
                              capped_moment, context, flops_per_token, forward_flops,
                              median_for_mean, passes)
+from lab.model_shapes import Model
 from lab.test_given import admit, newest_first
 from scheduler_core import run_simulation
 
@@ -161,14 +163,14 @@ class StandInScheduler:
 
 def test_gpu_costs_follow_the_roofline():
     """verl-7b: an engine of 4 H20s reads 2 * 7.616e9 bytes of weights at 4 * 4.0e12 B/s
-    (0.952 ms) and all-reduces twice in each of 28 layers, plus 57,344 / 16e12 s per token
-    in flight and 2 * 7.616e9 / (4 * 148e12) s of matrix multiplies per active response;
-    an update of 1 token costs flops_per_token / (64 * 148e12 * MFU) seconds."""
+    (0.952 ms) and all-reduces twice in each of 28 layers, plus 57,344 / (KV_READ * 16e12) s
+    per token in flight and 2 * 7.616e9 / (4 * 148e12) s of matrix multiplies per active
+    response; an update of 1 token costs flops_per_token / (64 * 148e12 * MFU) seconds."""
     preset = PRESETS["verl-7b"]
     step, train, slots = costs(StandInMemory, preset, 64, preset.async_trainer)
     assert step.fixed == pytest.approx(STEP_OVERHEAD + 2 * 7.616e9 / 16e12
                                        + 2 * 28 * ALL_REDUCE_SECONDS)
-    assert step.per_token == pytest.approx(57_344 / 16e12)
+    assert step.per_token == pytest.approx(57_344 / (KV_READ * 16e12))
     assert step.per_response == pytest.approx(2 * 7.616e9 / (4 * 148e12))
     c = context(preset.median_len, preset.sigma, preset.max_len)
     assert train.per_token == pytest.approx(
@@ -181,6 +183,23 @@ def test_gpu_costs_follow_the_roofline():
     free = 0.8 * 4 * 96e9 - 2 * 7.616e9
     assert free / (57_344 * (PROMPT_TOKENS + preset.max_len)) <= slots
     assert slots <= free / (57_344 * (PROMPT_TOKENS + mean_len(preset) / 2))
+    # KV_READ is set so that the model's step, on MEMGAP's case (OPT-1.3B on an H100, 512
+    # responses, prompts of 161 tokens, 338 new ones), reads DRAM at 50.4% of the sheet's
+    # bandwidth on average: bytes / (bandwidth * seconds) over the 338 steps, step j
+    # reading the weights and the KV of 161 + j - 1 tokens per response
+    opt = Model("OPT-1.3B", 24, 32, 32, 2048, 8192, 2.4509 * 2**30 / 2, 2048)
+    preset = PRESETS["areal-1.5b"]._replace(model=opt)
+    step, _, _ = costs(StandInMemory, preset, 1, preset.sync_trainer)
+    weights, kv = 2.4509 * 2**30, 2 * 24 * 2048 * 2
+    tokens = [512 * (161 + j - 1) for j in range(1, 339)]
+    seconds = sum(step(C, 512) for C in tokens)
+    share = sum(weights + kv * C for C in tokens) / (3.35e12 * seconds)
+    assert share == pytest.approx(0.504, rel=1e-6)
+    assert KV_READ == pytest.approx(0.600, abs=5e-4)
+    # read at the sheet's bandwidth, the same step would give 0.73, far above the measurement
+    full, _, _ = costs(StandInMemory, preset, 1, preset.sync_trainer, kv_read=1.0)
+    assert sum(weights + kv * C for C in tokens) / (
+        3.35e12 * sum(full(C, 512) for C in tokens)) == pytest.approx(0.73, abs=0.01)
 
 
 def test_gpu_trainer_flops_follow_the_configuration_flags():

@@ -697,6 +697,19 @@ QUOTES = {
         gpu_quote("per group and {} per token, token lag", "verl-7b", "asynchronous.head_token_lag",
                   "{:.2f}"),
         gpu_quote("per token, token lag {}.", "verl-7b", "asynchronous.token_lag", "{:.2f}"),
+        gpu_quote("reads KV at {} of the sheet's bandwidth: the share", "areal-1.5b", "kv_read",
+                  "{:.2f}"),
+        ("shortens a synchronous step from {} s to", "gpu_model", "gpu_sweep.rows.0.sync_seconds",
+         "{:.1f}"),
+        ("s to {} s and cuts the speedup", "gpu_model", "gpu_sweep.rows.7.sync_seconds", "{:.1f}"),
+        ("the speedup to {}×: the KV", "gpu_model", "gpu_sweep.rows.7.speedup", "{:.2f}"),
+        ("(k = 1 and k = 2, {} high)", "gpu_model", "gpu_model",
+         lambda g: "{:.0%} low and {:.0%}".format(1 - g["areal-1.5b"]["held_out"][3][3],
+                                                  g["areal-1.5b"]["held_out"][4][3] - 1)),
+        ("large-batch step {} times too fast", "gpu_model", "gpu_sweep.dram",
+         lambda rows: f"{rows[-1]['full'] / rows[-1]['measured']:.2f}"),
+        ("({} at batch 512)", "gpu_model", "gpu_sweep.dram",
+         lambda rows: f"{rows[-1]['full']:.1%} against {rows[-1]['measured']:.1%}"),
     ],
     "docs/staleness.md": [
         # the answer, from the learning curves (level 0: no mismatch, 1: mismatch 0.6)
@@ -912,9 +925,15 @@ TABLE_ROWS = {
           for name, n in counts.items() for i in range(n)],
         *[gpu_sweep_row(i, label) for i, label in enumerate(
             ("as published (paged KV)", "no per-step overhead", "S = 16", "S reserved at the cap",
-             "groups of 1", "cap × 2", "cap / 2"))],
+             "groups of 1", "cap × 2", "cap / 2", "KV at full bandwidth"))],
         *[lane_row(i, label) for i, label in enumerate(
             ("one by one", "groups of 8 (B = 4 groups)", "one by one, cap at 4× the mean"))],
+        *[("| " + label + " |" + " {} |" * 6,
+           [("gpu_model", "gpu_sweep.dram", lambda rows, i=i, key=key: f"{rows[i][key]:.1%}")
+            for i in range(6)])
+          for key, label in (("measured", "measured (MEMGAP)"),
+                             ("model", "model, KV read at 0.60 of the sheet's bandwidth"),
+                             ("full", "model, KV read at the sheet's bandwidth"))],
     ],
     "docs/staleness.md": [
         *[learning_row(level, e, i) for level in (0, 1) for e in (0, 1, 2) for i in range(6)],

@@ -1,0 +1,40 @@
+"""Check the GPU model's shortcut: a simulated share of the cluster against the whole of it.
+
+    python tools/check_shard.py            # about a minute and a half on 2 cores
+
+lab/gpu_model.py simulates the asynchronous runs on a share of the engines (a quarter for
+k <= 2, an eighth beyond), with the same share of each batch and of the trainer's GPUs, to
+keep each preset to a few seconds. This tool
+runs every preset both ways with the reference solutions and prints, for each held-out
+number, the share's value against the whole cluster's. docs/gpu-model.md quotes the
+largest difference of each preset. Exits 1 if any differs by more than TOLERANCE.
+"""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from lab.gpu_model import gpu_comparison  # noqa: E402
+from lab.gpu_presets import PRESETS  # noqa: E402
+from solutions import memory, scheduler  # noqa: E402
+
+TOLERANCE = 0.05  # issue 25: the share agrees with the whole cluster within 5%
+
+
+def main():
+    worst = 0.0
+    for name in PRESETS:
+        share = gpu_comparison(scheduler, memory, name)["held_out"]
+        whole = gpu_comparison(scheduler, memory, name, shard=1)["held_out"]
+        print(f"{name}: the simulated share of the cluster against all of it")
+        for (what, x, _, _), (_, y, _, _) in zip(share, whole):
+            print(f"  {what:<44} {x:>10.2f} {y:>10.2f} {x / y - 1:>+8.2%}")
+        largest = max(abs(x / y - 1) for (_, x, _, _), (_, y, _, _) in zip(share, whole))
+        print(f"  largest difference: {largest:.2%}")
+        worst = max(worst, largest)
+    print(f"largest over all presets: {worst:.2%} (allowed {TOLERANCE:.0%})")
+    return 1 if worst > TOLERANCE else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
