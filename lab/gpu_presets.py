@@ -60,9 +60,11 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               benchmarks_simple/definitive_results/analysis/decode_kernels/batch_size_evolution/
               (decode_kernels_batch_size_evolution.pdf with its chart.py: the mean over the
                decode phase of Nsight's "DRAM Read Bandwidth [Throughput %]", read from the
-               bar heights: 41.0% at batch 1, 50.2% at 128, 50.4% at 512; and
+               bar heights: 41.0, 44.9, 46.8, 50.2, 50.4, 50.4% at batch 1, 32, 64, 128,
+               256, 512; and
                opt-1.3b/_161_338_512/log_16005134.out: vLLM v0.5.2.dev, OPT-1.3B, weights
-               2.4509 GiB, a 63.43 GiB H100, prompts of 161 tokens, 338 new ones, 512 at once)
+               2.4509 GiB, a GPU of 63.43 GiB, so not the 80 GB H100 SXM of H100_SHEET;
+               prompts of 161 tokens, 338 new ones, 512 at once; profiled under Nsight)
   H100_SHEET  https://www.nvidia.com/en-us/data-center/h100/ (H100 SXM: 80 GB, 3.35 TB/s,
               989 TFLOP/s dense BF16 = half the 1,979 quoted with sparsity)
   H20_SHEET   https://willitrunai.com/es/gpus/h20-96gb (third-party: 96 GB, 4.0 TB/s,
@@ -106,21 +108,23 @@ H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 # read at the full sheet bandwidth and the shortfall is counted once, here. Taken for vLLM
 # too (ASSUMED: no vLLM number at batch 1 found).
 STEP_OVERHEAD = 7.35e-3 - 2 * 8.03e9 / 3.35e12
-# FITTED, all presets: reading KV at large batch, to MEMGAP's measurement (not a number of
-# these runs, so outside the held-out set): vLLM decoding 512 OPT-1.3B responses
+# FITTED, all presets: an effective factor on the KV term, to MEMGAP's measurement (not a
+# number of these runs, so outside the held-out set): vLLM decoding 512 OPT-1.3B responses
 # at once (24 layers, hidden 2,048, so 196,608 KV bytes a token; prompt 161, 338 new
 # tokens: 329.5 tokens of context a step on average) reads DRAM at 50.4% of its peak over
-# the decode phase. kv_read_efficiency solves this model's step on the H100 sheet for the
-# share of the sheet's bandwidth at which KV must be read to give that average: 0.60. The
-# weights, the overhead and the matrix multiplies keep their terms, so the shortfall the
-# overhead holds is not counted again. ASSUMED: the share carries over from that GPU (an
-# H100 whose peak the source does not state) and vLLM 0.5 to the H800 and the H20, SGLang
-# and vLLM.
+# the decode phase. kv_read_efficiency solves this model's step on the H100 sheet, with the
+# overhead above in place, for the share of the bandwidth at which KV must be read to give
+# that average: 0.60. So it holds whatever a large-batch step loses beyond that overhead
+# (KV reads below peak, matrix multiplies below peak); the overhead is not counted again.
+# It depends on the point it is fitted at (0.67 at batch 256, 0.88 at 128) and on the
+# overhead (0.55 with the 1.14 ms that MEMGAP's own batch-1 share implies at the sheet's
+# bandwidth). ASSUMED: the share carries over from that GPU (63.43 GiB, peak not stated)
+# and vLLM 0.5 to the H800 and the H20, SGLang and vLLM.
 MEMGAP_SHARES = {1: 0.410, 32: 0.449, 64: 0.468, 128: 0.502, 256: 0.504, 512: 0.504}
 MEMGAP_BATCH, MEMGAP_PROMPT, MEMGAP_NEW = 512, 161, 338   # the batch the share is fitted at
 MEMGAP_CONTEXT = MEMGAP_PROMPT + (MEMGAP_NEW - 1) / 2     # step j reads 161 + j - 1 tokens
 MEMGAP_WEIGHTS, MEMGAP_KV_PER_TOKEN = 2.4509 * 2**30, 2 * 24 * 2048 * 2
-OPT_13B = Model("OPT-1.3B", 24, 32, 32, 2048, 8192, MEMGAP_WEIGHTS / 2, 2048)
+OPT_1_3B = Model("OPT-1.3B", 24, 32, 32, 2048, 8192, MEMGAP_WEIGHTS / 2, 2048)
 
 
 def kv_read_efficiency():
@@ -132,11 +136,13 @@ def kv_read_efficiency():
                                         + KV / (efficiency * bandwidth))
 
     solved for efficiency, with W = 2N the weights' bytes and KV = n * 329.5 * 196,608
-    bytes (33.2 GB): a step of 21.2 ms, of which KV takes 16.5 ms. Result: 0.60."""
+    bytes (33.2 GB): a step of 21.2 ms, of which KV takes 16.5 ms. Result: 0.60. The mean
+    context stands for the 338 steps: bytes and seconds are both linear in the context, so
+    the ratio of their sums is the ratio at the mean (lab.gpu_model.dram_shares sums)."""
     kv = MEMGAP_BATCH * MEMGAP_CONTEXT * MEMGAP_KV_PER_TOKEN
     step = (MEMGAP_WEIGHTS + kv) / H800.bandwidth / MEMGAP_SHARES[MEMGAP_BATCH]
     rest = (STEP_OVERHEAD + MEMGAP_WEIGHTS / H800.bandwidth
-            + MEMGAP_BATCH * MEMGAP_WEIGHTS / H800.flops)
+            + MEMGAP_BATCH * 2 * OPT_1_3B.params / H800.flops)
     return kv / H800.bandwidth / (step - rest)
 
 

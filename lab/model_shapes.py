@@ -25,7 +25,8 @@ class Model:
 
     @property
     def head_dim(self):
-        """Width of one attention head: hidden / heads (128 for every model here)."""
+        """Width of one attention head: hidden / heads (128 for the lab's models, 64 for the
+        OPT-1.3B of the GPU model's decode check)."""
         return self.hidden // self.heads
 
     def lora_params(self, r=16):

@@ -11,12 +11,11 @@ import pytest
 
 from gpu_core import Linear, Step, run_gpu_simulation, steps_before, steps_time
 from lab.gpu_model import costs, gpu_comparison, lengths, mean_len, phases, run
-from lab.gpu_presets import (ALL_REDUCE_SECONDS, AREAL_FIG7, KV_READ, MFU, PRESETS,
+from lab.gpu_presets import (ALL_REDUCE_SECONDS, AREAL_FIG7, KV_READ, MFU, OPT_1_3B, PRESETS,
                              PROMPT_TOKENS, R1_15B, SIGMA, STEP_OVERHEAD, VERL_ASYNC_UPDATE,
                              VERL_COLOC_UPDATE, Trainer,
                              capped_moment, context, flops_per_token, forward_flops,
                              median_for_mean, passes)
-from lab.model_shapes import Model
 from lab.test_given import admit, newest_first
 from scheduler_core import run_simulation
 
@@ -187,8 +186,7 @@ def test_gpu_costs_follow_the_roofline():
     # responses, prompts of 161 tokens, 338 new ones), reads DRAM at 50.4% of the sheet's
     # bandwidth on average: bytes / (bandwidth * seconds) over the 338 steps, step j
     # reading the weights and the KV of 161 + j - 1 tokens per response
-    opt = Model("OPT-1.3B", 24, 32, 32, 2048, 8192, 2.4509 * 2**30 / 2, 2048)
-    preset = PRESETS["areal-1.5b"]._replace(model=opt)
+    preset = PRESETS["areal-1.5b"]._replace(model=OPT_1_3B)   # H800 = the H100 sheet, TP 1
     step, _, _ = costs(StandInMemory, preset, 1, preset.sync_trainer)
     weights, kv = 2.4509 * 2**30, 2 * 24 * 2048 * 2
     tokens = [512 * (161 + j - 1) for j in range(1, 339)]

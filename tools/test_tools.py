@@ -135,6 +135,24 @@ def test_readme_stays_a_handout():
     assert n_lines <= 260, f"README.md has {n_lines} lines: move background to docs/"
 
 
+def test_doc_tables_keep_their_columns():
+    """Every row of a Markdown table in README.md and docs/ has as many cells as its header:
+    a row rewritten by hand (or from a snapshot's quote) must not lose its last cells."""
+    problems = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        width = None
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.startswith("|"):
+                width = None
+                continue
+            cells = len(re.findall(r"(?<!\\)\|", line.strip())) - 1
+            if width is None:
+                width = cells
+            elif cells != width:
+                problems.append(f"{path.name}:{i}: {cells} cells, its header has {width}")
+    assert not problems, "\n".join(problems)
+
+
 def test_hint_precision_catches_a_wrong_hint(monkeypatch):
     """check_release's near-miss check can fail: a "near miss" that is really a known
     mistake gets that mistake's hint, which is reported (the real 2a mutants pass)."""
