@@ -57,12 +57,11 @@ def costs(memory, preset, train_gpus, trainer, overhead=STEP_OVERHEAD, kv_read=K
       slots = (memory_fraction * tp * GPU memory - weights) / (kv_per_token * held)
     with held = prompt + E[L^2] / (2 E[L]): the tokens a slot holds on average when its KV
     cache grows with the response (paged, as in vLLM and SGLang); all-reduces = 2 a layer
-    when tp > 1; kv_read = the share of the bandwidth that reading KV gets at large batch
-    (KV_READ, 0.60, from a measurement: lab/gpu_presets.py). The n term is the matrix
-    multiplies of n responses at peak FLOP/s, added to the memory time rather than
-    overlapped with it: on an H20 (148 TFLOP/s) a 7B
-    model's 256 responses on a TP 4 engine take 6.6 ms of compute a step, reading its
-    weights 0.95 ms.
+    when tp > 1; kv_read = an effective share of the bandwidth for reading KV at large
+    batch (KV_READ, 0.60, fitted to a measurement: lab/gpu_presets.py). The n term is the
+    matrix multiplies of n responses at peak FLOP/s, added to the memory time rather than
+    overlapped with it: on an H20 (148 TFLOP/s) a 7B model's 256 responses on a TP 4 engine
+    take 6.6 ms of compute a step, reading its weights 0.95 ms.
     weights and kv_per_token come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
     """
     m, gpu, tp = preset.model, preset.gpu, preset.tp
@@ -101,7 +100,7 @@ def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, slots=None,
     by default): seconds per step, trained tokens per second and per step, lags, and the
     run itself. k None: no staleness bound. slots: responses per engine at most, if not the
     paged-KV number of `costs`; overhead: seconds per decode step beyond the roofline;
-    kv_read: the share of the bandwidth that reading KV gets;
+    kv_read: the effective share of the bandwidth for reading KV;
     shard: simulate 1/shard of the cluster (at most one engine's worth per shard; by default
     SHARD_TIGHT for k <= 4, SHARD beyond).
 
