@@ -172,7 +172,7 @@ def print_gpu_sweep(w):
         "tokens): mean DRAM read share of peak, by batch")
     print(f"  {'batch':<26}" + "".join(f"{r['batch']:>7}" for r in w["dram"]))
     for key, label in (("measured", "measured"), ("model", f"model, KV at {KV_READ:.2f}"),
-                       ("full", f"model, KV at {1.0:.2f}")):
+                       ("full", "model, KV at 1.00")):
         print(f"  {label:<26}" + "".join(f"{r[key]:>7.1%}" for r in w["dram"]))
 
 

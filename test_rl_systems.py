@@ -1021,7 +1021,8 @@ MISTAKES_3A = KnownMistakes(
         + [(LOW_TRAIN, LOW_INFER, scheme, 2.0) for scheme in SCHEMES]
         + [(EXTREME_TRAIN, EXTREME_INFER, scheme, 2.0) for scheme in SCHEMES]
         + [(*near_c(C), scheme, C) for C in NEAR_C for scheme in ("token_tis", "seq_tis")]
-        + [(lt, li, scheme, 2.0) for lt, li in few_tokens() for scheme in SCHEMES]
+        + [(lt, li, scheme, 2.0) for lt, li in corners(LOGP_TRAIN, LOGP_INFER)
+           for scheme in SCHEMES]
         + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(random_inputs(6), 150)]
         + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(
             np.random.default_rng([lab.test_seed(), 106]), 150, low=-1000.0)]),
@@ -1204,16 +1205,17 @@ def test_task3a_truncation_exact_at_and_around_C(tis):
                   "to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
 
 
-def few_tokens():
-    """(logp_train, logp_infer) of (N, T) = (1, 1), (1, 3) and (4, 1): LOGP_TRAIN's corners."""
-    return [(LOGP_TRAIN[:N, :T], LOGP_INFER[:N, :T]) for N, T in ((1, 1), (1, 3), (4, 1))]
+def corners(logp_train, logp_infer):
+    """The (N, T) = (1, 1), (1, 3) and (4, 1) corners of two log-probability arrays, as
+    (logp_train, logp_infer) pairs: where a squeeze, a scalar or a list slips in."""
+    return [(logp_train[:N, :T], logp_infer[:N, :T]) for N, T in ((1, 1), (1, 3), (4, 1))]
 
 
 def test_task3a_float64_arrays_for_one_sequence_or_one_token(tis):
     # N = 1 or T = 1 is where a squeeze, a scalar or a list slips in; the check above
     # importance_weights refuses any answer that is not an (N, T) array of float64.
     hint = MISTAKES_3A.about(tis.importance_weights)
-    for logp_train, logp_infer in few_tokens():
+    for logp_train, logp_infer in corners(LOGP_TRAIN, LOGP_INFER):
         for scheme in SCHEMES:
             check(weights(tis, scheme, 2.0, logp_train, logp_infer),
                   expected_weights(logp_train - logp_infer, scheme, 2.0),
@@ -1555,7 +1557,8 @@ MISTAKES_3C = KnownMistakes(
         + [(LONG_MASK_TRAIN, LONG_MASK_INFER, level) for level in MASK_LEVELS]
         + [(LOW_TRAIN, LOW_INFER, level) for level in MASK_LEVELS]
         + [(EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH) for level in MASK_LEVELS]
-        + [(lt, li, level) for lt, li in few_mask_tokens() for level in MASK_LEVELS]
+        + [(lt, li, level) for lt, li in corners(MASK_TRAIN, MASK_INFER)
+           for level in MASK_LEVELS]
         + random_bands(random_inputs(8), 150)
         + random_masks(np.random.default_rng([lab.test_seed(), 108]), 300)),
     observe=lambda masked_weights, args: call_quietly(masked_weights, args))
@@ -1649,14 +1652,9 @@ def test_task3c_band_edges_compared_in_log_space(tis):
               MISTAKES_3C.about(tis.masked_weights))
 
 
-def few_mask_tokens():
-    """(logp_train, logp_infer) of (N, T) = (1, 1), (1, 3) and (4, 1): MASK_TRAIN's corners."""
-    return [(MASK_TRAIN[:N, :T], MASK_INFER[:N, :T]) for N, T in ((1, 1), (1, 3), (4, 1))]
-
-
 def test_task3c_float64_arrays_for_one_response_or_one_token(tis):
     hint = MISTAKES_3C.about(tis.masked_weights)
-    for train, infer in few_mask_tokens():
+    for train, infer in corners(MASK_TRAIN, MASK_INFER):
         for level in MASK_LEVELS:
             check(tis.masked_weights(train, infer, level), rule_mask(train, infer, level),
                   f'masked_weights(..., "{level}") on (N, T) = {train.shape} inputs (the first '

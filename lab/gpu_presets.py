@@ -336,7 +336,8 @@ AREAL_NOTES = (
     ("async: checkpointing + recomputed log-probs (5 passes)", "AREAL_CFG"),
     ("mean length FITTED to Fig. 7's k = 0 point", "AREAL_V03 Fig. 7 (fit_areal_mean)"),
     ("prompt 200 tokens", "ASSUMED: unpublished"),
-    ("KV read at 0.60 of the bandwidth", "FITTED to MEMGAP's 50.4% DRAM share (vLLM, batch 512)"),
+    (f"KV read at {KV_READ:.2f} of the bandwidth", "FITTED to MEMGAP's 50.4% DRAM share "
+                                                     "(vLLM, batch 512)"),
 )
 
 PRESETS = {
@@ -368,6 +369,6 @@ PRESETS = {
          ("lognormal shape sigma 1.91 as AReaL's", "ASSUMED: verl publishes no length "
                                                    "statistics"),
          ("prompt 200 tokens", "ASSUMED: unpublished"),
-         ("KV read at 0.60 of the bandwidth", "FITTED to MEMGAP's 50.4% DRAM share (vLLM, "
-                                              "batch 512)"))),
+         (f"KV read at {KV_READ:.2f} of the bandwidth", "FITTED to MEMGAP's 50.4% DRAM share "
+                                                         "(vLLM, batch 512)"))),
 }

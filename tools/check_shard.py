@@ -3,12 +3,12 @@
     python tools/check_shard.py            # a few minutes on 2 cores
 
 lab/gpu_model.py simulates the asynchronous runs on a share of the engines (a quarter up
-to k = 4, an eighth beyond), with the same share of each batch and of the trainer's GPUs, to
-keep each preset to a few seconds. This tool
-runs every preset both ways with the reference solutions and prints, for each held-out
-number, the share's value against the whole cluster's; then the same for every row of
---gpu-sweep (k = 4: a quarter). docs/gpu-model.md quotes the largest
-differences. Exits 1 if any differs by more than TOLERANCE.
+to k = 4, an eighth beyond), with the same share of each batch and of the trainer's GPUs,
+to keep each preset to a few seconds. This tool runs every preset both ways with the
+reference solutions and prints, for each held-out number, the share's value against the
+whole cluster's; then the same for every row of --gpu-sweep (k = 4: a quarter).
+docs/gpu-model.md quotes the largest differences. Exits 1 if any differs by more than
+TOLERANCE.
 """
 import sys
 from pathlib import Path
