@@ -36,7 +36,7 @@ A group starts when may_start allows it and the engines have group_size free
 slots; each response goes to the engine with the fewest active responses.
 
 With S = 1, group_size 1, a = 1, b = c = 0, no prompt and a constant train time,
-this is run_simulation with lane lengths = tokens (lab/test_given.py checks it).
+this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py checks it).
 """
 import heapq
 import itertools

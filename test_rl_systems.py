@@ -4,13 +4,13 @@ Run one task at a time:  python -m pytest -q -k task1   (then task2, task3)
 
 A test named test_task<id>_... grades that task (see lab.TASKS). Its argument
 (memory, scheduler or tis) is the task module under test, yours or the
-reference's (the fixtures are in lab/grading.py); the given code is tested in
-lab/test_given.py. Every expected number can be worked out by hand, follows
+reference's (the fixtures are in grading/plugin.py); the given code is tested in
+test_given.py and experiments/test_*.py. Every expected number can be worked out by hand, follows
 from the formula in the function's docstring (the random tests, whose inputs
-are seeded by lab.test_seed()), or is the reference's result on a small seeded
+are seeded by grading.test_seed()), or is the reference's result on a small seeded
 run (the snapshot tests). Each failure says what was computed, from which
 inputs (the smallest wrong case), expected vs got, and, when the wrong value is
-exactly what one known mistake gives and no other, which one (lab/feedback.py).
+exactly what one known mistake gives and no other, which one (grading/feedback.py).
 (PYTEST_DONT_REWRITE above keeps pytest from appending its own assert
 introspection, so the messages below are shown as they are.)
 """
@@ -21,13 +21,11 @@ import numbers
 
 import numpy as np
 
-import lab
+import grading
 import toy
-from lab import feedback
-from lab import MASK_LEVELS, SCHEMES
-from lab.experiments import c_sweep, exact_stats, masked_functions, scheduling_sweep
-from lab.feedback import KnownMistakes, Mistake, check, check_cases, same, show
-from lab.model_shapes import GPU_GB
+from grading import feedback
+from lab import GPU_GB, MASK_LEVELS, SCHEMES
+from grading.feedback import KnownMistakes, Mistake, check, check_cases, same, show
 
 
 # ---------------------------------------------------------------- helpers
@@ -43,9 +41,9 @@ def ids(responses):
 
 
 def random_inputs(test_number):
-    """The random generator of one test: seeded by lab.test_seed() (fixed unless LAB_SEED
+    """The random generator of one test: seeded by grading.test_seed() (fixed unless LAB_SEED
     is set) and the test's own number, so each test draws its own reproducible inputs."""
-    return np.random.default_rng([lab.test_seed(), test_number])
+    return np.random.default_rng([grading.test_seed(), test_number])
 
 
 def call(function, *args):
@@ -407,7 +405,7 @@ MISTAKES_2A = KnownMistakes(
                           lambda n, d, v, k, B: n - d < (v + 1) * B + k)],
     probes=lambda: (SYNCHRONOUS_STATES + AHEAD_STATES + DROPPED_STATES
                     + random_states(random_inputs(4), 300)
-                    + random_states(np.random.default_rng([lab.test_seed(), 104]), 300)))
+                    + random_states(np.random.default_rng([grading.test_seed(), 104]), 300)))
 
 
 def check_admission(may_start, states, what):
@@ -610,7 +608,7 @@ MISTAKES_2B = KnownMistakes(
          (queue([4, 5]), 5, 1, 2, True)]
         + [(queue(tags), 4, 1, 3, True) for tags, *_ in WAITING]
         + [(queue(tags), *rest) for tags, *rest in random_queues(random_inputs(5), 200)]
-        + shuffled_queues(np.random.default_rng([lab.test_seed(), 105]), 200)),
+        + shuffled_queues(np.random.default_rng([grading.test_seed(), 105]), 200)),
     observe=lambda take_batch, args: outcome(take_batch, *args))
 
 
@@ -876,12 +874,14 @@ def test_task2_drop_stale_wastes_long_responses(scheduler):
 
 
 def test_task2_slow_trainer_lowers_the_gain(scheduler):
-    fast = scheduling_sweep(scheduler, 16, 32, ks=(0, 1), n_steps=50, train_time=1.0, sigma=1.25)
-    slow = scheduling_sweep(scheduler, 16, 32, ks=(0, 1), n_steps=50, train_time=3.0, sigma=1.25)
-    assert slow["throughput_gain"][1] < fast["throughput_gain"][1] - 0.5, (
+    def gain(train_time):  # the throughput of k = 1 over k = 0's, 16 lanes, B = 32, 50 steps
+        k0, k1 = (scheduler.simulate(16, 32, k, n_steps=50, train_time=train_time)["throughput"]
+                  for k in (0, 1))
+        return k1 / k0
+    fast, slow = gain(1.0), gain(3.0)
+    assert slow < fast - 0.5, (
         f"with train_time 3.0 the trainer is the bottleneck, so k = 1 should gain less: "
-        f"{slow['throughput_gain'][1]:.2f}x vs {fast['throughput_gain'][1]:.2f}x at train_time 1.0"
-        + culprit(scheduler))
+        f"{slow:.2f}x vs {fast:.2f}x at train_time 1.0" + culprit(scheduler))
 
 
 # ---------------------------------------------------------------- Task 3a
@@ -1025,7 +1025,7 @@ MISTAKES_3A = KnownMistakes(
            for scheme in SCHEMES]
         + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(random_inputs(6), 150)]
         + [(lt, li, scheme, C) for _, lt, li, scheme, C in random_ratios(
-            np.random.default_rng([lab.test_seed(), 106]), 150, low=-1000.0)]),
+            np.random.default_rng([grading.test_seed(), 106]), 150, low=-1000.0)]),
     observe=lambda importance_weights, args: call_quietly(importance_weights, args))
 
 
@@ -1284,7 +1284,7 @@ MISTAKES_3B = KnownMistakes(
                 "summed over the batch and averaged over the tokens (axes swapped)")],
     probes=lambda: ([worked_example(), loop_batch()] + small_sizes()
                     + random_batches(random_inputs(7), 150)
-                    + random_batches(np.random.default_rng([lab.test_seed(), 107]), 150)))
+                    + random_batches(np.random.default_rng([grading.test_seed(), 107]), 150)))
 
 
 def test_task3b_worked_example(tis):
@@ -1360,6 +1360,12 @@ def claim(holds, message, tis):
         raise AssertionError(message + tis_culprit(tis))
 
 
+def exact_stats(tis, scheme, mismatch, C=2.0, batch_size=64):
+    """Exact bias, variance and RMSE of Task 3's estimator on the toy (toy.exact_stats)."""
+    return toy.exact_stats(tis.importance_weights, tis.pg_estimate, scheme, mismatch, C,
+                           batch_size)
+
+
 def test_task3_no_mismatch_no_bias(tis):
     stats = {s: exact_stats(tis, s, 0.0) for s in SCHEMES}
     for scheme, s in stats.items():
@@ -1411,10 +1417,12 @@ def test_task3_truncation_wins_at_large_mismatch(tis):
 
 
 def test_task3_best_C_is_inside_the_sweep(tis):
-    sweep = c_sweep(tis, Cs=(1.0, 1.25, 1.5, 2.0, 4.0, 10.0), mismatch=0.6)
-    claim(1.0 < sweep["best_C"] < 10.0,
+    Cs = (1.0, 1.25, 1.5, 2.0, 4.0, 10.0)
+    rmse = [exact_stats(tis, "token_tis", 0.6, C)["rmse"] for C in Cs]
+    best_C = Cs[rmse.index(min(rmse))]
+    claim(1.0 < best_C < 10.0,
           f"the RMSE of token_tis at mismatch 0.6 should be lowest strictly inside C = 1..10, "
-          f"got best C = {sweep['best_C']} (RMSE {sweep['rmse']})", tis)
+          f"got best C = {best_C} (RMSE {rmse})", tis)
 
 
 # ---------------------------------------------------------------- Task 3c (optional): masking
@@ -1560,7 +1568,7 @@ MISTAKES_3C = KnownMistakes(
         + [(lt, li, level) for lt, li in corners(MASK_TRAIN, MASK_INFER)
            for level in MASK_LEVELS]
         + random_bands(random_inputs(8), 150)
-        + random_masks(np.random.default_rng([lab.test_seed(), 108]), 300)),
+        + random_masks(np.random.default_rng([grading.test_seed(), 108]), 300)),
     observe=lambda masked_weights, args: call_quietly(masked_weights, args))
 
 
@@ -1673,7 +1681,8 @@ def test_task3c_keeps_the_shape(tis):
 def test_task3c_masking_tames_sequence_is(tis):
     # On the toy at mismatch 0.6: rejecting the responses whose sequence ratio leaves
     # [0.5, 2] removes the huge weights that make sequence IS noisy, at a small bias.
-    masked = masked_functions(tis)["seq_mask"]
+    def masked(logp_train, logp_infer, scheme, C):  # importance_weights' signature
+        return tis.masked_weights(logp_train, logp_infer, "seq", 0.5, 2.0)
     mask = toy.exact_stats(masked, tis.pg_estimate, "seq_mask", 0.6)
     seq = exact_stats(tis, "seq", 0.6)
     clean = toy.exact_stats(masked, tis.pg_estimate, "seq_mask", 0.0)

@@ -14,8 +14,9 @@ exact_stats(importance_weights, pg_estimate, scheme, mismatch, ...) returns the
 bias, variance and RMSE of the gradient estimate that the two functions you pass
 in (yours from tis.py, or the reference's) produce.
 
-length_stats(...) asks the same question for responses of any length T, up to
-thousands of tokens (run.py --length-sweep; see the section at the bottom).
+The helpers at the bottom (the bigram's probabilities, sampling, estimates by token
+pair) are shared by the experiments that train the toy or lengthen its responses
+(experiments/training.py, experiments/length_sweep.py).
 """
 import inspect
 import itertools
@@ -202,71 +203,16 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
     return q[REWARDED], one_response_estimates(pg_estimate, weights)
 
 
-# ---------------------------------------------------------------- longer responses (run.py --length-sweep)
+# ---------------------------------------------------------------- shared by the experiments
 #
-# Real responses have hundreds to thousands of tokens. The same bigram model
-# (same THETA, same perturbations) writes responses of any length T, but
-# reward() above saturates: over many tokens "at least two 0s" is almost
-# certain, the reward then depends on the last token only, and the true
-# gradient stops growing while the noise keeps growing with T. The sweep
-# therefore uses a per-token reward, one point per token 0, centred by its
-# mean under pi_train:
-#
-#     r(y) = #{t : y_t = 0} - E_train[#{t : y_t = 0}]
-#
-# Its spread and its true gradient both grow with T, so the relative error of
-# an estimate measures the weighting scheme, not a reward that fades away.
-
-ZERO_WEIGHT = 1e-6  # a token weight below this counts as zero (its term is lost among the others)
-LENGTH_SEED = 0      # the Monte Carlo draws of the length sweep
-ESS_BATCHES = 1024   # batches drawn for the ESS where the responses are listed (T <= 6)
-
+# The bigram's probabilities, estimates of responses given by token pair, and sampling:
+# the training loop (experiments/training.py) and the length sweep
+# (experiments/length_sweep.py) build on them.
 
 def token_probs(logits):
     """The bigram's next-token probabilities p(b | a): (V + 1, V), each row sums to 1."""
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
-
-
-def length_true_grad(T):
-    """(true gradient of E_train[r(y)] for responses of T tokens (D,), E_train[#zeros]).
-
-    Dynamic programming over the bigram instead of a sum over V**T responses:
-    with pi_{t-1}(a) = P(y_{t-1} = a) (forward) and H_t(b) the expected count of
-    0s from token t on, given y_t = b (backward), the gradient of the row a of
-    theta is  sum_t pi_{t-1}(a) * p(.|a) * (H_t - <p(.|a), H_t>).
-    Example: T = 1 from START gives p(.|START) * (f - p(0|START)), f = onehot(0).
-    """
-    p = token_probs(THETA)
-    f = (np.arange(V) == 0).astype(float)  # the reward of each token: 1 for token 0
-    H = np.zeros((T + 1, V))  # H[t] for t = 1..T; H[T] = f
-    H[T] = f
-    for t in range(T - 1, 0, -1):
-        H[t] = f + p[:V] @ H[t + 1]
-    step = np.zeros((V + 1, V + 1))  # P(y_t = b | y_{t-1} = a); START is never revisited
-    step[:, :V] = p
-    forward = np.zeros((T + 1, V + 1))  # forward[t] = P(y_t = .), forward[0] at START
-    forward[0, START] = 1.0
-    for t in range(1, T + 1):
-        forward[t] = forward[t - 1] @ step
-    # the sum over t of the gradient above, one matrix product per term
-    before, after = forward[:T], H[1:]  # pi_{t-1} and H_t for t = 1..T
-    grad = p * (before.T @ after - (before * (after @ p.T)).sum(axis=0)[:, None])
-    expected_zeros = forward[1:, 0].sum()
-    return grad.reshape(D), expected_zeros
-
-
-def length_responses(sequences, infer_logits, mean_zeros):
-    """logp_train, logp_infer (N, T), the pair of each token (N, T) and rewards (N,).
-
-    A token's gradient grad log p(y_t | y_{t-1}) depends only on its pair
-    (y_{t-1}, y_t), one of the (V + 1) * V = D pairs, numbered y_{t-1} * V + y_t;
-    PAIR_GRADS holds the D gradients.
-    """
-    prev = np.concatenate([np.full((len(sequences), 1), START), sequences[:, :-1]], axis=1)
-    log_p, log_q = np.log(token_probs(THETA)), np.log(token_probs(infer_logits))
-    rewards = (sequences == 0).sum(axis=1) - mean_zeros
-    return log_p[prev, sequences], log_q[prev, sequences], prev * V + sequences, rewards
 
 
 def pair_grads():
@@ -290,19 +236,6 @@ def estimates_by_pair(pg_estimate, rewards, pairs, weights):
     return np.asarray(pg_estimate(rewards, grads, pair_sums(pairs, weights)), dtype=float)
 
 
-def pair_estimates(pg_estimate, rewards, summed):
-    """g(y) for each response, (N, D): the estimate a batch of that one response gives, its
-    tokens grouped by pair (as in estimates_by_pair). BLOCK responses per call of
-    pg_estimate, each in its own block of the parameters (as one_response_estimates)."""
-    out = []
-    for start in range(0, len(rewards), BLOCK):
-        r, w = rewards[start:start + BLOCK], summed[start:start + BLOCK]
-        grads = PAIR_BLOCK if len(r) == BLOCK else block_diagonal(
-            np.broadcast_to(PAIR_GRADS, (len(r), D, D)))
-        out.append(np.asarray(pg_estimate(r, grads, w), dtype=float).reshape(len(r), D) * len(r))
-    return np.concatenate(out)
-
-
 def pair_sums(pairs, weights):
     """(N, D): for each response, the summed weight of its tokens of each pair."""
     n = len(pairs)
@@ -324,183 +257,6 @@ def sample_responses(logits, n, T, rng):
     return sequences.T
 
 
-def per_token_kl(mismatch, noise="student_t"):
-    """KL(pi_infer || pi_train) per token, in nats, for the engine's logits
-    THETA + mismatch * b: each row's KL weighted by how often pi_infer visits the row in
-    the long run (its stationary distribution over tokens), the limit of the sequence KL
-    divided by T. Example: mismatch 0 gives 0; mismatch 0.6 gives about 0.16.
-    """
-    at_least("mismatch", mismatch, 0)
-    p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
-    row_kl = (q * (np.log(q) - np.log(p))).sum(axis=1)
-    return float(long_run_visits(q) @ row_kl[:V])
-
-
-def long_run_visits(q):
-    """How often a long response from the bigram q visits each token (its stationary
-    distribution, (V,), summing to 1): visits @ q[:V] = visits, one equation replaced by
-    the sum."""
-    system = np.vstack([(q[:V] - np.eye(V)).T[:-1], np.ones(V)])
-    return np.linalg.solve(system, np.eye(V)[-1])
-
-
-def mean_abs_log_ratio(mismatch, noise="student_t"):
-    """E |log pi_train(y_t | y_t-1) - log pi_infer(y_t | y_t-1)| per token, tokens drawn from
-    pi_infer in the long run (weighted as in per_token_kl), in nats: the mean absolute
-    log-probability difference between trainer and engine, the mismatch statistic that
-    RL trainers log (docs/long-responses.md compares measured ones). Example: mismatch 0
-    gives 0."""
-    at_least("mismatch", mismatch, 0)
-    p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
-    row_mean = (q * np.abs(np.log(p) - np.log(q))).sum(axis=1)
-    return float(long_run_visits(q) @ row_mean[:V])
-
-
-KL_MISMATCH = 4.0  # the KL grows with the mismatch scale from 0 up to here (both noises),
-MAX_KL = 0.7       # to about 0.77 nats per token (student_t) and 1.1 (gaussian)
-
-
-def mismatch_for_kl(kl, noise="student_t"):
-    """The mismatch scale whose per_token_kl is `kl`, by bisection (to 1e-12 relative)
-    over 0 .. KL_MISMATCH, where the KL grows with the scale."""
-    at_least("kl", kl, 0)
-    at_most("kl", kl, MAX_KL, f"a mismatch scale up to {KL_MISMATCH} gives it")
-    low, high = 0.0, KL_MISMATCH
-    while high - low > 1e-12 * high:
-        middle = (low + high) / 2
-        low, high = (middle, high) if per_token_kl(middle, noise) < kl else (low, middle)
-    return (low + high) / 2
-
-
-def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, noise="student_t",
-                 n_batches=32):
-    """How well each scheme's batch estimate finds the true gradient at response length T.
-
-    weight_functions maps a scheme's name to a function (logp_train, logp_infer) -> (N, T)
-    weights (Task 3a or 3c, passed in), pg_estimate is Task 3b's. Per scheme:
-
-        rmse              sqrt(E || estimate - g ||^2) / ||g||   (relative: the estimate
-                          that is always 0 scores exactly 1.0)
-        cosine            cos(E[estimate], g): does the average estimate point the right way?
-        zero_weight_share the share of token weights below ZERO_WEIGHT
-        ess               the mean effective sample size of a batch's weights
-                          (effective_sample_size), with its standard error ess_stderr
-
-    with g the true gradient (exact, length_true_grad). Exact while the V**T responses
-    can be listed (T <= 6: sums weighted by pi_infer(y), rmse_stderr 0); else Monte
-    Carlo over n_batches batches drawn with seed LENGTH_SEED, with the standard error
-    of the rmse. The ESS is a mean over sampled batches at every T, with its standard
-    error: the n_batches, or at T <= 6 ESS_BATCHES drawn from the listed responses (the
-    mean of a ratio over 4,096**batch_size batches cannot be listed; 32 batches of
-    heavy-tailed weights can miss by 3 standard errors). Returns dict(method="exact" or "monte_carlo",
-    schemes={scheme: {...}}).
-    """
-    at_least("mismatch", mismatch, 0)
-    whole_at_least("T", T, 1)
-    whole_at_least("batch_size", batch_size, 1)
-    whole_at_least("n_batches", n_batches, 2)
-    one_of("noise", noise, NOISES)
-    g, mean_zeros = length_true_grad(T)
-    infer_logits = THETA + mismatch * PERTURBATIONS[noise]
-    rng = np.random.default_rng(LENGTH_SEED)
-    if V**T <= len(SEQUENCES):
-        sequences = np.array(list(itertools.product(range(V), repeat=T)))
-        responses = length_responses(sequences, infer_logits, mean_zeros)
-        q = np.exp(responses[1].sum(axis=1))  # pi_infer(y)
-        draws = rng.choice(len(sequences), size=(ESS_BATCHES, batch_size), p=q / q.sum())
-        return enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses, draws)
-    sequences = sample_responses(infer_logits, n_batches * batch_size, T, rng)
-    batches = [length_responses(batch, infer_logits, mean_zeros)
-               for batch in np.split(sequences, n_batches)]
-    return sampled_stats(weight_functions, pg_estimate, g, batches)
-
-
-def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses, draws):
-    """length_stats by exact sums over every response y, weighted by pi_infer(y); the ESS
-    over the sampled batches `draws` (n_batches, batch_size) of response numbers."""
-    logp_train, logp_infer, pairs, rewards = responses
-    q = np.exp(logp_infer.sum(axis=1))
-    out = {}
-    for scheme, weights_of in weight_functions.items():
-        w = np.asarray(weights_of(logp_train, logp_infer), dtype=float)
-        each = pair_estimates(pg_estimate, rewards, pair_sums(pairs, w))
-        mean = q @ each
-        variance = (q @ (each**2).sum(axis=1) - mean @ mean) / batch_size
-        mse = np.sum((mean - g)**2) + variance
-        ess, ess_stderr = mean_and_stderr(effective_sample_size(w[draws]))
-        out[scheme] = dict(rmse=float(np.sqrt(mse) / np.linalg.norm(g)), rmse_stderr=0.0,
-                           cosine=cosine(mean, g),
-                           zero_weight_share=float(q @ (w < ZERO_WEIGHT).mean(axis=1)),
-                           ess=ess, ess_stderr=ess_stderr)
-    return dict(method="exact", schemes=out)
-
-
-def sampled_stats(weight_functions, pg_estimate, g, batches):
-    """length_stats by Monte Carlo: each batch drawn from pi_infer gives one estimate."""
-    out, norm = {}, np.linalg.norm(g)
-    for scheme, weights_of in weight_functions.items():
-        estimates, zero_shares, sizes = [], [], []
-        for logp_train, logp_infer, pairs, rewards in batches:
-            w = np.asarray(weights_of(logp_train, logp_infer), dtype=float)
-            estimates.append(estimates_by_pair(pg_estimate, rewards, pairs, w))
-            zero_shares.append(np.mean(w < ZERO_WEIGHT))
-            sizes.append(effective_sample_size(w))
-        squared = np.sum((np.array(estimates) - g)**2, axis=1) / norm**2
-        rmse = np.sqrt(squared.mean())
-        # standard error of the mean squared error, carried to its square root
-        stderr = squared.std(ddof=1) / np.sqrt(len(squared)) / (2 * rmse)
-        ess, ess_stderr = mean_and_stderr(sizes)
-        out[scheme] = dict(rmse=float(rmse), rmse_stderr=float(stderr),
-                           cosine=cosine(np.mean(estimates, axis=0), g),
-                           zero_weight_share=float(np.mean(zero_shares)),
-                           ess=ess, ess_stderr=ess_stderr)
-    return dict(method="monte_carlo", schemes=out)
-
-
-def effective_sample_size(weights):
-    """Kish's effective sample size of one batch's (N, T) weights, counted in responses:
-
-        ESS = (sum of all N * T weights)^2 / (T * sum of their squares)
-
-    With sequence-level weights (the T tokens of response i share its weight W_i) this
-    is (sum_i W_i)^2 / sum_i W_i^2: N when all are equal, 1 when one response carries
-    the batch. Token-level weights can score below 1 (one token carries the batch: 1/T).
-    0 when every weight is 0. It depends only on the weights' ratios, so they are scaled
-    by their largest first (sequence weights like e^-400 would square to 0). Several
-    batches at once, (B, N, T), give B sizes.
-    Example, T = 1: W = 1, 1, 1, 1 -> 4; 1, 0, 0, 0 -> 1; 3, 1 -> 16 / 10 = 1.6.
-    """
-    w = np.asarray(weights, dtype=float)
-    largest = w.max(axis=(-2, -1), keepdims=True)
-    w = w / np.where(largest > 0, largest, 1.0)  # an all-zero batch stays 0
-    squares = (w**2).sum(axis=(-2, -1))
-    size = w.sum(axis=(-2, -1))**2 / (w.shape[-1] * np.where(squares > 0, squares, 1.0))
-    return float(size) if size.ndim == 0 else size
-
-
-def mean_and_stderr(values):
-    """(mean, standard error of the mean) of a list of at least two numbers."""
-    values = np.asarray(values, dtype=float)
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values)))
-
-
-def sequence_ess_limit(T, mismatch, batch_size=64, noise="student_t"):
-    """N * E[W]^2 / E[W^2] for the sequence IS weights W = pi_train(y) / pi_infer(y) of
-    responses y ~ pi_infer of T tokens, N = batch_size: the ESS of a batch once N is large
-    (the sums in effective_sample_size are then N times the means). Exact, by dynamic
-    programming: E[W] = 1, and E[W^2] = sum over y of pi_train(y)^2 / pi_infer(y), a
-    product over tokens, so a sum over paths of the bigram with step weights
-    M[a, b] = p(b | a)^2 / q(b | a):  E[W^2] = M[START] @ M[:V]^(T - 1) @ 1.
-    Example: mismatch 0 gives M = p, E[W^2] = 1 and batch_size.
-    """
-    whole_at_least("T", T, 1)
-    p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
-    M = p**2 / q
-    with np.errstate(over="ignore"):  # E[W^2] past float64 (T x KL in the hundreds): ESS 0
-        second_moment = M[START] @ np.linalg.matrix_power(M[:V], T - 1) @ np.ones(V)
-    return float(batch_size / second_moment)
-
-
 def cosine(a, b):
     """cos of the angle between two vectors; 0 if one is zero."""
     norms = np.linalg.norm(a) * np.linalg.norm(b)
@@ -509,4 +265,3 @@ def cosine(a, b):
 
 PAIR_GRADS = pair_grads()
 PAIR_GRADS.setflags(write=False)
-PAIR_BLOCK = block_diagonal(np.broadcast_to(PAIR_GRADS, (BLOCK, D, D)))  # built once

@@ -1,20 +1,8 @@
-"""The lab's plumbing (given): whose code runs, and the facts every other file shares.
-
-Every test and run.py gets the task modules from `load`, which picks whose code
-runs:
-
-    python -m pytest -q                   # your memory.py, scheduler.py, tis.py
-    RL_SOLUTIONS=1 python -m pytest -q    # solutions/memory.py, ... (instructors only)
-    python -m pytest -q --solutions       # the same, in any shell (instructors only)
-
-The facts below (tasks and points, student modules, schemes, the parts of
-run.py) are written here once; everything else imports them.
+"""The facts every file of the lab shares (given): the tasks and their points, the student
+modules, Task 3's schemes, the GPU's size. Written here once; everything else imports them.
+This module imports nothing of the lab's, so that any file may import it.
 """
-import importlib
-import os
 import re
-import traceback
-from pathlib import Path
 from typing import NamedTuple
 
 
@@ -54,38 +42,9 @@ SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
 # Task 3c's masking levels; tables and the figure show level "seq" as the scheme "seq_mask".
 MASK_LEVELS = ("token", "seq", "geo")
 
-# run.py's parts: result key -> (label printed and stored, the task it needs).
-PARTS = {
-    "memory": ("Part 1", "1"),
-    "scheduling": ("Part 2", "2"),
-    "drop_stale": ("Drop stale", "2"),
-    "equal_hardware": ("Equal hardware", "2"),
-    "timeline": ("Timeline", "2"),
-    "gpu_model": ("GPU model", "2"),  # Task 1's bytes too: a TODO there names its own task
-    "gpu_sweep": ("GPU sweep", "2"),
-    "mismatch": ("Part 3", "3"),
-    "c_sweep": ("C sweep", "3"),
-    "masking": ("Masking", "3c"),
-    "length_sweep": ("Length sweep", "3"),
-    "staleness": ("Staleness", "3"),  # needs Part 2 (Task 2) too: run.py checks it first
-    "learning_curves": ("Learning curves", "3"),  # the same
-}
-
-# Wall-clock seconds each part takes with the reference solutions and the default flags,
-# measured on a busy 2-core machine (a quiet one takes about a third of that). run.py gives
-# a part 5 times this, times the extra work its flags ask for, and at least 5 s.
-# Every key of PARTS needs one (tools/test_tools.py checks).
-PART_SECONDS = {"memory": 0.01, "scheduling": 0.8, "drop_stale": 0.4, "equal_hardware": 1.6,
-                "timeline": 0.2, "gpu_model": 11.0, "gpu_sweep": 25.0, "mismatch": 1.3,
-                "c_sweep": 0.3,
-                "masking": 0.9, "length_sweep": 11.0, "staleness": 5.0,
-                "learning_curves": 40.0}
+GPU_GB = 80  # memory of one H100 (or A100 80GB), in GB = 10**9 bytes
 
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")
-
-
-class TaskFileError(Exception):
-    """A task file could not be imported (a syntax error, say)."""
 
 
 def task_of(test_name):
@@ -102,65 +61,3 @@ def task_of_function(name):
 def file_of(task):
     """The student file of a task: "2b" -> "scheduler.py"."""
     return TASKS[task].module + ".py"
-
-
-# The reference; a student copy of the lab (tools/release.py) has none.
-SOLUTIONS_DIR = Path(__file__).resolve().parent.parent / "solutions"
-
-
-def use_reference():
-    """True if RL_SOLUTIONS=1, False if it is unset, empty or 0; ValueError otherwise."""
-    value = os.environ.get("RL_SOLUTIONS", "0")
-    if value not in ("", "0", "1"):
-        raise ValueError(
-            f"RL_SOLUTIONS must be 1 (reference solutions) or 0/unset (your files), got {value!r}"
-        )
-    if value == "1" and not SOLUTIONS_DIR.is_dir():
-        raise ValueError("RL_SOLUTIONS=1: the reference solutions are not part of this copy "
-                         "of the lab")
-    return value == "1"
-
-
-def choose_reference():
-    """The --solutions switch of run.py and pytest: RL_SOLUTIONS=1 without shell syntax,
-    so it works in PowerShell and cmd too. Child processes inherit it."""
-    os.environ["RL_SOLUTIONS"] = "1"
-
-
-def test_seed():
-    """The seed of the graded tests' random inputs: LAB_SEED if set (the autograder sets a
-    fresh one, so answers hard-coded to the public inputs fail), else a fixed 2026."""
-    value = os.environ.get("LAB_SEED", "2026")
-    if not value.isdigit():
-        raise ValueError(f"LAB_SEED must be a whole number >= 0, got {value!r}")
-    return int(value)
-
-
-def code_under_test():
-    """A one-line description for headers: whose code is being run."""
-    if use_reference():
-        return "the reference solutions (solutions/, RL_SOLUTIONS=1)"
-    return f"your files ({', '.join(module + '.py' for module in STUDENT_MODULES)})"
-
-
-def load(name):
-    """Import task module `name` ("memory", "scheduler" or "tis") from the right place."""
-    if name not in STUDENT_MODULES:
-        raise ValueError(f"name must be one of {sorted(STUDENT_MODULES)}, got {name!r}")
-    module = f"solutions.{name}" if use_reference() else name
-    try:
-        return importlib.import_module(module)
-    except SyntaxError as error:  # IndentationError too
-        raise TaskFileError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
-                            f"\n    {(error.text or '').strip()}") from None
-    except Exception as error:  # noqa: BLE001 (any error at import: one line, not a traceback)
-        problem = import_problem(error, name)
-        raise TaskFileError(f"{name}.py cannot be imported: {problem}") from None
-
-
-def import_problem(error, name):
-    """"No module named 'torch' (line 3)": why importing task file `name` failed, and where."""
-    text = str(error) if isinstance(error, ImportError) else f"{type(error).__name__}: {error}"
-    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
-             if os.path.basename(frame.filename) == f"{name}.py"]
-    return text + (f" (line {lines[-1]})" if lines else "")

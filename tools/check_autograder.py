@@ -56,8 +56,8 @@ FULL = 100 + sum(t.points for t in lab.TASKS.values() if t.extra)  # with the ex
 WRITER_CHEAT = '''
 # cheat: every report says "passed", and the Gradescope writer says 100
 import _pytest.reports
-import lab.gradescope
-lab.gradescope.results = lambda *args: {"score": 100.0, "tests": []}
+import grading.gradescope
+grading.gradescope.results = lambda *args: {"score": 100.0, "tests": []}
 _init = _pytest.reports.TestReport.__init__
 def _passed(self, *args, **kwargs):
     _init(self, *args, **kwargs)

@@ -12,7 +12,7 @@
               makes at least one test of its task fail, and each graded test
               fails for at least one of them (a test no mistake fails tests nothing).
 5. hints:     the precision of "Likely mistake" lines, both ways. Each known
-              mistake of the tests (lab.feedback.Mistake) names a mutant of its
+              mistake of the tests (grading.feedback.Mistake) names a mutant of its
               task; that mutant behaves like the mistake's model on every probe,
               gets the mistake's hint, and no other. A mutant no mistake names,
               each near miss in tools/near_misses.py (caught, too) and the
@@ -37,17 +37,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402  (these need ROOT on the path first)
-from lab.gradescope import ReportError, read_junit  # noqa: E402
+import grading  # noqa: E402
+from grading.gradescope import ReportError, read_junit  # noqa: E402
 import test_rl_systems  # noqa: E402
-from lab.feedback import same  # noqa: E402
-from lab.harness import TimeLimitExceeded, time_limit  # noqa: E402
+from grading.feedback import same  # noqa: E402
+from grading.harness import TimeLimitExceeded, time_limit  # noqa: E402
 from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
 from tools.near_misses import NEAR_MISSES  # noqa: E402
 
 TODO = "is not implemented yet"
 HINT = re.compile(r"Likely mistake: (.*)")
-KNOWN = test_rl_systems.KNOWN_MISTAKES  # task -> lab.feedback.KnownMistakes
+KNOWN = test_rl_systems.KNOWN_MISTAKES  # task -> grading.feedback.KnownMistakes
 # The corpus has no loops, so its verdicts must not depend on how busy the machine is:
 # here a test and a hint's probes get far more time than in a student's run.
 CHECK_LIMIT = 60  # seconds per test; a hint's probes get a quarter of it
@@ -118,7 +119,7 @@ def mutated_source(mutant):
 
 def failures(name, source):
     """Run the tests of student file `name` with `source` standing in for it
-    (as lab.load would import it); return (the module, {test: message} for the tests
+    (as grading.load would import it); return (the module, {test: message} for the tests
     that fail).
 
     The tests are plain functions: calling them in this process (with the same time
@@ -126,13 +127,13 @@ def failures(name, source):
     """
     module = types.ModuleType(name[:-3])
     exec(compile(source, f"<{name} under test>", "exec"), module.__dict__)
-    sys.modules[module.__name__] = module  # lab.load("memory") now finds this one
+    sys.modules[module.__name__] = module  # grading.load("memory") now finds this one
     failed = {}
     for test_name, test in vars(test_rl_systems).items():
         task = lab.task_of(test_name)
         if task is None or lab.file_of(task) != name:
             continue
-        fixtures = {arg: lab.load(arg) for arg in inspect.signature(test).parameters}
+        fixtures = {arg: grading.load(arg) for arg in inspect.signature(test).parameters}
         try:
             with np.errstate(all="ignore"), time_limit(test_name, limit=CHECK_LIMIT):
                 test(**fixtures)

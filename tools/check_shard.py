@@ -2,7 +2,7 @@
 
     python tools/check_shard.py            # a few minutes on 2 cores
 
-lab/gpu_model.py simulates the asynchronous runs on a share of the engines (a quarter up
+experiments/gpu_model.py simulates the asynchronous runs on a share of the engines (a quarter up
 to k = 4, an eighth beyond), with the same share of each batch and of the trainer's GPUs,
 to keep each preset to a few seconds. This tool runs every preset both ways with the
 reference solutions and prints, for each held-out number, the share's value against the
@@ -15,8 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from lab.gpu_model import gpu_comparison, gpu_sweep  # noqa: E402
-from lab.gpu_presets import PRESETS  # noqa: E402
+from experiments.gpu_model import gpu_comparison, gpu_sweep  # noqa: E402
+from experiments.gpu_sources import PRESETS  # noqa: E402
 from solutions import memory, scheduler  # noqa: E402
 
 TOLERANCE = 0.05  # issue 25: the share agrees with the whole cluster within 5%

@@ -92,7 +92,7 @@ def compared_row(name, part, i):
     return ("{}", [("gpu_model", "gpu_model", row)])
 
 
-# how many rows each preset has in its fit and held-out lists (lab.gpu_model.gpu_comparison)
+# how many rows each preset has in its fit and held-out lists (experiments.gpu_model.gpu_comparison)
 COMPARED = {"fit": {"areal-1.5b": 1, "verl-7b": 2},
             "held_out": {"areal-1.5b": 9, "areal-7b": 3, "verl-7b": 21}}
 
@@ -916,7 +916,7 @@ def equal_hardware_snapshot(work):
 # Per doc: its table rows that quote a run
 TABLE_ROWS = {
     "docs/long-responses.md": [
-        # the two levels of the default run: 8 lengths each (lab.experiments.length_grid)
+        # the two levels of the default run: 8 lengths each (experiments.length_sweep.length_grid)
         *[length_row(level, i) for level in (0, 1) for i in range(8)],
         *[collapse_row(scheme, level) for scheme in COLLAPSE_ROWS for level in (0, 1)],
     ],

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 import lab
-from lab import gradescope
+from experiments import part2_scheduling
+from grading import gradescope
 import test_rl_systems
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +27,7 @@ FAST = dict(LAB_TIME_LIMIT="1")  # limit 1 s, backstop 1 s later; run.py parts 5
 EXTRA = sum(t.points for t in lab.TASKS.values() if t.extra)  # scored on top of the 100
 TESTS_2A = sum(lab.task_of(name) == "2a" for name in vars(test_rl_systems))
 TESTS_2 = sum(lab.task_of(name) == "2" for name in vars(test_rl_systems))
-PART_2_LIMIT = f"{5 * lab.PART_SECONDS['scheduling']:.3g} s"  # run.py's, above FAST's 1 s
+PART_2_LIMIT = f"{5 * part2_scheduling.SECONDS:.3g} s"  # run.py's, above FAST's 1 s
 
 # Broken student code, appended to a reference file: a later `def` replaces the reference's.
 SWALLOW = """
@@ -357,18 +358,20 @@ def test_run_backstop_saves_parts_done(tmp_path):
 def test_run_blank_todo_and_given_code_failure(tmp_path):
     dest = lab_copy(tmp_path, tis="\ndef importance_weights(*args, **kwargs):\n"
                                   "    raise NotImplementedError\n")
-    experiments = dest / "lab" / "experiments.py"
-    experiments.write_text(experiments.read_text().replace(
+    mismatch, memory = (dest / "experiments" / f"{name}.py" for name in ("part3_mismatch",
+                                                                         "part1_memory"))
+    mismatch.write_text(mismatch.read_text().replace(
         '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n',
         '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n'
-        "    tis.importance_weights\n", 1).replace(
+        "    tis.importance_weights\n", 1))
+    memory.write_text(memory.read_text().replace(
         "def memory_table(memory, max_tokens=MAX_TOKENS):",
         "def memory_table(memory, max_tokens=MAX_TOKENS):\n    {}['x']", 1))
     code, out, seconds = run(dest, "run.py")
     assert "Part 3: failed with NotImplementedError (with no message)" in out, out
     assert "at tis.py, line" in out
     assert "Part 1: failed in given code, not in your file: KeyError" in out
-    assert "lab/experiments.py, line" in out
+    assert "experiments/part1_memory.py, line" in out
 
 
 @pytest.mark.parametrize("out_path, problem", [("missing/x.png", "does not exist"),

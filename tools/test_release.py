@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import lab
+import grading
 import toy
-from lab import gradescope
+from grading import gradescope
 from tools import release
 from tools.autograder import wire
 from tools.release import links, student_python, student_text
@@ -145,10 +146,10 @@ def test_doc_quotes_hold_the_snapshots_and_catch_a_changed_number():
 
 
 def test_solutions_refused_in_a_copy_without_them(monkeypatch, tmp_path):
-    monkeypatch.setattr(lab, "SOLUTIONS_DIR", tmp_path / "solutions")
+    monkeypatch.setattr(grading, "SOLUTIONS_DIR", tmp_path / "solutions")
     monkeypatch.setenv("RL_SOLUTIONS", "1")
     with pytest.raises(ValueError, match="not part of this copy of the lab"):
-        lab.use_reference()
+        grading.use_reference()
 
 
 def test_blocked_estimates_equal_one_call_per_response():

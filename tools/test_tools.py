@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 import lab
+from experiments import PARTS, REGISTRY
+import grading
 from tools.make_stubs import MarkerError, only_the_todo, stub_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,14 +51,21 @@ def test_student_function_holds_only_the_todo():
         only_the_todo(stub(region), "memory.py")
 
 
-def test_every_part_of_run_py_has_a_reference_time():
-    assert set(lab.PART_SECONDS) == set(lab.PARTS)  # run.py's time limits come from them
+def test_every_experiment_has_what_run_py_calls():
+    """experiments/__init__.py's contract: run.py reads nothing else of an experiment."""
+    keys = [e.KEY for e in REGISTRY]
+    assert len(set(keys)) == len(keys) and len({e.LABEL for e in REGISTRY}) == len(keys)
+    for e in REGISTRY:
+        assert e.SECONDS > 0 and any(task.startswith(e.TASK) for task in lab.TASKS), e.KEY
+        assert all(callable(getattr(e, name)) for name in ("arguments", "work", "run", "show"))
+        assert callable(getattr(e, "short" if e.FLAG is None else "draw")), e.KEY
+    assert [e.KEY for e in PARTS[:3]] == ["memory", "scheduling", "mismatch"]  # the main figure
 
 
 def test_loader_rejects_unknown_values(monkeypatch):
     monkeypatch.setenv("RL_SOLUTIONS", "yes")
     with pytest.raises(ValueError, match="RL_SOLUTIONS must be"):
-        lab.load("tis")
+        grading.load("tis")
 
 
 @pytest.mark.parametrize("flags", [["--sigma", "-1"], ["--lanes", "0"], ["--C", "0.5"],
@@ -97,9 +106,8 @@ def test_readme_first_run_matches_the_stubs():
     extra = sum(lab.TASKS[task].extra for task in tasks)
     assert (f"There are {len(tests)} tests: {len(tasks)} graded ones ({len(tasks) - extra} for "
             f"Tasks 1 to 3 and {extra} for the optional Task 3c), and {len(given)} of the given "
-            f"code ({given.count('lab/test_given.py')} in `lab/test_given.py`, "
-            f"{given.count('lab/test_gpu_model.py')} in `lab/test_gpu_model.py`)"
-            ) in " ".join(section.split())
+            "code (in `test_given.py` and `experiments/`)") in " ".join(section.split())
+    assert all(path == "test_given.py" or path.startswith("experiments/") for path in given)
 
 
 def test_run_flag_prints_its_own_section_first_and_draws_it(tmp_path):

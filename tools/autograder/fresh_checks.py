@@ -1,7 +1,7 @@
 """The autograder's checks on inputs the public tests don't show (hidden from students).
 
 The autograder runs these with a fresh LAB_SEED per submission: each check draws its
-inputs from lab.test_seed() and compares the student's function with the reference on
+inputs from grading.test_seed() and compares the student's function with the reference on
 them. A task's points count only when its check here passes too, so answers written
 for the public tests' inputs earn nothing. The draws include the public tests' edge
 cases at other sizes and places (long responses at log-probs down to -1000, ratios on
@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import lab
+import grading
 import toy
 from lab import SCHEMES
-from lab.feedback import show
+from grading.feedback import show
 
 N_CASES = 25  # random inputs per check
 
@@ -27,7 +28,7 @@ N_CASES = 25  # random inputs per check
 @pytest.fixture
 def rng(request):
     """A generator seeded by LAB_SEED and the check's name (each check its own inputs)."""
-    return np.random.default_rng([lab.test_seed(), sum(map(ord, request.node.name))])
+    return np.random.default_rng([grading.test_seed(), sum(map(ord, request.node.name))])
 
 
 def reference(name):

@@ -16,7 +16,7 @@ grader/ and course/, the lab with its reference and the unseen-input checks), su
    objects and its files in every folder it may write to, found once at start-up), and
    the grader's log says what was removed and that nothing is left. Where the grader
    may make a memory cgroup, all that user's processes share STUDENT_MEMORY.
-3. results.json is built here (lab/gradescope.py) from the JUnit XML reports of those two
+3. results.json is built here (grading/gradescope.py) from the JUnit XML reports of those two
    runs; a report that is missing or unreadable fails that run's tests, with a message.
    A test counts when it passes in both, and a task's tests count only when its
    unseen-input check passes too (for a task without one, all checks of its file): code
@@ -41,8 +41,8 @@ SOURCE = Path(__file__).resolve().parent.parent  # this bundle: grader/ and cour
 LAB = SOURCE / "course"
 sys.path.insert(0, str(LAB))
 import lab  # noqa: E402
-from lab import gradescope  # noqa: E402
-from lab.gradescope import DID_NOT_RUN  # noqa: E402
+from grading import gradescope  # noqa: E402
+from grading.gradescope import DID_NOT_RUN  # noqa: E402
 
 from . import student  # noqa: E402
 
@@ -56,7 +56,7 @@ RUN_LIMIT = 240  # seconds for one pytest run of all (two runs fit Gradescope's 
 STUDENT_MEMORY = int(os.environ.get("AUTOGRADER_MEMORY_CAP", 2 * 2**30))  # bytes, all its processes
 STOP_GRACE = 20  # seconds a run stopped at RUN_LIMIT gets to write the report of its tests so far
 GRADER_MEMORY = 3 * 2**30  # bytes of address space for the grading pytest (answers are capped)
-SHORT_LIMIT = 2  # seconds: lab.grading's short limit here, where a call crosses to a process
+SHORT_LIMIT = 2  # seconds: grading.plugin's short limit here, where a call crosses to a process
 UNSEEN = "_unseen_inputs"  # how the names of the checks in test_fresh.py end (remote.UNSEEN)
 MAX_FILE = 1_000_000  # bytes; a task file larger than this is not taken
 

@@ -7,7 +7,7 @@ LAB_REMOTE_DIR is a folder with the given files and the student's three task fil
 child runs there, as the unprivileged user LAB_REMOTE_USER when this process is root (as
 Gradescope's is), with limits on its memory, CPU time, processes and file sizes, in the
 memory cgroup LAB_REMOTE_CGROUP if there is one, and LAB_REMOTE_TMP as its temporary
-folder. Importing a task module asks the child to import the student's file, so lab.load
+folder. Importing a task module asks the child to import the student's file, so grading.load
 reports a file that cannot be imported, once per run, as it does locally. Each call sends
 the arguments and gets back the result (at most ANSWER_LIMIT bytes), the arrays it
 changed in place, or the student's error, which is raised here as the same kind of error.
@@ -44,8 +44,9 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 import lab
-from lab.gradescope import DID_NOT_RUN
-from lab.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
+import grading
+from grading.gradescope import DID_NOT_RUN
+from grading.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from scheduler_core import SchedulerError
 
 from . import student, wire
@@ -231,7 +232,7 @@ def readable(text):
 def _raise(error):
     kind, message, where = (readable(str(part)) for part in error)
     if kind == "SyntaxError":
-        raise lab.TaskFileError(message)
+        raise grading.TaskFileError(message)
     raised = (ERRORS[kind](message + where) if kind in ERRORS
               else RuntimeError(f"{kind}: {message}{where}"))
     raised.from_student = True  # shown in one line (see pytest_runtest_makereport)
@@ -293,7 +294,7 @@ class RemoteModule(types.ModuleType):
 class RemoteImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """`import memory` here gives a RemoteModule, once the child has imported memory.py.
     An error in the student's file (or a loop in it) fails this import as it would fail
-    a local one, so lab.load reports it and lab.grading tries it once per run."""
+    a local one, so grading.load reports it and grading.plugin tries it once per run."""
 
     def find_spec(self, name, path=None, target=None):
         if name in lab.STUDENT_MODULES:
@@ -378,7 +379,7 @@ def pytest_configure(config):
 def pytest_runtest_protocol(item, nextitem):
     """Before a test: its task file's own child (CHILD.switch). After a test whose call
     ended the child, start the next one and import the task modules into it here, outside
-    any time limit: a test that follows one that overran may have only lab.grading's short
+    any time limit: a test that follows one that overran may have only grading.plugin's short
     limit, too short to start a process."""
     if module_of(item):
         CHILD.switch(module_of(item))

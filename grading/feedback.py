@@ -25,7 +25,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 import lab
-from lab.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
+import grading
+from grading.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
 from lab.input_checks import show_short
 
 
@@ -61,7 +62,7 @@ class KnownMistakes:
     def tables(self):
         """(probes, right answers, {mistake: its answers}): the same for every student,
         so worked out once per seed."""
-        seed = lab.test_seed()
+        seed = grading.test_seed()
         if seed not in self._tables:
             probes = self.probes()
             with np.errstate(all="ignore"):  # a mistake may overflow: that is its answer

@@ -1,6 +1,6 @@
 """Gradescope's results.json (given): one builder and one JUnit reader for everything that grades.
 
-`pytest --gradescope results.json` (lab/grading.py), the Gradescope autograder
+`pytest --gradescope results.json` (grading/plugin.py), the Gradescope autograder
 (tools/autograder/grade.py) and the instructors' checks all score through `results`:
 
     results({"test_task1a_x": "1a", "test_task1a_y": "1a"}, {"test_task1a_x": None})

@@ -1,6 +1,6 @@
 """Training the toy on the simulator's clock (given): run.py --learning-curves.
 
-lab/staleness.py prices one update. Here the toy is trained for many, and J is read off
+staleness_maths.py prices one update. Here the toy is trained for many, and J is read off
 the simulated clock:
 
   * Version 0 is toy.THETA. Update u trains on exactly the batch that `simulate` handed

@@ -37,7 +37,7 @@ import functools
 import numpy as np
 
 import toy
-from lab.training import expected_rewards, log_softmax_rows
+from experiments.training import expected_rewards, log_softmax_rows
 
 # PPO's usual per-update KL target, in nats per token: OpenAI Spinning Up's ppo has
 # target_kl=0.01 ("usually small, 0.01 or 0.05"), on approx_kl = mean(logp_old - logp_new),

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from gpu_core import Linear, Step, run_gpu_simulation, steps_before, steps_time
-from lab.gpu_model import costs, dram_shares, gpu_comparison, lengths, mean_len, phases, run
-from lab.gpu_presets import (ALL_REDUCE_SECONDS, AREAL_FIG7, KV_READ, MFU, PRESETS,
+from experiments.gpu_model import costs, dram_shares, gpu_comparison, lengths, mean_len, phases, run
+from experiments.gpu_sources import (ALL_REDUCE_SECONDS, AREAL_FIG7, KV_READ, MFU, PRESETS,
                              PROMPT_TOKENS, R1_15B, SIGMA, STEP_OVERHEAD, VERL_ASYNC_UPDATE,
                              VERL_COLOC_UPDATE, Trainer,
                              capped_moment, context, flops_per_token, forward_flops,
                              median_for_mean, passes)
-from lab.test_given import admit, newest_first
+from test_given import admit, newest_first
 from scheduler_core import run_simulation
 
 
@@ -105,6 +105,8 @@ def test_gpu_steps_in_closed_form():
 
 @pytest.mark.parametrize("k, drop_stale, take", [(0, False, fifo), (1, False, fifo),
                                                  (3, True, fifo), (2, False, newest_first)])
+
+
 def test_gpu_model_is_the_lane_model_in_the_degenerate_case(k, drop_stale, take):
     """S = 1, no KV term, no overhead, a step of 1.0, groups of 1, no cap, a constant
     update time: every time, tag and lag is the lane model's on the same lengths."""
@@ -142,6 +144,7 @@ def test_gpu_groups_finish_with_their_last_response_and_filtering_frees_their_pl
 
 
 # ---------------------------------------------------------------- presets and their costs
+
 
 class StandInMemory:
     """Task 1's bytes, as a stand-in: bf16 weights and the KV cache of n tokens."""

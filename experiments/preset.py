@@ -1,19 +1,87 @@
-"""The --preset figure (given): predicted against published numbers, and the tail of a step.
+"""--preset (Tasks 1 and 2): a published run's hours predicted on the GPU model.
 
-Kept apart from lab/figure.py: one figure per file of the optional parts that
-have their own module. A row per preset: on the left what it is compared with
-(AReaL's Fig. 7 throughput over k, Table 2's hours, verl's seconds per phase), on
-the right the engine that finished last in one synchronous step.
+The computation is experiments/gpu_model.py's gpu_comparison (it shares the cost model
+with --gpu-sweep); here are the option, the printed section and the figure
+(rl_systems_gpu_model.png): a row per preset, on the left what it is compared with
+(AReaL's Fig. 7 throughput over k, Table 2's hours, verl's seconds per phase), on the
+right the engine that finished last in one synchronous step.
 """
-from matplotlib.figure import Figure
 
-from lab.figure import placeholder
+import grading
+from experiments.gpu_model import gpu_comparison
+from experiments.gpu_sources import PRESETS
+from experiments.printing import say
+from experiments.plotting import placeholder
 
+KEY, LABEL, TASK, FLAG = "gpu_model", "GPU model", "2", "preset"  # and Task 1's bytes: a TODO
+# there names its own task
+SECONDS = 11.0  # per preset
 PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
+PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
+
+
+def arguments(p):
+    p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
+                   help="predict a published run's hours on the GPU model (docs/gpu-model.md); "
+                        "all: the three presets")
+
+
+def names(args):
+    return list(PRESETS) if args.preset == "all" else [args.preset]
+
+
+def work(args):
+    return len(names(args))
+
+
+def run(args, results):
+    """{preset: its comparison}, for each preset asked for."""
+    return {name: gpu_comparison(grading.load("scheduler"), grading.load("memory"), name)
+            for name in names(args)}
+
+
+def show(runs):
+    for i, g in enumerate(runs.values()):
+        if i:
+            print()
+        show_preset(g)
+
+
+def show_preset(g):
+    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}")
+    print(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
+          f"length {g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
+    print(f"  trainer passes per token: {g['sync_passes']} synchronous "
+          f"(efficiency {g['sync_efficiency']:.3f}), {g['async_passes']} asynchronous "
+          f"({g['async_efficiency']:.3f}); {g['n_steps']} batches")
+    print(f"  {'fitted to':<42}{'model':>10}{'target':>11}{'ratio':>8}")
+    for what, predicted, published, ratio in g["fit"]:
+        print(f"  {what:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
+    print(f"  {'held out':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
+    for what, predicted, published, ratio in g["held_out"]:
+        print(f"  {what:<42}{predicted:>10.2f}{published:>11.2f}{ratio:>8.2f}")
+    if g["implied"]:
+        i = g["implied"]
+        print(f"  at the {i['tokens_per_sequence']:,.0f} tokens a sequence that the published "
+              f"k = 0 rate and hours imply:")
+        print(f"    a synchronous step takes {i['seconds']:.0f} s, published "
+              f"{i['published_seconds']:.0f} s")
+    print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
+          f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
+          f"{g['sync']['tail_share']:.0%} of it")
+    say("  asynchronous at the published split: " + ", ".join(
+        f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
+    a = g["asynchronous"]
+    print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
+          f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)")
+    print("  where each value comes from (experiments/gpu_sources.py names the sources):")
+    for what, source in g["notes"]:
+        say(f"    {what}: {source}")
 
 
 def draw(results, path):
     """Save rl_systems_gpu_model.png: a row per preset."""
+    from matplotlib.figure import Figure
     runs = results["gpu_model"]
     rows = len(runs) if runs else 1
     fig = Figure(figsize=(12, 3.8 * rows))
@@ -21,7 +89,7 @@ def draw(results, path):
     if not runs:
         for ax, title in zip(axes[0], ("GPU model: predicted against published",
                                        "GPU model: the slowest engine's tail")):
-            placeholder(ax, results["unavailable"]["GPU model"])
+            placeholder(ax, results["unavailable"][LABEL])
             ax.set_title(f"{title} (Tasks 1 and 2)", fontsize=10)
     for (ax_left, ax_tail), g in zip(axes, (runs or {}).values()):
         if g["published"]["curve"]:
@@ -65,8 +133,6 @@ def hours_panel(g, ax):
     ax.set_title(f"{g['preset']}: hours, speedup {g['speedup']:.2f}x predicted, "
                  f"{g['published']['speedup']:.2f}x published", fontsize=10)
     ax.legend(fontsize=8)
-
-
 PHASES = (("gen", "generation"), ("old_log_prob", "old_log_prob"),
           ("update_actor", "update_actor"))
 

@@ -1,6 +1,6 @@
 """The GPU-model experiment behind `run.py --preset` (given): published runs, predicted.
 
-From a preset (lab/gpu_presets.py), Task 1's functions (bytes of the bf16 weights,
+From a preset (experiments/gpu_sources.py), Task 1's functions (bytes of the bf16 weights,
 KV bytes per token) and Task 2's (may_start, take_batch), it builds each engine's
 step cost and the trainer's update cost and runs gpu_core for
 
@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from gpu_core import Linear, Step, run_gpu_simulation
-from lab.gpu_presets import (ALL_REDUCE_SECONDS, H800, KV_READ, MEMGAP_NEW, MEMGAP_PROMPT,
+from experiments.gpu_sources import (ALL_REDUCE_SECONDS, H800, KV_READ, MEMGAP_NEW, MEMGAP_PROMPT,
                              MEMGAP_SHARES, OPT_1_3B, PRESETS, PROMPT_TOKENS, STEP_OVERHEAD,
                              VERL_ASYNC_UPDATE, capped_moment, context,
                              flops_per_token, forward_flops, median_for_mean, passes)
@@ -58,7 +58,7 @@ def costs(memory, preset, train_gpus, trainer, overhead=STEP_OVERHEAD, kv_read=K
     with held = prompt + E[L^2] / (2 E[L]): the tokens a slot holds on average when its KV
     cache grows with the response (paged, as in vLLM and SGLang); all-reduces = 2 a layer
     when tp > 1; kv_read = an effective share of the bandwidth for reading KV at large
-    batch (KV_READ, 0.60, fitted to a measurement: lab/gpu_presets.py). The n term is the
+    batch (KV_READ, 0.60, fitted to a measurement: experiments/gpu_sources.py). The n term is the
     matrix multiplies of n responses at peak FLOP/s, added to the memory time rather than
     overlapped with it: on an H20 (148 TFLOP/s) a 7B model's 256 responses on a TP 4 engine
     take 6.6 ms of compute a step, reading its weights 0.95 ms.

@@ -77,7 +77,7 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
 import math
 from typing import NamedTuple
 
-from lab.model_shapes import MODELS, Model
+from experiments.model_shapes import MODELS, Model
 
 QWEN_15B, QWEN_7B = MODELS[0], MODELS[1]
 # R1-Distill-Qwen-1.5B: Qwen2.5-1.5B's layers with an untied output embedding
@@ -138,7 +138,7 @@ def kv_read_efficiency():
     solved for efficiency, with W = 2N the weights' bytes and KV = n * 329.5 * 196,608
     bytes (33.2 GB): a step of 21.2 ms, of which KV takes 16.5 ms. Result: 0.60. The mean
     context stands for the 338 steps: bytes and seconds are both linear in the context, so
-    the ratio of their sums is the ratio at the mean (lab.gpu_model.dram_shares sums)."""
+    the ratio of their sums is the ratio at the mean (experiments.gpu_model.dram_shares sums)."""
     kv = MEMGAP_BATCH * MEMGAP_CONTEXT * MEMGAP_KV_PER_TOKEN
     step = (MEMGAP_WEIGHTS + kv) / H800.bandwidth / MEMGAP_SHARES[MEMGAP_BATCH]
     rest = (STEP_OVERHEAD + MEMGAP_WEIGHTS / H800.bandwidth
@@ -230,7 +230,7 @@ def context(median, sigma, cap):
 # FITTED, AReaL: the mean response length, to AREAL_V03 Fig. 7's k = 0 point only (128.7k
 # trained tokens per second, prompt and response tokens counted; Fig. 7 names no model,
 # and its k = 4 / k = 0 ratio 2.771 equals Table 2's 1.5B 41.0 / 14.8 h, so it is taken as
-# areal-1.5b). lab.gpu_model.fit_areal_mean recomputes it; the 7B preset uses the same lengths.
+# areal-1.5b). experiments.gpu_model.fit_areal_mean recomputes it; the 7B preset uses the same lengths.
 AREAL_FIG7 = ((0, 128.7e3), (1, 269.3e3), (2, 356.6e3), (4, 356.6e3), (8, 371.7e3),
               (16, 382.4e3), (None, 396.8e3))  # (k, tokens per second); None: no bound
 AREAL_MEAN_LEN = 2805.0  # fit_areal_mean(): 2,805.4 (16 bisection steps over 1,500 to 12,000)

@@ -1,20 +1,20 @@
 """The lab's pytest plugin (given): readable failures, a time limit, a progress table, Gradescope.
 
-conftest.py loads it; its time limits live in lab/harness.py.
+conftest.py loads it; its time limits live in grading/harness.py.
 
 * A test that reaches an unimplemented TODO fails with one line naming the task.
 * A failed check prints its own message (quantity, inputs, expected vs got, likely cause).
   Any other error shows its type, text, and the line of your file it came from; never
   a blank message. Output your code printed is cut to its first lines.
 * Importing a task file, setting up a test and running it each have a time limit of
-  TIME_LIMIT seconds (lab/harness.py); a session stuck past it is ended by a backstop.
+  TIME_LIMIT seconds (grading/harness.py); a session stuck past it is ended by a backstop.
   Once a task's function has run past its limit, the later tests of that task and of
   the tasks that use it (lab.USES) get SHORT_LIMIT: one loop costs seconds, not minutes.
 * Every run ends with a table of passed tests per task.
 * The fixtures `memory`, `scheduler` and `tis` are the one place where tests
-  reach the task modules (through lab.load).
+  reach the task modules (through grading.load).
 * `--gradescope results.json` also writes the results in Gradescope's format
-  (lab/gradescope.py, which the autograder uses too). It lists every graded test
+  (grading/gradescope.py, which the autograder uses too). It lists every graded test
   collected, with its share of its task's points: a test that did not run scores 0.
   The file is rewritten after every test, so even a session that dies midway leaves
   a file that says so.
@@ -27,8 +27,9 @@ import threading
 import pytest
 
 import lab
-from lab import gradescope, harness
-from lab.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
+import grading
+from grading import gradescope, harness
+from grading.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from lab.input_checks import ContractError
 from scheduler_core import SchedulerError
 
@@ -40,17 +41,17 @@ _import_errors = {}      # task module -> why it cannot be imported (tried once 
 
 
 def load(name):
-    """lab.load, whose import runs under the test's set-up time limit. A task file that
+    """grading.load, whose import runs under the test's set-up time limit. A task file that
     cannot be imported is tried once per session, so a loop in it costs one limit."""
     if name not in _import_errors:
         try:
-            return lab.load(name)
+            return grading.load(name)
         except TimeLimitExceeded as error:
             _import_errors[name] = (f"{name}.py cannot be imported: importing it ran for "
                                     f"more than {TIME_LIMIT:g} s: {error}{harness.where(error)}")
-        except lab.TaskFileError as error:
+        except grading.TaskFileError as error:
             _import_errors[name] = str(error)
-    raise lab.TaskFileError(_import_errors[name])
+    raise grading.TaskFileError(_import_errors[name])
 
 
 def task_module(request, name):
@@ -58,7 +59,7 @@ def task_module(request, name):
     file cannot be imported is skipped: the graded tests already report the file."""
     try:
         return load(name)
-    except lab.TaskFileError as error:
+    except grading.TaskFileError as error:
         if lab.task_of(request.node.name) is None:
             pytest.skip(f"{str(error).splitlines()[0]} (this test of the given code in it "
                         "runs once it imports)")
@@ -86,16 +87,16 @@ def tis(request):
 def pytest_addoption(parser):
     parser.addoption("--gradescope", metavar="PATH",
                      help="also write the results in Gradescope's results.json format to PATH")
-    if lab.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
+    if grading.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
         parser.addoption("--solutions", action="store_true",
                          help="test the reference solutions (the same as RL_SOLUTIONS=1)")
 
 
 def pytest_configure(config):
     if config.getoption("solutions", False):
-        lab.choose_reference()
+        grading.choose_reference()
     try:
-        lab.use_reference()
+        grading.use_reference()
     except ValueError as error:
         raise pytest.UsageError(str(error))
     path = config.getoption("gradescope")
@@ -112,7 +113,7 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    return f"Lab 20: testing {lab.code_under_test()}"
+    return f"Lab 20: testing {grading.code_under_test()}"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -206,7 +207,7 @@ def message(error, item):
         limit, why = getattr(item, "lab_limit", (TIME_LIMIT, ""))
         return (f"TimeLimitExceeded: this test ran for more than {limit:g} s{why}: {text}"
                 f"{harness.where(error)}", True)
-    if isinstance(error, lab.TaskFileError):
+    if isinstance(error, grading.TaskFileError):
         return text, True
     if isinstance(error, NotImplementedError) and text:
         return text, True  # a TODO: one line naming the task
@@ -214,7 +215,7 @@ def message(error, item):
         # the simulator's or the toy's check names the rule a task function broke
         return f"{type(error).__name__}: {text}", True
     if isinstance(error, AssertionError) and text and harness.student_frame(error) is None:
-        return text, True  # a check of the tests (lab/feedback.py)
+        return text, True  # a check of the tests (grading/feedback.py)
     return harness.describe(error), harness.student_frame(error) is not None
 
 
@@ -241,7 +242,7 @@ def pytest_runtest_makereport(item, call):
         if isinstance(error, TimeLimitExceeded):
             overran(item, error)
         shown = item.config.lab_shown
-        if isinstance(error, lab.TaskFileError) and shown.setdefault(text, item.name) != item.name:
+        if isinstance(error, grading.TaskFileError) and shown.setdefault(text, item.name) != item.name:
             report.longrepr = f"{text.split(':')[0]} (the reason is shown above, at {shown[text]})"
         elif short:
             report.longrepr = text
@@ -270,7 +271,7 @@ def pytest_terminal_summary(terminalreporter, config):
     if not rows:
         return
     write("")
-    write(f"Lab 20 progress, testing {lab.code_under_test()}:")
+    write(f"Lab 20 progress, testing {grading.code_under_test()}:")
     write(f"  {'task':<5} {'what':<42} {'file':<13} passed")
     for task in (t for t in lab.TASKS if t in rows):
         done, total = rows[task]

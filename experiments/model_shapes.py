@@ -1,4 +1,4 @@
-"""Shapes of real open models (given), and the GPU they are measured against, for Part 1.
+"""Shapes of real open models (given), for Part 1 and the GPU model.
 
 Numbers from each model's config.json on Hugging Face. `params` is the exact
 total, embeddings included. `context` is the context length the model was
@@ -8,8 +8,6 @@ config allows more). Only Part 1's "context shorter than --max-tokens" mark uses
 it, and at the default 16,384 tokens only Llama-2-7B (4,096) gets that mark.
 """
 from dataclasses import dataclass
-
-GPU_GB = 80  # memory of one H100 (or A100 80GB), in GB = 10**9 bytes
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Running untrusted student code (given): a time limit nothing slips past, where errors come from.
 
-lab/grading.py (pytest) and run.py run every piece of student code inside
+grading/plugin.py (pytest) and run.py run every piece of student code inside
 
     with harness.time_limit("test_task2b_fifo (Task 2b, scheduler.py)", watchdog):
         ...
@@ -36,7 +36,7 @@ from pathlib import Path
 import lab
 
 TIME_LIMIT = float(os.environ.get("LAB_TIME_LIMIT", "5"))  # seconds; the harness tests set 1
-HINT_LIMIT = min(1.0, TIME_LIMIT / 5)  # seconds for checking a hint (lab/feedback.py)
+HINT_LIMIT = min(1.0, TIME_LIMIT / 5)  # seconds for checking a hint (grading/feedback.py)
 REFIRE = 0.5          # seconds between repeated attempts to stop overrunning code
 BACKSTOP = TIME_LIMIT  # seconds past the limit after which the whole process ends
 EXIT_STUCK = 3         # the exit status of a process ended by the backstop
