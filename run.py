@@ -18,19 +18,11 @@ from pathlib import Path
 import grading
 import lab
 from experiments import FLAGS, PARTS, REGISTRY, main_figure
+from experiments.options import DefaultsOnce, png_path
 from experiments.printing import say
 from grading import harness
 from lab.input_checks import ContractError
 from scheduler_core import MAX_RESPONSES, SchedulerError
-
-
-class DefaultsOnce(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that shows a flag's default once: not for switches (off unless given), not for
-    a default of None, and not where the help text already says it."""
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False or "(default" in action.help:
-            return action.help
-        return super()._get_help_string(action)
 
 
 def parse_args(argv=None):
@@ -47,18 +39,6 @@ def parse_args(argv=None):
         p.error(f"argument -B/--batch times --steps must be at most {MAX_RESPONSES}, "
                 f"got {args.batch} x {args.steps} = {args.batch * args.steps}")
     return args
-
-
-def png_path(text):
-    """An argparse type: a .png file that can be written, in a folder that exists, with
-    room for its .json beside it (checked now, before any computation)."""
-    path = Path(text)
-    if path.suffix != ".png":
-        raise argparse.ArgumentTypeError(f"must be a .png file, got {text!r}")
-    problem = harness.cannot_write(path) or harness.cannot_write(path.with_suffix(".json"))
-    if problem:
-        raise argparse.ArgumentTypeError(f"cannot save {text!r}: {problem}")
-    return path
 
 
 class Run:

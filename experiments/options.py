@@ -1,6 +1,9 @@
-"""Command-line option types that several experiments share (given)."""
+"""run.py's command line (given): option types the experiments share, its help and its --out."""
 import argparse
 import math
+from pathlib import Path
+
+from grading import harness
 
 
 def bounded(kind, low, high=math.inf):
@@ -17,3 +20,24 @@ def bounded(kind, low, high=math.inf):
                 f"{upper}, got {text!r}")
         return value
     return parse
+
+
+class DefaultsOnce(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows a flag's default once: not for switches (off unless given), not for
+    a default of None, and not where the help text already says it."""
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or "(default" in action.help:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def png_path(text):
+    """An argparse type: a .png file that can be written, in a folder that exists, with
+    room for its .json beside it (checked now, before any computation)."""
+    path = Path(text)
+    if path.suffix != ".png":
+        raise argparse.ArgumentTypeError(f"must be a .png file, got {text!r}")
+    problem = harness.cannot_write(path) or harness.cannot_write(path.with_suffix(".json"))
+    if problem:
+        raise argparse.ArgumentTypeError(f"cannot save {text!r}: {problem}")
+    return path
