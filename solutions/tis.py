@@ -95,7 +95,8 @@ def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
     Work in log space, as in Task 3a, and compare there too: log(low) <= log w <= log(high).
     A product over thousands of tokens overflows; its logarithm does not. Log-probabilities
     may be as low as -1000, where exp() gives 0 in float64. low = 0 means no lower bound
-    (log 0 = -inf). On the edges only the log-space test is exact: exp(log 3) is
+    (log 0 = -inf): every ratio up to high is kept, however small (e**-30 = 9.4e-14 and
+    e**-700 = 9.9e-305 as they are, not 0). On the edges only the log-space test is exact: exp(log 3) is
     3.0000000000000004 in float64, so a ratio on the edge high = 3 is kept, though
     exp(log w) <= 3 would reject it.
 

@@ -36,6 +36,14 @@ NEAR_MISSES = [
     Mutant("1a", "forgot the fp32 master copy for float counts only",
            "TRAINED_BYTES * n_trained",
            "(12 if isinstance(n_trained, float) else TRAINED_BYTES) * n_trained"),
+    Mutant("1a", "forgot the fp32 master copy past 2**58 trained parameters",
+           "TRAINED_BYTES * n_trained", "(12 if n_trained > 2**58 else TRAINED_BYTES) * n_trained"),
+    Mutant("1a", "frozen weights in fp32 past 2**62 frozen parameters",
+           "FROZEN_BYTES * n_frozen", "(4 if n_frozen > 2**62 else FROZEN_BYTES) * n_frozen"),
+    Mutant("1a", "numpy int64 counts and forgot the fp32 master copy (two mistakes)",
+           "return int(TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen)",
+           "import numpy as np\n"
+           "    return int(12 * np.int64(n_trained) + FROZEN_BYTES * np.int64(n_frozen))"),
     Mutant("1b", "ignored a fractional bytes_per_value (used 2)",
            "n_tokens * bytes_per_value)",
            "n_tokens * (bytes_per_value if bytes_per_value >= 1 else 2))"),
@@ -45,6 +53,16 @@ NEAR_MISSES = [
            "return int(2 * n_layers", "return int((1 if n_tokens > 1000 else 2) * n_layers"),
     Mutant("1b", "forgot the factor 2 and counted bits (two mistakes)",
            "return int(2 * n_layers", "return int(8 * n_layers"),
+    Mutant("1b", "forgot the factor 2 past 2**53 tokens",
+           "return int(2 * n_layers", "return int((1 if n_tokens > 2**53 else 2) * n_layers"),
+    Mutant("1b", "np.prod of the sizes in int64 and counted bits (two mistakes)",
+           "return int(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)",
+           "import numpy as np\n    return int(np.prod([2, n_layers, n_kv_heads, head_dim, "
+           "n_tokens]) * bytes_per_value * 8)"),
+    Mutant("1b", "forgot head_dim for a float n_tokens only",
+           "n_kv_heads * head_dim * n_tokens * bytes_per_value)",
+           "n_kv_heads * (1 if isinstance(n_tokens, float) else head_dim) * n_tokens "
+           "* bytes_per_value)"),
     Mutant("1c", "stored the frozen reference at 4 bytes per parameter",
            "model_state_bytes(n_trained_models * n_params, n_params if reference else 0)",
            "model_state_bytes(n_trained_models * n_params, 2 * n_params if reference else 0)"),
@@ -126,6 +144,10 @@ NEAR_MISSES = [
            ' | (level == "seq"))'),
     Mutant("3c", "compared the upper edge in linear space, the lower in log space", BAND,
            "inside = (np.log(low) <= log_ratio) & (np.exp(log_ratio) <= high)"),
+    Mutant("3c", "ratio upside down where the log-ratio is below -25",
+           "log_ratio = logp_train - logp_infer\n",
+           "log_ratio = np.where(logp_train - logp_infer < -25, logp_infer - logp_train, "
+           "logp_train - logp_infer)\n"),
     Mutant("3c", "clipped from above, masked below",
            "return np.exp(np.where(inside, log_ratio, -np.inf))",
            "return np.exp(np.where(np.log(low) <= log_ratio, np.minimum(log_ratio, np.log(high)), "
