@@ -92,8 +92,8 @@ def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_para
       GRPO + LoRA with a 40M-parameter adapter: 2 * 7e9 + 16 * 40e6 = 14.64 GB
 
     Every combination of algo, reference, reward_model and lora_params follows
-    these rules. Checked above it: n_params and lora_params are whole numbers,
-    0 <= lora_params <= n_params; reference is True or False.
+    these rules. Checked above it: n_params and lora_params are whole numbers (ints,
+    whole floats or numpy ints), 0 <= lora_params <= n_params; reference is True or False.
     Returns a float (GB), also when the GB are whole: 252.0, not 252.
     """
     # TODO (Task 1c): build the bill with model_state_bytes, then convert bytes to GB.

@@ -28,7 +28,7 @@ def may_start(n_started, n_dropped, version, k, B):
 
     Example: B = 4, k = 0, version 0: True for n_started = 0..3, False at 4.
     With k = 1 the same lanes may start 8 before the first update.
-    Returns a bool (True or False).
+    Returns a bool (True or False; numpy's np.True_ and np.False_ count as those).
 
     The arguments are whole numbers: 0 <= n_dropped <= n_started, version >= 0,
     k >= 0, B >= 1 (checked above it; anything else is a ValueError).
