@@ -358,10 +358,12 @@ def test_task1c_lora_fits_one_gpu(memory):
 
 
 # Whole numbers of GB from int, float and numpy-int counts: (algo, N, reference,
-# reward_model, lora_params), each a float (252.0, not 252).
+# reward_model, lora_params), each a float (252.0, not 252). The last two are Python ints
+# whose bytes pass 2**63 (3.6e19 and 2.4e19 bytes), where numpy int64 arithmetic wraps.
 WHOLE_GB = [("ppo", 7e9, True, None, 0), ("ppo", 7_000_000_000, True, None, 0),
             ("grpo", 10**9, False, None, 0), ("grpo", np.int64(10**9), True, None, 0),
-            ("ppo", 10**9, True, None, 10**9), ("grpo", 0, True, None, 0)]
+            ("ppo", 10**9, True, None, 10**9), ("grpo", 0, True, None, 0),
+            ("ppo", 10**18, True, None, 0), ("grpo", 2 * 10**18, True, True, 10**18)]
 
 
 def test_task1c_returns_a_float(memory):

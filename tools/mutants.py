@@ -122,6 +122,11 @@ MUTANTS = [
            "model_state_bytes(n_params, n_params * (n_trained_models - 1 + reference))"),
     Mutant("1c", "ignored lora_params",
            "if lora_params > 0:", "if False:"),
+    Mutant("1c", "made the counts numpy int64 (wraps past 2**63 - 1 bytes)",
+           '    n_trained_models = 2 if algo == "ppo" else 1',
+           "    import numpy as np\n    n_params, lora_params = np.int64(n_params), "
+           "np.int64(lora_params)\n"
+           '    n_trained_models = 2 if algo == "ppo" else 1'),
     Mutant("1c", "an int when the GB are whole (252, not 252.0)",
            "return total / 1e9", "gb = total / 1e9\n    return int(gb) if gb.is_integer() else gb"),
 

@@ -71,6 +71,8 @@ NEAR_MISSES = [
     Mutant("1c", "forgot the critic in full fine-tuning only (not under LoRA)",
            'n_trained_models = 2 if algo == "ppo" else 1',
            'n_trained_models = 2 if algo == "ppo" and lora_params > 0 else 1'),
+    Mutant("1c", "divided by 2**30 past 10**17 parameters",
+           "return total / 1e9", "return total / (2**30 if n_params > 10**17 else 1e9)"),
     Mutant("1c", "divided by 2**30 when the bytes are a whole number of GB",
            "return total / 1e9", "return total / (2**30 if total % 10**9 == 0 else 1e9)"),
     Mutant("1c", "counted the reward model as trained for GRPO only",
