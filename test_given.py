@@ -103,6 +103,28 @@ def test_contract_names_the_type_expected_and_got(answer, named):
     assert named in str(error.value), error.value
 
 
+def weights_returning(answer):
+    """An importance_weights, checked as Task 3a's is, whose answer is answer(ones)."""
+    @checked(contracts.importance_weights, returns=contracts.token_weights)
+    def importance_weights(logp_train, logp_infer, scheme, C=2.0):
+        return answer(np.ones(logp_train.shape))
+    return importance_weights
+
+
+def test_contracts_take_float64_in_any_byte_order_and_layout():
+    # one rule for numpy types (lab/input_checks.py): a right answer is right in any byte
+    # order or memory layout of float64, and a numpy number counts as the number it is
+    for answer in (lambda w: w.astype(">f8"), np.asfortranarray,
+                   lambda w: np.ones((8, 6))[::2, ::2], lambda w: np.ones((3, 4)).T,
+                   lambda w: np.broadcast_to(np.ones(3), w.shape)):
+        got = weights_returning(answer)(LOGP, LOGP.astype(">f8"), "token_tis", np.float32(2.0))
+        assert got.shape == LOGP.shape
+    for wrong, dtype in ((np.int64, "int64"), (">f4", ">f4")):
+        with pytest.raises(ContractError, match=f"float64 numbers; it returned an array of "
+                                                f"{dtype}"):
+            weights_returning(lambda w: w.astype(wrong))(LOGP, LOGP, "none")
+
+
 def test_messages_show_what_differs_in_a_few_lines():
     rng = np.random.default_rng(0)
     right = rng.normal(size=3)
@@ -118,6 +140,18 @@ def test_messages_show_what_differs_in_a_few_lines():
         check(responses, [0, 1], "batch ids")
     text = str(error.value)
     assert "a list of 40 items, the first: {'id': 0" in text and len(text) < 300, text
+
+
+def test_messages_show_expected_and_got_in_one_form():
+    # numbers expected as a list are shown as the answer is: an array beside an array, a
+    # list beside a list, a numpy number as the number it is
+    for got, expected, text in (
+            (np.array([3.75]), [7.5], "expected array([7.5]), got array([3.75])"),
+            ([3.75], np.array([7.5]), "expected [7.5], got [3.75]"),
+            (np.float64(3.75), 7.5, "expected 7.5, got 3.75")):
+        with pytest.raises(AssertionError) as error:
+            check(got, expected, "pg_estimate")
+        assert f"pg_estimate: {text}." == str(error.value), error.value
 
 
 def test_input_checks_toy():

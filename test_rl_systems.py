@@ -24,8 +24,9 @@ import numpy as np
 import grading
 import toy
 from grading import feedback
-from lab import GPU_GB, MASK_LEVELS, SCHEMES
 from grading.feedback import KnownMistakes, Mistake, check, check_cases, same, show
+from grading.harness import where
+from lab import GPU_GB, MASK_LEVELS, SCHEMES
 
 
 # ---------------------------------------------------------------- helpers
@@ -54,17 +55,29 @@ def call(function, *args):
 def check_whole(function, name, cases, expected, hint):
     """function(*case) is an int (a numpy int too) equal to expected exactly, on every case
     in order: a float is wrong even when its value is right (the docstring says int), and
-    so is an int a few bytes off (float arithmetic past 2**53 loses them)."""
+    so is an int a few bytes off (float arithmetic past 2**53 loses them) or a multiple of
+    2**64 off (numpy int64 arithmetic wraps past 2**63 - 1)."""
     for case, want in zip(cases, expected):
-        got = function(*case)
+        try:
+            got = function(*case)
+        except OverflowError as error:  # np.int64() of a larger int, say
+            raise AssertionError(
+                f"{call(name, *case)} must return the int {want:,} (whole bytes, exact), got "
+                f"OverflowError: {error}{where(error)}; numpy's int64 holds at most 2**63 - 1, "
+                "about 9.2e18, and Python ints hold any whole number" + hint()) from None
         if isinstance(got, numbers.Integral) and not isinstance(got, (bool, np.bool_)) \
                 and got == want:
             continue
         off = ""
         if isinstance(got, numbers.Real) and math.isfinite(got) and got != want:
-            off = f", {int(got) - want:+,} bytes off" + (
-                " (float arithmetic rounds past 2**53: keep whole numbers as int)"
-                if want > 2**53 else "")
+            gap = int(got) - want
+            off = f", {gap:+,} bytes off"
+            if -2**63 <= got < 2**63 and gap % 2**64 == 0:
+                off += (" (a multiple of 2**64, as numpy int64 arithmetic gives: it wraps past "
+                        "2**63 - 1, about 9.2e18; Python ints hold any whole number)")
+            elif want > 2**53 and abs(gap) <= want * 2**-48:
+                off += (" (within float rounding: float arithmetic rounds past 2**53, keep "
+                        "whole numbers as int)")
         raise AssertionError(f"{call(name, *case)} must return the int {want:,} (whole bytes, "
                              f"exact), got {type(got).__name__} {got!r}{off}" + hint())
 
@@ -95,7 +108,8 @@ MISTAKES_1A = KnownMistakes(
                 "frozen parameters cost nothing"),
         Mistake("a frozen parameter has no gradient and no optimizer state: only its bf16 weight",
                 lambda a, b: 16 * a + 16 * b, "counted frozen parameters like trained ones")],
-    probes=lambda: [(1, 0), (0, 1), (1_000, 500), (7e9, 0)] + WHOLE_COUNTS + random_counts())
+    probes=lambda: ([(1, 0), (0, 1), (1_000, 500), (7e9, 0)] + WHOLE_COUNTS + INT64_COUNTS
+                    + random_counts()))
 
 
 def test_task1a_bytes_per_parameter(memory):
@@ -114,15 +128,27 @@ def test_task1a_full_7b_is_112_gb(memory):
 
 
 # Every kind of count the docstring allows, each of which changes the type some code
-# returns: whole floats (7e9, also for n_frozen), numpy ints, and ints past 2**53, where
-# float arithmetic loses bytes (2**53 + 1 is not a float).
+# returns: whole floats (7e9, also for n_frozen), numpy ints (their bytes within int64, up
+# to 2**63 - 16 here), and ints past 2**53, where float arithmetic loses bytes (2**53 + 1 is
+# not a float).
 WHOLE_COUNTS = [(7e9, 0), (7e9, 7e9), (1_000, 500.0), (1_000.0, 500), (np.int64(7), np.int64(3)),
-                (2**53 + 1, 0), (1, 2**60 + 1), (3 * 2**53 + 1, 2**54 + 3)]
+                (2**53 + 1, 0), (1, 2**60 + 1), (3 * 2**53 + 1, 2**54 + 3),
+                (np.int64(2**59 - 1), np.int64(0)), (np.int64(0), np.int64(2**59 - 1))]
+# Python int counts whose bytes pass int64's largest number, 2**63 - 1 (each count in turn):
+# numpy int64 arithmetic wraps there (16 * 2**59 becomes -2**63), and np.int64() of a larger
+# int raises OverflowError. Python ints have no largest number.
+INT64_COUNTS = [(2**59, 0), (2**60, 0), (0, 2**63), (2**60 + 1, 2**62 + 3)]
 
 
 def test_task1a_exact_int_for_every_kind_of_count(memory):
     check_whole(memory.model_state_bytes, "model_state_bytes", WHOLE_COUNTS,
                 [16 * int(a) + 2 * int(b) for a, b in WHOLE_COUNTS],
+                MISTAKES_1A.about(memory.model_state_bytes))
+
+
+def test_task1a_exact_past_int64(memory):
+    check_whole(memory.model_state_bytes, "model_state_bytes", INT64_COUNTS,
+                [16 * a + 2 * b for a, b in INT64_COUNTS],
                 MISTAKES_1A.about(memory.model_state_bytes))
 
 
@@ -165,7 +191,8 @@ MISTAKES_1B = KnownMistakes(
         Mistake("forgot head_dim: each KV head caches a vector of head_dim values",
                 lambda L, H, d, n, b: 2 * L * H * n * b, "forgot head_dim")],
     probes=lambda: [(*QWEN_7B, 1, 2), (*QWEN_7B, N_TOKENS, 2), (*QWEN_7B, N_TOKENS, 1)]
-    + [shape + (2,) * (5 - len(shape)) for shape in WHOLE_SHAPES] + random_shapes())
+    + [shape + (2,) * (5 - len(shape)) for shape in WHOLE_SHAPES + INT64_SHAPES]
+    + random_shapes())
 
 
 def test_task1b_qwen_7b_is_56_kib_per_token(memory):
@@ -195,17 +222,34 @@ def test_task1b_random_shapes(memory):
 
 
 # Shapes whose answer some code gets in the wrong type or value: a 4-bit cache (0.5 bytes
-# per value, where int(bytes_per_value) is 0), no tokens at all (0, not 0.0), whole floats,
-# numpy ints, and a count of bytes past 2**53 (exact only in int arithmetic).
+# per value, where int(bytes_per_value) is 0), no tokens at all (0, not 0.0), whole floats
+# (16,384.0 tokens: an int times a float is a float), numpy ints (their bytes within int64,
+# up to 2**63 - 2**50 here), and a count of bytes past 2**53 (exact only in int arithmetic).
 WHOLE_SHAPES = [(*QWEN_7B, 1_000, 0.5), (*QWEN_7B, 0), (*QWEN_7B, 0, 0.5), (*QWEN_7B, 0, 1),
-                (28.0, 4, 128.0, 1_000, 1), (np.int64(28), np.int64(4), 128, np.int64(1_000), 2),
-                (1, 1, 1, 1, 0.5), (61, 7, 96, 2**43 + 7, 1), (79, 5, 80, 3 * 2**44 + 1, 2)]
+                (28.0, 4, 128.0, 1_000, 1), (*QWEN_7B, 16_384.0), (28, 4.0, 128, 16_384.0, 1),
+                (np.int64(28), np.int64(4), 128, np.int64(1_000), 2),
+                (1, 1, 1, 1, 0.5), (61, 7, 96, 2**43 + 7, 1), (79, 5, 80, 3 * 2**44 + 1, 2),
+                (np.int64(1), np.int64(1), np.int64(1), np.int64(2**61 - 2**48), 2)]
+# Python int shapes whose bytes pass int64's largest number, 2**63 - 1 (each count in turn,
+# 2**53 + 1 tokens of Qwen2.5-7B first: 5.2e20 bytes): numpy int64 arithmetic (np.prod of
+# the sizes, say) wraps there, 28 * 4 * 128 * 2 * 2 * (2**53 + 1) to 57,344.
+INT64_SHAPES = [(*QWEN_7B, 2**53 + 1), (*QWEN_7B, 2**53 + 1, 1), (2**62 + 1, 1, 1, 1, 1),
+                (1, 2**61 + 3, 1, 1, 2), (1, 1, 2**63, 1, 1), (1, 1, 1, 2**62 + 5, 1)]
+
+
+def whole_bytes(shapes):
+    """The bytes of each (L, H, d, n[, b]) in int arithmetic (2 * b is whole in these)."""
+    return [int(L) * int(H) * int(d) * int(n) * round(2 * b)
+            for L, H, d, n, b in (shape + (2,) * (5 - len(shape)) for shape in shapes)]
 
 
 def test_task1b_exact_int_for_every_kind_of_shape(memory):
-    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", WHOLE_SHAPES,
-                [int(L) * int(H) * int(d) * int(n) * round(2 * b)  # (2 * b is whole here)
-                 for L, H, d, n, b in (shape + (2,) * (5 - len(shape)) for shape in WHOLE_SHAPES)],
+    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", WHOLE_SHAPES, whole_bytes(WHOLE_SHAPES),
+                MISTAKES_1B.about(memory.kv_cache_bytes))
+
+
+def test_task1b_exact_past_int64(memory):
+    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", INT64_SHAPES, whole_bytes(INT64_SHAPES),
                 MISTAKES_1B.about(memory.kv_cache_bytes))
 
 
@@ -312,10 +356,12 @@ def test_task1c_lora_fits_one_gpu(memory):
 
 
 # Whole numbers of GB from int, float and numpy-int counts: (algo, N, reference,
-# reward_model, lora_params), each a float (252.0, not 252).
+# reward_model, lora_params), each a float (252.0, not 252). The last two are Python ints
+# whose bytes pass 2**63 (3.6e19 and 2.4e19 bytes), where numpy int64 arithmetic wraps.
 WHOLE_GB = [("ppo", 7e9, True, None, 0), ("ppo", 7_000_000_000, True, None, 0),
             ("grpo", 10**9, False, None, 0), ("grpo", np.int64(10**9), True, None, 0),
-            ("ppo", 10**9, True, None, 10**9), ("grpo", 0, True, None, 0)]
+            ("ppo", 10**9, True, None, 10**9), ("grpo", 0, True, None, 0),
+            ("ppo", 10**18, True, None, 0), ("grpo", 2 * 10**18, True, True, 10**18)]
 
 
 def test_task1c_returns_a_float(memory):
@@ -1565,6 +1611,7 @@ MISTAKES_3C = KnownMistakes(
         + [(LONG_MASK_TRAIN, LONG_MASK_INFER, level) for level in MASK_LEVELS]
         + [(LOW_TRAIN, LOW_INFER, level) for level in MASK_LEVELS]
         + [(EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH) for level in MASK_LEVELS]
+        + [(TINY_LOG_W, TINY_INFER, level, 0.0, 2.0) for level in MASK_LEVELS]
         + [(lt, li, level) for lt, li in corners(MASK_TRAIN, MASK_INFER)
            for level in MASK_LEVELS]
         + random_bands(random_inputs(8), 150)
@@ -1600,6 +1647,28 @@ def test_task3c_band_comes_from_low_and_high(tis):
         got = tis.masked_weights(MASK_TRAIN, MASK_INFER, "seq", low=0.0, high=2.0)
     check(got, in_band(PRODUCTS, 0.0, 2.0),
           'masked_weights(..., "seq", low=0, high=2): an upper bound only, as in TRL', hint)
+
+
+# Three responses of one token, log-ratios -30, -700 and -740: weights 9.4e-14, 9.9e-305 and
+# 4.2e-322 (a subnormal float64, still above 0). With low = 0 the band has no lower bound, so
+# every one is kept; a floor put under low to dodge log(0) (1e-12, or float64's smallest
+# normal number, 2.2e-308 = e**-708.4) rejects some of them. (Compared with no absolute
+# tolerance: 9.4e-14 is not 0.)
+TINY_LOG_W = np.array([[-30.0], [-700.0], [-740.0]])
+TINY_INFER = np.zeros_like(TINY_LOG_W)
+for _table in (TINY_LOG_W, TINY_INFER):
+    _table.setflags(write=False)
+
+
+def test_task3c_low_0_keeps_the_smallest_ratios(tis):
+    hint = MISTAKES_3C.about(tis.masked_weights)
+    for level in MASK_LEVELS:
+        with np.errstate(divide="ignore"):  # low = 0: log(0) is -inf
+            got = tis.masked_weights(TINY_LOG_W, TINY_INFER, level, low=0.0)
+        check(got, np.exp(TINY_LOG_W),
+              f'masked_weights(..., "{level}", low=0) on one-token responses with log-ratios '
+              "-30, -700 and -740 (TINY_LOG_W): low = 0 means no lower bound, so each weight "
+              "is kept, however small", hint, atol=0)
 
 
 def test_task3c_long_responses_in_log_space(tis):

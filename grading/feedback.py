@@ -140,7 +140,9 @@ WIDTH = 100  # characters of one value in a message, at most
 def show(value, exact=False):
     """A value on one short line, for a failure message: a short list as it is, a long
     one by its length and first item, an array to 6 decimals (`exact`: every digit of
-    each number), a large one by its range."""
+    each number), a large one by its range, a numpy number as the Python number it is."""
+    if isinstance(value, np.generic):  # np.float64(3.75) -> 3.75, np.True_ -> True
+        value = value.item()
     if isinstance(value, (list, tuple)) and len(repr(value)) <= WIDTH:
         return repr(value)
     if not isinstance(value, (list, tuple, np.ndarray)):
@@ -159,12 +161,19 @@ def show(value, exact=False):
 
 
 def expected_got(expected, got, rtol=1e-9, atol=1e-12):
-    """'expected X, got Y'. Numbers that would print alike are shown with every digit; for
-    numbers of one shape, the first element that differs and the largest difference."""
+    """'expected X, got Y', both in one form: numbers expected as a list are shown as an
+    array when the answer is an array, and as a list when it is a list. Numbers that would
+    print alike are shown with every digit; for numbers of one shape, the first element
+    that differs and the largest difference."""
     try:
         e, g = np.asarray(expected), np.asarray(got)
     except (TypeError, ValueError, OverflowError):  # a ragged list
         return f"expected {show(expected)}, got {show(got)}"
+    if e.ndim and g.ndim and e.dtype.kind in "biuf" and g.dtype.kind in "biuf":
+        if isinstance(got, np.ndarray):
+            expected = e
+        elif isinstance(got, (list, tuple)) and isinstance(expected, np.ndarray):
+            expected = expected.tolist()
     if e.shape != g.shape or e.dtype.kind not in "biuf" or g.dtype.kind not in "biuf":
         return f"expected {show(expected)}, got {show(got)}"
     numbers = "b" not in (e.dtype.kind + g.dtype.kind)  # (True and False have no difference)

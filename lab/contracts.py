@@ -7,7 +7,10 @@ function then receives. `@checked(contracts.take_batch)` (lab/input_checks.py)
 runs it before the task function, so a task function holds only its own code.
 
 `token_weights` and `gradient` check an answer: a wrong shape or type (a list, float32)
-is the task's ContractError, caught before given code (toy.py) computes with it.
+is the task's ContractError, caught before given code (toy.py) computes with it. Numpy
+types follow the one rule of lab/input_checks.py: a numpy number counts as the number it
+equals, a numpy int as long as its value fits in its type, and float64 is float64 in any
+byte order or memory layout.
 """
 from operator import itemgetter
 
@@ -15,8 +18,8 @@ import numpy as np
 
 import lab
 from lab import MASK_LEVELS, SCHEMES
-from lab.input_checks import (ContractError, at_least, one_of, real_array, show_short,
-                              whole_at_least)
+from lab.input_checks import (ContractError, at_least, is_float64, one_of, real_array,
+                              show_short, whole_at_least)
 
 # ---------------------------------------------------------------- Task 1: memory.py
 
@@ -137,8 +140,9 @@ def gradient(name, answer, grad_logp, **_):
 
 def expect_shape(name, answer, shape, meaning):
     """A ContractError of the task of function `name` unless `answer` is a numpy array of
-    float64 numbers of `shape`: a list, a scalar or float32 numbers are not converted here,
-    they are the task's mistake, named with the type expected and the type got."""
+    float64 numbers of `shape` (any byte order or memory layout): a list, a scalar or
+    float32 numbers are not converted here, they are the task's mistake, named with the
+    type expected and the type got."""
     def broken(rule):
         task = lab.task_of_function(name)
         return ContractError(f"{name} (Task {task}, {lab.file_of(task)}) {rule}")
@@ -150,7 +154,7 @@ def expect_shape(name, answer, shape, meaning):
         got = shown if shown.startswith("a ") else f"a {type(answer).__name__}, {shown}"
         raise broken(f"must return an array of shape {shape} (a numpy array of float64: "
                      f"{meaning}); it returned {got}")
-    if answer.dtype != np.float64:
+    if not is_float64(answer):
         raise broken(f"must return an array of shape {shape} of float64 numbers; it returned "
                      f"an array of {answer.dtype}" + (
                          " (arithmetic on the float64 inputs gives float64)"

@@ -7,6 +7,15 @@ so a bad call fails on its first line instead of deep inside the maths.
     @checked(contracts.may_start)
     def may_start(n_started, n_dropped, version, k, B):
         ...your code only...
+
+Numpy types follow one rule, in every check here and in lab/contracts.py: a numpy value
+is judged by its value, as the Python value it equals would be. A numpy int or float is a
+number (np.int64(7) is the whole number 7), np.True_ is True, and a float64 array is a
+float64 array whatever its byte order or memory layout (a view, a transpose, Fortran
+order, big-endian '>f8'). A numpy int is fine while its value fits in its type; past
+that, numpy's arithmetic wraps without a word, and the tests that check answers exactly,
+not these checks, find it (the docstrings of model_state_bytes and kv_cache_bytes
+say where).
 """
 import functools
 import inspect
@@ -56,6 +65,12 @@ def real_array(name, value):
         return array.astype(float, copy=False)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an array of numbers, got {show_short(value)}") from None
+
+
+def is_float64(answer):
+    """True for a numpy array of float64 numbers, in any byte order or memory layout."""
+    return isinstance(answer, np.ndarray) and answer.dtype.kind == "f" \
+        and answer.dtype.itemsize == 8
 
 
 def show_short(value, width=60):

@@ -28,8 +28,10 @@ def model_state_bytes(n_trained, n_frozen=0):
     in full, model_state_bytes(7e9), is 112e9 bytes = 112 GB.
 
     Returns an int (whole bytes), whatever whole numbers the counts are: ints,
-    numpy ints or whole floats such as 7e9 (for either count). Exact: int counts
-    past 2**53 (about 9e15) give every byte, which float arithmetic would round.
+    numpy ints or whole floats such as 7e9 (for either count). Exact for int counts
+    however large: past 2**53 (about 9e15), where float arithmetic rounds, and past
+    2**63 bytes (about 9.2e18), where numpy's int64 wraps (16 * 2**59 is 2**63, not
+    -2**63). Numpy int counts are exact while the bytes fit in int64 (below 2**63).
     """
     # BEGIN SOLUTION task1a
     # HINT: use TRAINED_BYTES and FROZEN_BYTES, and return an int.
@@ -51,9 +53,13 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
     token costs 2 * 28 * 4 * 128 * 2 = 57,344 bytes = 56 KiB.
 
     bytes_per_value may be a fraction: 0.5 for a 4-bit cache (2 * 28 * 4 * 128 * 0.5
-    = 14,336 bytes a token). Returns an int (whole bytes), 0 for n_tokens = 0, exact
-    for int arguments (past 2**53 too). Checked above it: the sizes are whole numbers,
-    n_tokens >= 0 and the others >= 1; bytes_per_value is a number > 0.
+    = 14,336 bytes a token). Returns an int (whole bytes): 0 for n_tokens = 0, and
+    939,524,096 (not 939524096.0) for a whole float such as n_tokens = 16384.0. Exact for
+    int arguments however large: past 2**53, where float arithmetic rounds, and past 2**63
+    bytes (about 9.2e18), where numpy's int64 wraps (2**53 + 1 tokens of Qwen2.5-7B are
+    516,508,834,063,867,502,592 bytes). Numpy int sizes are exact while the bytes fit in
+    int64 (below 2**63). Checked above it: the sizes are whole numbers, n_tokens >= 0 and
+    the others >= 1; bytes_per_value is a number > 0.
     """
     # BEGIN SOLUTION task1b
     # HINT: a key AND a value vector per layer, per KV head, per token.
@@ -89,8 +95,8 @@ def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_para
       GRPO + LoRA with a 40M-parameter adapter: 2 * 7e9 + 16 * 40e6 = 14.64 GB
 
     Every combination of algo, reference, reward_model and lora_params follows
-    these rules. Checked above it: n_params and lora_params are whole numbers,
-    0 <= lora_params <= n_params; reference is True or False.
+    these rules. Checked above it: n_params and lora_params are whole numbers (ints,
+    whole floats or numpy ints), 0 <= lora_params <= n_params; reference is True or False.
     Returns a float (GB), also when the GB are whole: 252.0, not 252.
     """
     # BEGIN SOLUTION task1c

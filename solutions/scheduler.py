@@ -28,7 +28,7 @@ def may_start(n_started, n_dropped, version, k, B):
 
     Example: B = 4, k = 0, version 0: True for n_started = 0..3, False at 4.
     With k = 1 the same lanes may start 8 before the first update.
-    Returns a bool (True or False).
+    Returns a bool (True or False; numpy's np.True_ and np.False_ count as those).
 
     The arguments are whole numbers: 0 <= n_dropped <= n_started, version >= 0,
     k >= 0, B >= 1 (checked above it; anything else is a ValueError).
@@ -46,14 +46,15 @@ def take_batch(finished, version, k, B, drop_stale=False):
     `finished` is the first-in, first-out list of finished responses: the order
     they finished in, which need not be the order of their ids, start times,
     lengths or tags. Change the list in place (remove what you take, keep the
-    order of the rest) and return the tuple (batch, dropped):
+    order of the rest) and return the tuple (batch, dropped): batch the list of
+    the B taken, oldest first (None when fewer than B remain), dropped the list
+    of the stale ones ([] without drop_stale).
       1. If drop_stale: remove every response with version - tag > k, set its
          "dropped" to True, and collect it in the list `dropped` (any order).
          This happens on every call, however many responses are waiting.
-         dropped = [] when drop_stale is False.
       2. Then, if at least B responses remain: remove the first B, set each
-         one's "lag" to version - tag, and return them as the list `batch`
-         (oldest first). Otherwise batch is None and the rest stay in `finished`.
+         one's "lag" to version - tag: they are `batch`. Otherwise batch is None
+         and the rest stay in `finished`.
     batch and dropped hold the same dict objects that were in `finished` on this
     call (not copies, and none kept from an earlier call: the simulator reads their
     lag and dropped flag from those dicts). Every dropped response has dropped True,

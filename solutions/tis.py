@@ -42,10 +42,10 @@ def importance_weights(logp_train, logp_infer, scheme, C=2.0):
       token     -> [[4, 0.25, 1]]      token_tis -> [[2, 0.25, 1]]
       seq       -> [[1, 1, 1]]         seq_tis   -> [[1, 1, 1]]
 
-    Returns a new (N, T) np.ndarray of float64, also for N = 1 or T = 1; logp_train
-    and logp_infer are not changed. Checked above it: real (not complex) arrays of one
-    shape, a known scheme, C >= 1; and afterwards, that the answer is such an array
-    (a list or float32 numbers are refused).
+    Returns a new (N, T) np.ndarray of float64 (any byte order or memory layout), also for
+    N = 1 or T = 1; logp_train and logp_infer are not changed. Checked above it: real (not
+    complex) arrays of one shape, a known scheme, C >= 1; and afterwards, that the answer
+    is such an array (a list or float32 numbers are refused).
     """
     # BEGIN SOLUTION task3a
     # HINT: start from log_w = logp_train - logp_infer; exponentiate last.
@@ -70,7 +70,8 @@ def pg_estimate(rewards, grad_logp, weights):
     Example: one sequence (N = 1) of two tokens, D = 1: r = [3],
     grad_logp = [[[1], [3]]], weights = [[1, 0.5]] -> 3 * (1*1 + 0.5*3) = [7.5].
 
-    Returns a (D,) np.ndarray of float64, also for N, T or D = 1. The rewards are used
+    Returns a (D,) np.ndarray of float64 (any byte order or memory layout), also for N,
+    T or D = 1. The rewards are used
     as they are (no baseline is subtracted here), and the inputs are not changed.
     Checked above it: real arrays of matching shapes (and afterwards, that the answer
     is a (D,) array of float64: a list or float32 numbers are refused).
@@ -95,9 +96,10 @@ def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
     Work in log space, as in Task 3a, and compare there too: log(low) <= log w <= log(high).
     A product over thousands of tokens overflows; its logarithm does not. Log-probabilities
     may be as low as -1000, where exp() gives 0 in float64. low = 0 means no lower bound
-    (log 0 = -inf). On the edges only the log-space test is exact: exp(log 3) is
-    3.0000000000000004 in float64, so a ratio on the edge high = 3 is kept, though
-    exp(log w) <= 3 would reject it.
+    (log 0 = -inf): every ratio up to high is kept, however small (e**-30 = 9.4e-14 and
+    e**-700 = 9.9e-305 as they are, not 0). On the edges only the log-space test is exact:
+    exp(log 3) is 3.0000000000000004 in float64, so a ratio on the edge high = 3 is kept,
+    though exp(log w) <= 3 would reject it.
 
     Returns a new (N, T) np.ndarray of float64 (checked afterwards, as in Task 3a).
 

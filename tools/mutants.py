@@ -58,6 +58,12 @@ MUTANTS = [
     Mutant("1a", "int() on the trained bytes only (a float for a float n_frozen)",
            "return int(TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen)",
            "return int(TRAINED_BYTES * n_trained) + FROZEN_BYTES * n_frozen"),
+    Mutant("1a", "returned a numpy int64 (OverflowError past 2**63 - 1 bytes)",
+           "return int(TRAINED_BYTES", "import numpy as np\n    return np.int64(TRAINED_BYTES"),
+    Mutant("1a", "made the counts numpy int64 first (wraps past 2**63 - 1 bytes)",
+           "return int(TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen)",
+           "import numpy as np\n"
+           "    return int(TRAINED_BYTES * np.int64(n_trained) + FROZEN_BYTES * np.int64(n_frozen))"),
     Mutant("1b", "int(bytes_per_value): a 4-bit cache (0.5) costs 0 bytes",
            "n_tokens * bytes_per_value)", "n_tokens * int(bytes_per_value))"),
     Mutant("1b", "no int(): a float for a fractional bytes_per_value",
@@ -67,6 +73,13 @@ MUTANTS = [
            "return int(2 * n_layers", "return int(2.0 * n_layers"),
     Mutant("1b", "0.0 (a float) for an empty cache",
            "return int(2 * n_layers", "return 0.0 if n_tokens == 0 else int(2 * n_layers"),
+    Mutant("1b", "np.prod of the sizes in int64 (wraps past 2**63 - 1 bytes)",
+           "return int(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)",
+           "import numpy as np\n"
+           "    return int(np.prod([2, n_layers, n_kv_heads, head_dim, n_tokens]) * bytes_per_value)"),
+    Mutant("1b", "int() of the bytes per token, times n_tokens (a float for 16384.0 tokens)",
+           "return int(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)",
+           "return int(2 * n_layers * n_kv_heads * head_dim * bytes_per_value) * n_tokens"),
     Mutant("1b", "KV cache without the factor 2 for K and V",
            "return int(2 * n_layers", "return int(n_layers"),
     Mutant("1b", "ignored bytes_per_value (always bf16)",
@@ -109,6 +122,11 @@ MUTANTS = [
            "model_state_bytes(n_params, n_params * (n_trained_models - 1 + reference))"),
     Mutant("1c", "ignored lora_params",
            "if lora_params > 0:", "if False:"),
+    Mutant("1c", "made the counts numpy int64 (wraps past 2**63 - 1 bytes)",
+           '    n_trained_models = 2 if algo == "ppo" else 1',
+           "    import numpy as np\n    n_params, lora_params = np.int64(n_params), "
+           "np.int64(lora_params)\n"
+           '    n_trained_models = 2 if algo == "ppo" else 1'),
     Mutant("1c", "an int when the GB are whole (252, not 252.0)",
            "return total / 1e9", "gb = total / 1e9\n    return int(gb) if gb.is_integer() else gb"),
 
@@ -320,6 +338,11 @@ MUTANTS += [
            "log_ratio.mean(axis=1, keepdims=True)"),
     Mutant("3c", "band 1% wider than [low, high] (a tolerance at the edges)", BAND,
            "inside = (np.log(low * 0.99) <= log_ratio) & (log_ratio <= np.log(high * 1.01))"),
+    Mutant("3c", "put a floor of 1e-12 under low, to dodge log(0)", BAND,
+           "inside = (np.log(max(low, 1e-12)) <= log_ratio) & (log_ratio <= np.log(high))"),
+    Mutant("3c", "put float64's smallest normal number under low, to dodge log(0)", BAND,
+           "inside = (np.log(max(low, np.finfo(float).tiny)) <= log_ratio) "
+           "& (log_ratio <= np.log(high))"),
     Mutant("3c", "compared the band in linear space (exp(log 3) > 3 in float64)", BAND,
            "inside = (low <= np.exp(log_ratio)) & (np.exp(log_ratio) <= high)"),
     Mutant("3c", "returned a list, not an array",
