@@ -45,7 +45,7 @@ def label_ends(ax, lines, fontsize=8.5):
     ends = [(line, end) for line, end in ends if all(map(math.isfinite, end))]
     if not ends:  # nothing finite to name (a log axis of zeros, say)
         return
-    gap = 1.2 * fontsize / height_pt  # one line of text, as a share of the panel's height
+    gap = 1.5 * fontsize / height_pt  # a line of text and a little air, as a share of the panel
     heights = spread([end[1] for _, end in ends], gap, low=gap / 2, high=1 - gap / 2)
     x_text = max(end[0] for _, end in ends) + 16 / width_pt
     for (line, end), y in zip(ends, heights):

@@ -327,6 +327,20 @@ def test_bad_gradescope_path_refused_before_tests(tmp_path, path, problem):
 
 # ---------------------------------------------------------------- run.py
 
+def test_run_skip_names_the_first_task_not_done(tmp_path):
+    """A part skipped for a TODO names its first task not done, whichever its code calls
+    first: 1a, then (with 1a done) 1b; 2a before 2b."""
+    dest = lab_copy(tmp_path)
+    code, out, seconds = run(dest, "run.py")
+    assert "Part 1: skipped, Task 1a model_state_bytes (memory.py)" in out, out
+    assert "Part 2: skipped, Task 2a may_start (scheduler.py)" in out, out
+    stub = (dest / "memory.py").read_text()
+    solved_1a = (ROOT / "solutions" / "memory.py").read_text().split("@checked")[1]
+    (dest / "memory.py").write_text(stub + "\n\n@checked" + solved_1a)  # 1a, and 1b a TODO
+    code, out, seconds = run(dest, "run.py")
+    assert "Part 1: skipped, Task 1b kv_cache_bytes (memory.py)" in out, out
+
+
 def test_run_part_loop_is_stopped_and_files_saved(tmp_path):
     dest = lab_copy(tmp_path, memory=None, scheduler=SWALLOW)
     code, out, seconds = run(dest, "run.py")
@@ -356,8 +370,8 @@ def test_run_backstop_saves_parts_done(tmp_path):
 
 
 def test_run_blank_todo_and_given_code_failure(tmp_path):
-    dest = lab_copy(tmp_path, tis="\ndef importance_weights(*args, **kwargs):\n"
-                                  "    raise NotImplementedError\n")
+    dest = lab_copy(tmp_path, memory=None, tis="\ndef importance_weights(*args, **kwargs):\n"
+                                               "    raise NotImplementedError\n")
     mismatch, memory = (dest / "experiments" / f"{name}.py" for name in ("part3_mismatch",
                                                                          "part1_memory"))
     mismatch.write_text(mismatch.read_text().replace(
