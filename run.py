@@ -25,7 +25,7 @@ from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTH_BUDGETS,
                              masked_sweep, memory_table, mismatch_sweep, scheduling_sweep,
                              staleness_sweep, timeline)
 from lab.gpu_model import gpu_comparison, gpu_sweep
-from lab.gpu_presets import KV_READ, PRESETS
+from lab.gpu_presets import PRESETS
 from lab.staleness import TARGET_KL
 from lab.input_checks import ContractError
 from lab.model_shapes import GPU_GB
@@ -122,40 +122,46 @@ def print_timeline(t):
 
 
 def print_gpu_model(g):
-    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}")
+    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}: a bound, "
+          "walked down")
     print(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
-          f"length {g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
-    print(f"  trainer passes per token: {g['sync_passes']} synchronous "
-          f"(efficiency {g['sync_efficiency']:.3f}), {g['async_passes']} asynchronous "
-          f"({g['async_efficiency']:.3f}); {g['n_steps']} batches")
-    print(f"  {'fitted to':<42}{'model':>10}{'target':>11}{'ratio':>8}")
-    for what, predicted, published, ratio in g["fit"]:
-        print(f"  {what:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
-    print(f"  {'held out':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
-    for what, predicted, published, ratio in g["held_out"]:
-        print(f"  {what:<42}{predicted:>10.2f}{published:>11.2f}{ratio:>8.2f}")
-    if g["implied"]:
-        i = g["implied"]
-        print(f"  at the {i['tokens_per_sequence']:,.0f} tokens a sequence that the published "
-              f"k = 0 rate and hours imply:")
-        print(f"    a synchronous step takes {i['seconds']:.0f} s, published "
-              f"{i['published_seconds']:.0f} s")
+          f"length {g['mean_len']:,.0f} (sigma {g['sigma']:.2f}), {g['slots']} responses per "
+          f"engine at most; {g['n_steps']} batches")
+    say(f"  set from a published number: {g['set_number']}")
+    for what, model, target, ratio in g["set"]:
+        print(f"    given back: {what} {model:,.2f} against {target:,.2f} ({ratio:.3f})")
+    print(f"  {'walk down (cumulative)':<44}{'sync s':>9}{'sync h':>8}{'async s':>9}"
+          f"{'async h':>8}")
+    for w in g["walk"]:
+        print(f"  {w['name']:<44}{w['sync_seconds']:>9.1f}{w['sync_hours']:>8.2f}"
+              f"{w['seconds']:>9.1f}{w['hours']:>8.2f}")
+    print(f"  {'published':<44}{'':>9}{g['published']['sync_hours']:>8.2f}{'':>9}"
+          f"{g['published']['async_hours']:>8.2f}")
+    print(f"  {'held out':<40}{'bound':>9}{'predicted':>10}{'published':>10}{'ratio':>7}"
+          f"{'residual':>10}")
+    for what, predicted, published, ratio, bound, same in g["held_out"]:
+        b = "" if bound is None else f"{bound:.2f}"
+        note = f"  (= {same})" if same and same != "derived" else (
+            "  (derived)" if same else "")
+        print(f"  {what:<40}{b:>9}{predicted:>10.2f}{published:>10.2f}{ratio:>7.2f}"
+              f"{published - predicted:>+10.2f}{note}")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of it")
-    say("  asynchronous at the published split: " + ", ".join(
-        f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
     a = g["asynchronous"]
     print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
           f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)")
-    print("  where each value comes from (lab/gpu_presets.py names the sources):")
+    print("  where each cost comes from (lab/gpu_presets.py names the sources):")
+    for w in g["walk"][1:]:
+        say(f"    {w['name']}: {w['source']}")
+    print("  and the configuration:")
     for what, source in g["notes"]:
         say(f"    {what}: {source}")
 
 
 def print_gpu_sweep(w):
-    say(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
-          f"seconds per step, synchronous (k = 0) against k = {w['k']}")
+    say(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate), "
+        f"walked down: seconds per step, synchronous (k = 0) against k = {w['k']}")
     print(f"  {'':<26}{'S':>6}{'group':>7}{'cap':>8}{'sync s':>9}{'async s':>9}{'speedup':>9}"
           f"{'max lag':>9}{'token lag':>11}")
     for r in w["rows"]:
@@ -164,16 +170,20 @@ def print_gpu_sweep(w):
               f"{r['max_lag']:>9}{r['token_lag']:>11.2f}")
     lanes = w["lanes"]
     say(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
-          f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
+        f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
     for r in lanes["rows"]:
         print(f"  {r['variant']:<26}" + "".join(f"{g:>7.2f}x" for g in r["gain"])
               + "   max lag " + ", ".join(map(str, r["max_lag"])))
-    say("  The decode step against a measurement (MEMGAP: vLLM, OPT-1.3B on an H100, 161 + 338 "
-        "tokens): mean DRAM read share of peak, by batch")
-    print(f"  {'batch':<26}" + "".join(f"{r['batch']:>7}" for r in w["dram"]))
-    for key, label in (("measured", "measured"), ("model", f"model, KV at {KV_READ:.2f}"),
-                       ("full", "model, KV at 1.00")):
-        print(f"  {label:<26}" + "".join(f"{r[key]:>7.1%}" for r in w["dram"]))
+    say("  MEMGAP's decode steps read back (vLLM 0.5, OPT-1.3B, 161 + 338 tokens, under "
+        "Nsight): what that GPU delivered, and the peak its counter shares imply")
+    print(f"  {'batch':<26}" + "".join(f"{r['batch']:>8}" for r in w["memgap"]))
+    for key, label, fmt in (("step_ms", "step, ms (measured)", "{:>8.2f}"),
+                            ("bytes_gb", "read a step, GB", "{:>8.2f}"),
+                            ("delivered_tb_s", "delivered, TB/s", "{:>8.2f}"),
+                            ("share", "DRAM read share", "{:>8.1%}"),
+                            ("implied_peak_tb_s", "implied peak, TB/s", "{:>8.2f}"),
+                            ("h800_sheet_ms", "at 3.35 TB/s, ms", "{:>8.2f}")):
+        print(f"  {label:<26}" + "".join(fmt.format(r[key]) for r in w["memgap"]))
 
 
 def print_mismatch(m):
@@ -470,11 +480,11 @@ def parser():
                    help="GPU-time units one update costs, for --equal-hardware "
                         "(default: --gpus x --train-time)")
     p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
-                   help="predict a published run's hours on the GPU model (docs/gpu-model.md); "
-                        "all: the three presets")
+                   help="a published run on the GPU model: the bound, each cost of the walk "
+                        "down, the published numbers (docs/gpu-model.md); all: the three presets")
     p.add_argument("--gpu-sweep", action="store_true",
-                   help="how the GPU model's speedup depends on S, group size and the length "
-                        "cap (a PNG of its own)")
+                   help="how the walked-down GPU model's speedup depends on S, group size, the "
+                        "length cap and the concurrency cap (a PNG of its own)")
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
     if lab.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to

@@ -1,9 +1,11 @@
-"""The --preset figure (given): predicted against published numbers, and the tail of a step.
+"""The --preset figure (given): the bound walked down to the published hours, beside what
+each preset is compared with.
 
 Kept apart from lab/figure.py: one figure per file of the optional parts that
-have their own module. A row per preset: on the left what it is compared with
-(AReaL's Fig. 7 throughput over k, Table 2's hours, verl's seconds per phase), on
-the right the engine that finished last in one synchronous step.
+have their own module. A row per preset: on the left the waterfall (the bound, each
+cost of the walk, the prediction, and the residual up to the published hours, shaded),
+synchronous and asynchronous; on the right AReaL's Fig. 7 throughput over k (bound,
+predicted, published), verl's seconds per phase, or the hours.
 """
 from matplotlib.figure import Figure
 
@@ -16,32 +18,64 @@ def draw(results, path):
     """Save rl_systems_gpu_model.png: a row per preset."""
     runs = results["gpu_model"]
     rows = len(runs) if runs else 1
-    fig = Figure(figsize=(12, 3.8 * rows))
-    axes = fig.subplots(rows, 2, squeeze=False, gridspec_kw=dict(width_ratios=(1.3, 1)))
+    fig = Figure(figsize=(13, 4.2 * rows))
+    axes = fig.subplots(rows, 2, squeeze=False, gridspec_kw=dict(width_ratios=(1.2, 1)))
     if not runs:
-        for ax, title in zip(axes[0], ("GPU model: predicted against published",
-                                       "GPU model: the slowest engine's tail")):
+        for ax, title in zip(axes[0], ("GPU model: the bound, walked down",
+                                       "GPU model: predicted against published")):
             placeholder(ax, results["unavailable"]["GPU model"])
             ax.set_title(f"{title} (Tasks 1 and 2)", fontsize=10)
-    for (ax_left, ax_tail), g in zip(axes, (runs or {}).values()):
+    for (ax_walk, ax_right), g in zip(axes, (runs or {}).values()):
+        waterfall_panel(g, ax_walk)
         if g["published"]["curve"]:
-            curve_panel(g, ax_left)
+            curve_panel(g, ax_right)
         elif g["scaling"]:
-            phase_panel(g, ax_left)
+            phase_panel(g, ax_right)
         else:
-            hours_panel(g, ax_left)
-        tail_panel(g, ax_tail)
+            hours_panel(g, ax_right)
     fig.tight_layout()
     fig.savefig(path, pil_kwargs={"compress_level": 1})
 
 
+WALKS = (("sync_hours", "sync_hours", "synchronous"), ("hours", "async_hours", "asynchronous"))
+
+
+def waterfall_panel(g, ax):
+    """Hours from the bound through each cost (a bar for what it adds) to the prediction,
+    then the residual to the published hours shaded: synchronous above, asynchronous below."""
+    walk = g["walk"]
+    labels = ["bound"] + [w["name"] for w in walk[1:]] + ["residual"]
+    for row, (key, published_key, mode) in enumerate(WALKS):
+        dy = 0.2 if row == 0 else -0.2
+        values = [w[key] for w in walk]
+        y = [i + dy for i in range(len(labels))]
+        ax.barh(y[0], values[0], 0.38, color=PREDICTED if row else "tab:cyan",
+                label=f"{mode}: bound and costs")
+        for i in range(1, len(values)):
+            ax.barh(y[i], values[i] - values[i - 1], 0.38, left=values[i - 1],
+                    color=PREDICTED if row else "tab:cyan")
+        published = g["published"][published_key]
+        ax.barh(y[-1], published - values[-1], 0.38, left=values[-1], color="0.8",
+                hatch="//", edgecolor="0.5", label=f"{mode}: residual" if row else "residual")
+        ax.plot([published, published], [y[-1] - 0.19, y[-1] + 0.19], color=PUBLISHED, lw=2,
+                label="published" if row else None)
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"hours for {g['n_steps']} batches (cyan: synchronous, blue: asynchronous)")
+    ax.set_title(f"{g['preset']}: the bound walked down to the published hours", fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+
+
 def curve_panel(g, ax):
-    """Trained tokens per second against the staleness bound k: the model, Fig. 7."""
+    """Trained tokens per second against the staleness bound k: bound, walked down, Fig. 7."""
     labels = [k for k, _ in g["published"]["curve"]]
     published = [v / 1e3 for _, v in g["published"]["curve"]]
     predicted = [g["sync"]["throughput"] / 1e3] + [r["throughput"] / 1e3 for r in g["by_k"]]
+    bound = [g["bound"]["sync_throughput"] / 1e3] + [r["throughput"] / 1e3
+                                                     for r in g["bound"]["by_k"]]
     x = range(len(labels))
-    ax.plot(x, predicted, "o-", color=PREDICTED, label="GPU model (k = 0 fitted, rest predicted)")
+    ax.plot(x, bound, "^:", color="0.5", label="bound (perfect pipeline)")
+    ax.plot(x, predicted, "o-", color=PREDICTED, label="walked down (predicted)")
     ax.plot(x, published, "s--", color=PUBLISHED, label="AReaL v0.3, Fig. 7 (published)")
     ax.set_xticks(list(x), ["∞" if k == "no bound" else k for k in labels])
     ax.set_xlabel("staleness bound k")
@@ -97,8 +131,9 @@ def phase_panel(g, ax):
 
 
 def published_scaling(g):
-    """The README's numbers for each row of g['scaling'], from the held-out list."""
-    table = {what: published for what, _, published, _ in g["held_out"] + g["fit"]}
+    """The README's numbers for each row of g['scaling'], from the held-out list and the
+    set number."""
+    table = {row[0]: row[2] for row in g["held_out"]}
     rows = []
     for r in g["scaling"]:
         if r["mode"] == "colocated":
@@ -107,21 +142,3 @@ def published_scaling(g):
         else:
             rows.append(dict(step=table[f"{r['mode']}: step s"]))
     return rows
-
-
-def tail_panel(g, ax):
-    """Tokens per second of the engine that finished last over one synchronous step's
-    generation, with the time by which 90% of the step's responses had finished."""
-    s = g["sync"]
-    points = s["tokens_per_second"]
-    ax.step([t for t, _ in points], [v for _, v in points], where="post", color=PREDICTED)
-    ax.axvline(s["t90"], color="black", linestyle=":",
-               label=f"90% of responses done: the last 10% take {s['tail_share']:.0%}")
-    ax.set_xlim(0, s["generation_seconds"])
-    ax.set_ylim(0, None)
-    ax.set_xlabel("seconds into one synchronous step's generation")
-    ax.set_ylabel("tokens per second, one engine")
-    engine = f"{g['tp']} x {g['gpu']}" if g["tp"] > 1 else f"1 {g['gpu']}"
-    ax.set_title(f"{g['preset']}: the last of {s['engines']} engines ({engine} each) "
-                 f"to finish", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
