@@ -145,6 +145,8 @@ def print_gpu_model(g):
             "  (derived)" if same else "")
         print(f"  {what:<40}{b:>9}{predicted:>10.2f}{published:>10.2f}{ratio:>7.2f}"
               f"{published - predicted:>+10.2f}{note}")
+    say(f"  the residual (published - predicted) is what the walk leaves unpriced; likeliest: "
+        f"{g['residual_causes']}")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of it")

@@ -33,10 +33,10 @@ from lab.gpu_presets import (CHECKPOINT_EVERY, H800, MEMGAP_NEW,
                              PROMPT_TOKENS, Costs, capped_moment, context,
                              flops_per_token, forward_flops, multiplied, passes)
 
-# The asynchronous runs simulate 1/shard of the engines and of each batch (fewer shares if
-# too few engines): a quarter up to k = 4, the presets' published bounds, where generation
-# can bind; an eighth beyond. tools/check_shard.py checks both against the whole cluster.
-SHARD_TIGHT, SHARD = 8, 8
+# The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
+# groups in flight (fewer shares if too few engines): an eighth, which keeps each preset's
+# walk within its time budget; tools/check_shard.py checks it against the whole cluster.
+SHARD = 8
 WINDOW = 8  # steps measured after the warm-up of 2 (min(k, 8) + 1) steps
 # Synchronous runs (k = 0) simulate the whole cluster: a step waits for its longest
 # response, and a share of a batch draws fewer long ones. Each step starts from empty
@@ -53,7 +53,7 @@ def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
 
       step  = overhead + max(2 N / (tp * bandwidth), n * 2 N / (tp * peak FLOP/s))
               + C * kv_per_token / (tp * bandwidth)          (+ 2 all-reduces a layer, tp > 1)
-      train = save (+ reward + poll if sync)
+      train = save (+ reward if sync)
               + flops_per_token(model, trainer, context) * tokens / (train_gpus * peak * eff)
       slots = min(engine limit, (memory_fraction * tp * GPU memory - all weights)
                                 / (kv_per_token * held))
@@ -62,8 +62,8 @@ def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
     read whole and no token multiplies; held = prompt + E[L^2] / (2 E[L]), the tokens a
     slot holds on average when its KV cache grows with the response (paged, as in vLLM and
     SGLang). The poll is charged to the synchronous run's servers, which wait for it idle
-    (in the asynchronous run they go on generating meanwhile). weights and kv_per_token come from Task 1
-    (model_state_bytes(0, n), kv_cache_bytes).
+    (in the asynchronous run they go on generating meanwhile). weights and kv_per_token
+    come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
     """
     m, gpu, tp = preset.model, preset.gpu, preset.tp
     read = memory.model_state_bytes(0, int(multiplied(m)))   # 2 bytes each, bf16
@@ -107,14 +107,13 @@ def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, c=Costs(), 
     step, lags, and the run itself. k None: no staleness bound; k = 0 is a synchronous run
     (its reward, poll and no KV recompute: costs). slots: responses per engine at most, if
     not the number of `costs`; shard: simulate 1/shard of the cluster (at most one engine's
-    worth per shard; by default SHARD_TIGHT for k <= 4, SHARD beyond), with 1/shard of the
-    cap on groups in flight.
+    worth per shard; SHARD by default), with 1/shard of the cap on groups in flight.
 
     Checkpoints are charged after the run, exactly as if every CHECKPOINT_EVERY seconds the
     whole pipeline stopped for c.checkpoint seconds: seconds / (1 - checkpoint / every).
     """
     k = NO_BOUND if k is None else k
-    shard = shard or (SHARD_TIGHT if k <= 4 else SHARD)
+    shard = shard or SHARD
     shard = max(1, min(shard, gen_gpus // preset.tp))
     warmup = warmup or 2 * (min(k, 8) + 1)
     step, train, limit, swap = costs(memory, preset, train_gpus / shard, trainer, c, k == 0)
@@ -290,6 +289,7 @@ def gpu_comparison(scheduler, memory, name, shard=None):
         gen_gpus=p.gen_gpus, tp=p.tp, prompts=p.prompts, group_size=p.group_size,
         max_len=p.max_len, sigma=p.sigma, median_len=p.median_len, mean_len=mean_len(p),
         k=p.k, n_steps=p.n_steps, baseline=p.baseline, set_number=p.set_number,
+        residual_causes=p.residual,
         max_running=p.max_running, pin=p.pin, engine_limit=p.engine_limit,
         sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
         slots=sync["slots"], walk=walk,
@@ -343,7 +343,7 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
       no concurrency cap    AReaL's 512 groups in flight lifted
     Admitted one by one, long responses are deferred for many steps before the pool of
     responses in flight settles, so that row measures 30 steps after 40 of warm-up.
-    shard: as in `run` (a quarter of the cluster at k = 4).
+    shard: as in `run`.
     """
     p = PRESETS[name]
     cs, ca = walk_costs(p, "sync")[-1][1], walk_costs(p, "async")[-1][1]

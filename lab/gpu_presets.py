@@ -1,11 +1,12 @@
 """Published RL runs as presets for the GPU model (given): every number with its source.
 
 A preset is a run's sourced configuration. Run as a perfect pipeline (no per-step
-overhead, trainer at peak FLOP/s, nothing between updates) it gives a bound; WALK then
-adds the real pipeline's costs one at a time. Each value is cited (repository, path and
-commit; paper and table; or URL), or marked ASSUMED with its range and the reason, or
-SET from one published number (at most one per run: docs/gpu-model.md names the set
-and the held-out numbers). Nothing here was tuned to a held-out number.
+overhead, trainer at peak FLOP/s, nothing between updates) it gives a bound; its walk
+(areal_walk, VERL_WALK) then adds the real pipeline's costs one at a time. Each value is
+cited (repository, path and commit; paper and table; or URL), or marked ASSUMED with its
+range and the reason, or SET from one published number (at most one per run:
+docs/gpu-model.md names the set and the held-out numbers). Nothing here was tuned to a
+held-out number.
 `python run.py --preset NAME` runs one.
 
 Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
@@ -28,7 +29,7 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               realhf/system/gserver_manager.py (_round_robin_schedule, the default policy
                of realhf/api/cli_args.py's AsyncRLOptions; "qid prompt (n samples) use the
                same dst server"; allocate_rollout admits while running <
-               max_concurrent_rollouts; the poll loop sleeps 5 s and then calls
+               max_concurrent_rollouts; its poll loop, every 5 s, calls
                /update_weights_from_disk on every server, interrupting requests);
               realhf/api/cli_args.py (max_concurrent_rollouts "Defaults to train batch
                size"; SGLang max_running_requests None), realhf/experiments/async_exp/
@@ -73,13 +74,8 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               the _32 and _64 folders' scripts: the same offload, gen_tp and fsdp_size)
               (offload=True: parameters and optimizer on the CPU, fsdp_size 2, gen_tp 4,
                enable_gradient_checkpointing=True, no KL)
-  VERL_SCRIPT volcengine/verl recipe/fully_async_policy/exp/qwen2-7B-math_128/fsdp2_fully-async_64-64/
-              dapo_qwen2-7B-math_28k_fsdp2_fully-async_64-64_mbs32_tfq4.sh @ 34cf9e7b91fbabb6761a74047bf33fe13bfb5318
-              (actor_offload=False, gen_tp 4, gpu_memory_utilization 0.80,
-               max_response_length 28672, max_prompt_length 2048, no KL, rollout log-probs
-               used; it sets staleness_threshold 1, where VERL_README's runs state 0.5)
-  VERL_DEFAULTS volcengine/verl verl/trainer/config/ppo_trainer.yaml @ 34cf9e7b91fbabb6761a74047bf33fe13bfb5318
-              (enable_gradient_checkpointing: true, the async script's default)
+  VERL_DEFAULTS volcengine/verl verl/trainer/config/_generated_ppo_trainer.yaml @ 19997f9
+              (enable_gradient_checkpointing: true; VERL_RUN does not change it)
   SGLANG_1401 https://github.com/sgl-project/sglang/pull/1401 (Llama-3-8B, batch 1,
               FlashInfer with CUDA graph: median decode step 7.35 ms)
   MEMGAP      FerranAgulloLopez/vLLMBatchingMemoryGap @ a9186347e6146b4547ed25674b4e9034eb1e9abf,
@@ -136,7 +132,7 @@ H800 = GPU("H800", 80, 3.35e12, 989e12, "H100_SHEET (H800 = H100 SXM memory and 
 H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 
 # MEMGAP's own step times (seconds per decode step: "Decode elapsed time" / 337 steps) and
-# DRAM read shares, OPT-1.3B (24 layers, hidden 2,048: 196,608 KV bytes a token) with
+# DRAM read shares, OPT-1.3B (24 layers, 32 heads of 64: 196,608 KV bytes a token) with
 # prompts of 161 tokens and 338 new ones. Read back, they give the bandwidth that GPU
 # delivered and the peak its counter shares imply (lab.gpu_model.memgap_reread): a GPU
 # of about 1.4-1.6 TB/s, not an H100 SXM, so nothing of it is applied to the presets.
@@ -144,7 +140,7 @@ MEMGAP_STEP = {1: 1.357165 / 337, 32: 2.198139 / 337, 64: 3.131637 / 337,
                128: 4.918801 / 337, 256: 8.884489 / 337, 512: 17.192362 / 337}
 MEMGAP_SHARES = {1: 0.410, 32: 0.449, 64: 0.468, 128: 0.502, 256: 0.504, 512: 0.504}
 MEMGAP_PROMPT, MEMGAP_NEW = 161, 338
-MEMGAP_WEIGHTS, MEMGAP_KV_PER_TOKEN = 2.4509 * 2**30, 2 * 24 * 2048 * 2
+MEMGAP_WEIGHTS = 2.4509 * 2**30
 
 # Engines' own limits on responses at once (the KV memory may allow more).
 VLLM_MAX_NUM_SEQS = 1024     # VLLM_LIMIT
@@ -399,6 +395,7 @@ class Preset(NamedTuple):
     pin: bool = False           # a group's responses on one engine, round-robin
     walk: tuple = ()            # the Costs charged one at a time below the bound
     set_number: str = ""        # the one published number the preset's lengths come from
+    residual: str = ""          # what the residual likeliest holds (costs with no published size)
 
 
 # Held out: what the presets are compared with. verl's rows by GPU count (colocated) and
@@ -440,7 +437,11 @@ PRESETS = {
         AREAL_ASYNC_TRAINER, AREAL_SYNC_HOURS, 14.8, AREAL_FIG7, (),
         AREAL_NOTES + (("SGLang memory fraction 0.8", "AREAL_CFG"),),
         SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_15B),
-        "mean response = Fig. 7's k = 0 rate x Table 2's 41.0 h / 2,048,000 sequences - prompt"),
+        "mean response = Fig. 7's k = 0 rate x Table 2's 41.0 h / 2,048,000 sequences - prompt",
+        "a trainer below the ASSUMED 0.40 (at 0.25, the bottom of its range, the asynchronous "
+        "step would be about 217 s against 213 s published, the synchronous one about 64 s "
+        "longer); SGLang slower than roofline + 2.56 ms a step at about 85 long responses an "
+        "engine; prefill, data transfer and scheduling between workers (no published sizes)"),
     "areal-7b": Preset(
         "areal-7b", "AReaL v0.3, R1-Distill-Qwen-7B, 24 nodes", R1_7B, H800, 192, 144, 1, 0.7,
         512, 16, 27_648, AREAL_7B_MEDIAN, AREAL_7B_SIGMA, 4, 250, "disaggregated",
@@ -448,7 +449,10 @@ PRESETS = {
         AREAL_NOTES + (("SGLang memory fraction 0.7", "AREAL_ALLOC"),),
         SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_7B),
         "none from this run: mean response from AREAL_V02's 95k tokens/s x 90 h over "
-        "400 x 8,192 sequences - prompt"),
+        "400 x 8,192 sequences - prompt",
+        "the synchronous step's generation, data transfer and trainer efficiency (no "
+        "published sizes); checkpoints, the largest ASSUMED cost (40 s an asynchronous step), "
+        "the most uncertain"),
     "verl-7b": Preset(
         "verl-7b", "verl fully async, Qwen2.5-Math-7B, 128 x H20", MATH_7B, H20, 128, 64, 4, 0.8,
         512, 16, VERL_CAP, median_for_mean(VERL_MEAN_LEN, VERL_SIGMA, VERL_CAP),
@@ -464,5 +468,9 @@ PRESETS = {
          ("lognormal shape as AReaL 1.5B's", "ASSUMED: verl publishes no length statistics"),
          ("prompt 200 tokens", "ASSUMED: unpublished")),
         VLLM_MAX_NUM_SEQS, None, False, VERL_WALK,
-        "mean response from the 64:64 update_actor, 113.16 s, at the ASSUMED efficiency"),
+        "mean response from the 64:64 update_actor, 113.16 s, at the ASSUMED efficiency",
+        "the colocated trainer's offload to the CPU (published, its update_actor on 128 GPUs "
+        "is as long as the non-offloaded one on 64); a fixed cost of old_log_prob; the hybrid "
+        "engine's switches; generation at verl's unpublished lengths; in the 64:64 run the "
+        "trainer waits for samples (the README's 33.14 s of gen)"),
 }
