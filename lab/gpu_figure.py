@@ -56,7 +56,7 @@ def waterfall_panel(g, ax):
                     color=PREDICTED if row else "tab:cyan")
         published = g["published"][published_key]
         ax.barh(y[-1], published - values[-1], 0.38, left=values[-1], color="0.8",
-                hatch="//", edgecolor="0.5", label=f"{mode}: residual" if row else "residual")
+                hatch="//", edgecolor="0.5", label=f"{mode}: residual")
         ax.plot([published, published], [y[-1] - 0.19, y[-1] + 0.19], color=PUBLISHED, lw=2,
                 label="published" if row else None)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
