@@ -3,15 +3,17 @@
 Part 2's lanes each take one time unit per mean response, whatever else runs.
 A real generation engine (one GPU, or tp GPUs sharing one copy of the model)
 decodes up to S responses together: each decode step reads the weights once and
-the KV cache of every active response, and adds one token to each. So a step of
-an engine costs
+the KV cache of every active response, and adds one token to each. Reading the
+weights and multiplying them with the n tokens overlap (the matrix multiplies
+stream the weights they read), so a step of an engine costs
 
-    step seconds = a + c * n + b * C        (Step(a, b, c) below)
+    step seconds = o + max(a, c * n) + b * C        (Step(a, b, c, o) below)
 
-  a: reading the bf16 weights (2 * n_params / bandwidth) plus a fixed per-step
-     overhead (scheduling, sampling, kernel launches);
-  c: the matrix multiplies of one response's token (2 * n_params / FLOP/s);
+  a: reading the bf16 weights that are read whole each step (2 * N / bandwidth,
+     N without the input embedding, of which a step reads one row per token);
+  c: the matrix multiplies of one response's token (2 * N / FLOP/s);
   b: reading one token of KV cache (KV bytes per token / bandwidth);
+  o: a fixed per-step overhead (scheduling, sampling, kernel launches), 0 in a bound;
   n, C: the engine's active responses, and the tokens in their KV caches.
 
 Convention: a response that has generated g tokens reads prompt + g tokens of
@@ -23,7 +25,7 @@ boundary: continuous batching.
 Between two events an engine's n contexts each grow by one token a step, so
 from a boundary with C0 tokens in flight, m steps take
 
-    T(m) = m * (a + c * n + b * C0) + b * n * m * (m - 1) / 2
+    T(m) = m * (o + max(a, c * n) + b * C0) + b * n * m * (m - 1) / 2
 
 That gives every finish in closed form, and the boundary at or after any time
 from the quadratic's root: the loop jumps from event to event, never over tokens.
@@ -32,8 +34,15 @@ Training works as in scheduler_core: B counts groups of `group_size` responses
 to one prompt (GRPO's unit; a group finishes when its last response does), the
 trainer takes B finished groups with take_batch and trains for
 train(tokens) seconds, tokens = prompt + response tokens of the whole batch.
-A group starts when may_start allows it and the engines have group_size free
-slots; each response goes to the engine with the fewest active responses.
+A group starts when may_start allows it, fewer than max_running groups are
+running (AReaL's max_concurrent_rollouts) and the engines have group_size free
+slots. Placement: each response to the engine with the fewest active responses,
+or (pin=True, as AReaL's gserver manager does) all of a group's responses to one
+engine, taken round-robin; an engine without group_size free slots is passed over
+(SGLang would queue the group there, so this is the optimistic side). When an
+update ends, each engine pauses swap(C) seconds before its next step (swap: a
+Linear of the tokens C in its KV caches: reloading the weights, and recomputing
+the KV of the interrupted responses), idle engines swap.fixed.
 
 With S = 1, group_size 1, a = 1, b = c = 0, no prompt and a constant train time,
 this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py checks it).
@@ -62,22 +71,25 @@ class Linear(NamedTuple):
 
 class Step(NamedTuple):
     """Seconds of one decode step of an engine with n active responses and C tokens of KV:
-    fixed + per_response * n + per_token * C.
+    overhead + max(weights, per_response * n) + per_token * C (weights read and matrix
+    multiplies overlap; the KV read comes on top).
 
-    Example: Step(0.01, 1e-8, 1e-4)(1000, 2) == 0.01021.
+    Example: Step(0.01, 1e-8, 1e-4)(1000, 2) == 0.01001 (the weights bind, 2e-4 < 0.01);
+    Step(0.01, 1e-8, 1e-4)(1000, 200) == 0.02001 (the matrix multiplies bind).
     """
-    fixed: float
+    weights: float
     per_token: float
     per_response: float = 0.0
+    overhead: float = 0.0
 
     def __call__(self, C, n):
-        return self.fixed + self.per_response * n + self.per_token * C
+        return self.overhead + max(self.weights, self.per_response * n) + self.per_token * C
 
 
 def steps_time(step, n, C0, m):
     """Seconds of m decode steps from a boundary with n responses and C0 tokens in flight.
 
-        T(m) = m * (a + c * n + b * C0) + b * n * m * (m - 1) / 2   with (a, b, c) = step
+        T(m) = m * step(C0, n) + b * n * m * (m - 1) / 2   with b = step.per_token
 
     Example: a = 1, b = 0.5, c = 0, n = 2, C0 = 4: steps cost 3, 4, 5, so T(3) = 12.
     """
@@ -141,7 +153,7 @@ class Engine:
 
 def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, lengths,
                        may_start, take_batch, prompt=0, drop_stale=False, filter_p=None,
-                       seed=0):
+                       seed=0, max_running=None, pin=False, swap=Linear(0.0, 0.0)):
     """Simulate until the n_steps-th update; return the dict of `summarize_gpu`.
 
     n_engines engines of S slots; step: a Step (seconds of a decode step); train: a
@@ -150,8 +162,16 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
     caller; when it runs out, no group starts); prompt: prompt tokens of every response. filter_p: if given, a
     finished group whose group_size rewards are all equal is discarded, with
     probability p**n + (1 - p)**n for a per-response success rate p (DAPO's
-    dynamic sampling); it frees its place like a dropped group.
+    dynamic sampling); it frees its place like a dropped group. max_running: groups
+    started and not finished at most (None: no cap); pin: a group's responses on one
+    engine, round-robin; swap: seconds an engine pauses when an update ends, a Linear
+    of the tokens in its KV caches (see the module docstring).
     """
+    if max_running is not None and max_running < 1:
+        raise ValueError(f"max_running must be None or at least 1, got {max_running!r}")
+    if pin and group_size > S:
+        raise ValueError(f"with pin=True group_size must be at most S = {S} (a group's "
+                         f"responses share one engine), got {group_size}")
     if group_size > n_engines * S:
         raise ValueError(f"group_size must be at most n_engines * S = {n_engines * S} "
                          f"(a group starts only when all its responses have a slot), "
@@ -167,7 +187,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
     responses = []  # [group id, engine, joined step, length, version-token sum, tokens marked]
     groups, finished, updates, log, ends = [], [], [], [], []
     time, version, n_dropped, trainer_done_at, batches = 0.0, 0, 0, None, []
-    free, out_of_lengths = n_engines * S, False
+    free, out_of_lengths, running, turn = n_engines * S, False, 0, 0
 
     def reschedule(e):
         engine = engines[e]
@@ -188,7 +208,13 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
                 updates.append((time, trainer_done_at))
                 batches.append(tokens)
 
-        while free >= group_size and not out_of_lengths:
+        while free >= group_size and not out_of_lengths and (max_running is None
+                                                              or running < max_running):
+            if pin:  # the next engine, round-robin, that has room for the whole group
+                room = [(turn + i) % n_engines for i in range(n_engines)
+                        if len(engines[(turn + i) % n_engines].ends) + group_size <= S]
+                if not room:
+                    break
             allowed = may_start(len(groups), n_dropped, version, k, B)
             if type(allowed) is not bool:
                 allowed = _as_bool(allowed, len(groups), n_dropped, version, k, B)
@@ -201,14 +227,20 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
             group = dict(id=len(groups), tag=version, start=time, end=None, tokens=sum(drawn),
                          lag=None, dropped=False, left=group_size, version_tokens=0)
             groups.append(group)
-            loads = [len(engine.ends) for engine in engines]
-            placed = []
-            for length in drawn:  # each to the engine with the fewest active responses
-                e = loads.index(min(loads))
-                loads[e] += 1
-                placed.append((e, length))
+            running += 1
+            if pin:
+                placed = [(room[0], length) for length in drawn]
+                turn = (room[0] + 1) % n_engines
+            else:
+                loads = [len(engine.ends) for engine in engines]
+                placed = []
+                for length in drawn:  # each to the engine with the fewest active responses
+                    e = loads.index(min(loads))
+                    loads[e] += 1
+                    placed.append((e, length))
             for e in sorted({e for e, _ in placed}):
                 engines[e].catch_up(step, time)
+            group["engines"] = sorted({e for e, _ in placed})
             for e, length in placed:
                 engine = engines[e]
                 heapq.heappush(engine.ends, (engine.steps + length, len(responses)))
@@ -230,8 +262,11 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
             time, trainer_done_at = trainer_done_at, None
             mark_versions(engines, responses, step, time, version)
             for e, engine in enumerate(engines):
-                if engine.ends:
+                if engine.ends:  # at its boundary now (mark_versions), it pauses there
+                    engine.t0 += swap(engine.in_flight())
                     reschedule(e)
+                else:
+                    engine.t0 = max(engine.t0, time) + swap.fixed
             version += 1
             if version == n_steps:
                 return summarize_gpu(groups, updates, log, ends, time, B, group_size,
@@ -251,6 +286,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
         group["left"] -= 1
         if group["left"] == 0:
             group["end"] = time
+            running -= 1
             if p_filter and rng.random() < p_filter:
                 group["dropped"] = True
                 n_dropped += 1
@@ -262,7 +298,7 @@ def mark_versions(engines, responses, step, time, version):
     """An update ends at `time`: every active response's tokens so far were made by
     `version`; the next ones, from each engine's next boundary, by version + 1 (weights
     swap at a step boundary and generation goes on, as in AReaL's interruptible rollouts;
-    the KV recomputation that follows is not charged)."""
+    what the swap costs is run_gpu_simulation's `swap`)."""
     for engine in engines:
         if not engine.ends:
             continue

@@ -1,4 +1,4 @@
-"""The GPU-model experiment behind `run.py --preset` (given): published runs, predicted.
+"""The GPU-model experiment behind `run.py --preset` (given): a bound, walked down.
 
 From a preset (experiments/gpu_sources.py), Task 1's functions (bytes of the bf16 weights,
 KV bytes per token) and Task 2's (may_start, take_batch), it builds each engine's
@@ -10,74 +10,80 @@ step cost and the trainer's update cost and runs gpu_core for
     k at that split (AReaL's Fig. 7 curve for areal-1.5b);
   * for verl, the same runs at the smaller clusters its README lists;
 
-and scales a steady-state window of steps to the run's step count. Every published
-number the presets were not fitted to is printed against its prediction (held_out).
+first as a perfect pipeline (the bound: no per-step overhead, the trainer at peak
+FLOP/s, nothing between updates), then with each cost of the preset's walk added in
+turn (the walk down), and scales a steady-state window of steps to the run's step
+count. Every held-out published number is printed against the bound and the
+prediction; what is left between prediction and published is the residual.
 
 To keep each preset to a few seconds, the asynchronous runs simulate a share of the
-engines with the same share of each batch and of the trainer's GPUs (run's `shard`):
-every engine sees the same load, every trainer GPU the same tokens (tools/check_shard.py
-compares it with the full cluster on every held-out number). The synchronous runs
-simulate the whole cluster (SYNC).
+engines with the same share of each batch, of the trainer's GPUs and of the cap on
+groups in flight (run's `shard`): every engine sees the same load, every trainer GPU
+the same tokens (tools/check_shard.py compares it with the full cluster). The
+synchronous runs simulate the whole cluster (SYNC).
 """
 import inspect
 import math
 
 import numpy as np
 
+from experiments.gpu_sources import (CHECKPOINT_EVERY, H800, MEMGAP_NEW, MEMGAP_PROMPT,
+                                     MEMGAP_SHARES, MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS,
+                                     PROMPT_TOKENS, Costs, capped_moment, context,
+                                     flops_per_token, forward_flops, multiplied, passes)
 from gpu_core import Linear, Step, run_gpu_simulation
-from experiments.gpu_sources import (ALL_REDUCE_SECONDS, H800, KV_READ, MEMGAP_NEW, MEMGAP_PROMPT,
-                             MEMGAP_SHARES, OPT_1_3B, PRESETS, PROMPT_TOKENS, STEP_OVERHEAD,
-                             VERL_ASYNC_UPDATE, capped_moment, context,
-                             flops_per_token, forward_flops, median_for_mean, passes)
 
-# The asynchronous runs simulate 1/shard of the engines and of each batch (fewer shares if
-# too few engines): a quarter up to k = 4, the presets' published bounds, where generation
-# can bind (on an eighth AReaL's k = 1 point comes out 3.9% above the whole cluster's: a
-# smaller batch draws fewer long responses); an eighth beyond, where the presets' runs are
-# bound by the trainer, whose rate any share gives. tools/check_shard.py checks both.
-SHARD_TIGHT, SHARD = 4, 8
+# The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
+# groups in flight (fewer shares if too few engines): an eighth, which keeps each preset's
+# walk within its time budget; tools/check_shard.py checks it against the whole cluster.
+SHARD = 8
 WINDOW = 8  # steps measured after the warm-up of 2 (min(k, 8) + 1) steps
 # Synchronous runs (k = 0) simulate the whole cluster: a step waits for its longest
-# response, and a share of a batch draws fewer long ones (on an eighth, verl's generation
-# came out 10% short). Each step starts from empty engines, so one step of warm-up and two
-# measured ones suffice.
+# response, and a share of a batch draws fewer long ones. Each step starts from empty
+# engines, so one step of warm-up and two measured ones suffice.
 SYNC = dict(shard=1, warmup=1, window=2)
 KS = (1, 2, 4)
 NO_BOUND = 10**6  # k for "no staleness bound" (Fig. 7's infinity): far above any lag reached
 
 
-def costs(memory, preset, train_gpus, trainer, overhead=STEP_OVERHEAD, kv_read=KV_READ):
-    """(step, train, slots): an engine's decode-step cost (Step), the trainer's update cost
-    (Linear, seconds) and the responses an engine holds at once.
+def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
+    """(step, train, slots, swap): an engine's decode-step cost (Step), the trainer's update
+    cost (Linear, seconds), the responses an engine holds at once, and the pause of an
+    engine at each update (Linear of its tokens in flight), under the costs c:
 
-      step  = overhead + 2 * n_params / (tp * bandwidth) + all-reduces
-              + n * 2 * n_params / (tp * peak FLOP/s)
-              + C * kv_per_token / (kv_read * tp * bandwidth)
-      train = flops_per_token(model, trainer, context) * tokens / (train_gpus * peak * eff)
-      slots = (memory_fraction * tp * GPU memory - weights) / (kv_per_token * held)
-    with held = prompt + E[L^2] / (2 E[L]): the tokens a slot holds on average when its KV
-    cache grows with the response (paged, as in vLLM and SGLang); all-reduces = 2 a layer
-    when tp > 1; kv_read = an effective share of the bandwidth for reading KV at large
-    batch (KV_READ, 0.60, fitted to a measurement: experiments/gpu_sources.py). The n term is the
-    matrix multiplies of n responses at peak FLOP/s, added to the memory time rather than
-    overlapped with it: on an H20 (148 TFLOP/s) a 7B model's 256 responses on a TP 4 engine
-    take 6.6 ms of compute a step, reading its weights 0.95 ms.
-    weights and kv_per_token come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
+      step  = overhead + max(2 N / (tp * bandwidth), n * 2 N / (tp * peak FLOP/s))
+              + C * kv_per_token / (tp * bandwidth)          (+ 2 all-reduces a layer, tp > 1)
+      train = save (+ reward if sync)
+              + flops_per_token(model, trainer, context) * tokens / (train_gpus * peak * eff)
+      slots = min(engine limit, (memory_fraction * tp * GPU memory - all weights)
+                                / (kv_per_token * held))
+      swap  = reload (+ poll if sync) + C * forward_flops(context) / (tp * peak * prefill)
+    N = multiplied(model): the parameters without the input embedding, which a step does not
+    read whole and no token multiplies; held = prompt + E[L^2] / (2 E[L]), the tokens a
+    slot holds on average when its KV cache grows with the response (paged, as in vLLM and
+    SGLang). The poll is charged to the synchronous run's servers, which wait for it idle
+    (in the asynchronous run they go on generating meanwhile). weights and kv_per_token
+    come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
     """
     m, gpu, tp = preset.model, preset.gpu, preset.tp
-    weights = memory.model_state_bytes(0, int(m.params))          # 2 bytes each, bf16
+    read = memory.model_state_bytes(0, int(multiplied(m)))   # 2 bytes each, bf16
+    held = memory.model_state_bytes(0, int(m.params))
     kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, 1)
     bandwidth = tp * gpu.bandwidth
-    all_reduce = 2 * m.layers * ALL_REDUCE_SECONDS if tp > 1 else 0.0
-    step = Step(overhead + weights / bandwidth + all_reduce, kv / (kv_read * bandwidth),
-                2 * m.params / (tp * gpu.flops))
-    c = context(preset.median_len, preset.sigma, preset.max_len)
-    train = Linear(0.0, flops_per_token(m, trainer, c) / (train_gpus * gpu.flops
-                                                          * trainer.efficiency))
+    all_reduce = 2 * m.layers * c.all_reduce if tp > 1 else 0.0
+    step = Step(read / bandwidth, kv / bandwidth, 2 * multiplied(m) / (tp * gpu.flops),
+                c.overhead + all_reduce)
+    ctx = context(preset.median_len, preset.sigma, preset.max_len)
+    fixed = c.save + (c.reward if sync else 0.0)
+    train = Linear(fixed, flops_per_token(m, trainer, ctx) / (train_gpus * gpu.flops
+                                                              * c.efficiency))
+    recompute = forward_flops(m, ctx) / (tp * gpu.flops * c.prefill) if c.prefill else 0.0
+    swap = Linear(c.reload + (c.poll if sync else 0.0), 0.0 if sync else recompute)
     first = capped_moment(preset.median_len, preset.sigma, preset.max_len, 1)
     second = capped_moment(preset.median_len, preset.sigma, preset.max_len, 2)
-    free = preset.memory_fraction * tp * gpu.memory_gb * 1e9 - weights
-    return step, train, max(1, math.floor(free / (kv * (PROMPT_TOKENS + second / (2 * first)))))
+    free = preset.memory_fraction * tp * gpu.memory_gb * 1e9 - held
+    paged = max(1, math.floor(free / (kv * (PROMPT_TOKENS + second / (2 * first)))))
+    return step, train, min(paged, preset.engine_limit), swap
 
 
 def lengths(preset, seed=0):
@@ -94,35 +100,34 @@ def mean_len(preset):
     return capped_moment(preset.median_len, preset.sigma, preset.max_len)
 
 
-def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, slots=None,
-        warmup=None, window=WINDOW, overhead=STEP_OVERHEAD, kv_read=KV_READ, shard=None):
+def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, c=Costs(), slots=None,
+        warmup=None, window=WINDOW, shard=None):
     """One steady-state measurement over `window` steps after `warmup` (2 (min(k, 8) + 1)
-    by default): seconds per step, trained tokens per second and per step, lags, and the
-    run itself. k None: no staleness bound. slots: responses per engine at most, if not the
-    paged-KV number of `costs`; overhead: seconds per decode step beyond the roofline;
-    kv_read: the effective share of the bandwidth for reading KV;
-    shard: simulate 1/shard of the cluster (at most one engine's worth per shard; by default
-    SHARD_TIGHT for k <= 4, SHARD beyond).
+    by default) under the costs c: seconds per step, trained tokens per second and per
+    step, lags, and the run itself. k None: no staleness bound; k = 0 is a synchronous run
+    (its reward, poll and no KV recompute: costs). slots: responses per engine at most, if
+    not the number of `costs`; shard: simulate 1/shard of the cluster (at most one engine's
+    worth per shard; SHARD by default), with 1/shard of the cap on groups in flight.
 
-    Long responses finish late, so the first batches after the start are short ones;
-    the warm-up lets the pool of responses in flight fill. A loose bound takes longer:
-    areal-1.5b with no bound trains 475.6k tokens/s after 10 steps of warm-up, and its
-    steady 538.1k after 18 (and after 40), hence 2 (min(k, 8) + 1).
+    Checkpoints are charged after the run, exactly as if every CHECKPOINT_EVERY seconds the
+    whole pipeline stopped for c.checkpoint seconds: seconds / (1 - checkpoint / every).
     """
     k = NO_BOUND if k is None else k
-    shard = shard or (SHARD_TIGHT if k <= 4 else SHARD)
+    shard = shard or SHARD
     shard = max(1, min(shard, gen_gpus // preset.tp))
     warmup = warmup or 2 * (min(k, 8) + 1)
-    step, train, paged = costs(memory, preset, train_gpus / shard, trainer, overhead, kv_read)
-    slots = slots or paged
+    step, train, limit, swap = costs(memory, preset, train_gpus / shard, trainer, c, k == 0)
+    slots = slots or limit
     engines = gen_gpus // preset.tp // shard
     B = preset.prompts // shard
+    cap = None if preset.max_running is None else max(1, preset.max_running // shard)
     # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
     r = run_gpu_simulation(engines, slots, B, k, warmup + window, preset.group_size, step,
                            train, lengths(preset), inspect.unwrap(scheduler.may_start),
-                           inspect.unwrap(scheduler.take_batch), prompt=PROMPT_TOKENS)
+                           inspect.unwrap(scheduler.take_batch), prompt=PROMPT_TOKENS,
+                           max_running=cap, pin=preset.pin, swap=swap)
     u = r["updates"]
-    seconds = (u[-1][1] - u[warmup - 1][1]) / window
+    seconds = (u[-1][1] - u[warmup - 1][1]) / window / (1 - c.checkpoint / CHECKPOINT_EVERY)
     tokens = sum(r["batch_tokens"][warmup:]) * shard / window   # per step, whole cluster
     return dict(seconds=seconds, tokens_per_step=tokens, throughput=tokens / seconds,
                 train_seconds=train(tokens / shard), mean_lag=r["mean_lag"],
@@ -131,14 +136,46 @@ def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, slots=None,
                 shard=shard), r
 
 
-def phases(preset, result, gpus):
+DECODE = ("overhead", "all_reduce")  # the costs that change generation itself
+
+
+def sync_walked(memory, preset, gpus, result, simulated, c):
+    """A synchronous step (k = 0) simulated under the costs `simulated`, charged the costs c
+    instead where they differ outside DECODE. Exact: at k = 0 a step is the engines' pause
+    (swap), then generation from empty engines, then the update, one after the other, so
+    only the pause and the update change:
+        seconds = (seconds_sim * (1 - ckpt_sim / every) - swap_sim - train_sim(tokens)
+                   + swap_c + train_c(tokens)) / (1 - ckpt_c / every)"""
+    trainer, tokens = preset.sync_trainer, result["tokens_per_step"]
+    before = costs(memory, preset, gpus[1], trainer, simulated, True)
+    after = costs(memory, preset, gpus[1], trainer, c, True)
+    inner = (result["seconds"] * (1 - simulated.checkpoint / CHECKPOINT_EVERY)
+             - before[3].fixed - before[1](tokens) + after[3].fixed + after[1](tokens))
+    seconds = inner / (1 - c.checkpoint / CHECKPOINT_EVERY)
+    return dict(result, seconds=seconds, throughput=tokens / seconds,
+                train_seconds=after[1](tokens))
+
+
+def walk_costs(preset, mode):
+    """The Costs after each step of the preset's walk, for mode "sync" or "async": a list of
+    (Cost or None for the bound, Costs), the bound first; steps that do not apply to the
+    mode leave the Costs as they were."""
+    c, stages = Costs(), [(None, Costs())]
+    for cost in preset.walk:
+        if cost.applies in ("both", mode):
+            c = c._replace(**{cost.field: cost.value})
+        stages.append((cost, c))
+    return stages
+
+
+def phases(preset, result, gpus, c):
     """A colocated step split as verl reports it (seconds): old_log_prob and update_actor
-    from the step's trained tokens at the colocated trainer's efficiency, generation the
+    from the step's trained tokens at the trainer efficiency of the costs c, generation the
     rest (a colocated step at k = 0 does one, then the other)."""
     trainer, m = preset.sync_trainer, preset.model
     per_pass = result["tokens_per_step"] * forward_flops(
         m, context(preset.median_len, preset.sigma, preset.max_len)) / (
-        gpus * preset.gpu.flops * trainer.efficiency)
+        gpus * preset.gpu.flops * c.efficiency)
     log_prob = trainer.logprob_passes * per_pass
     update = (passes(trainer) - trainer.logprob_passes) * per_pass
     return dict(gen=result["seconds"] - log_prob - update, old_log_prob=log_prob,
@@ -150,95 +187,126 @@ def k_label(k):
 
 
 def gpu_comparison(scheduler, memory, name, shard=None):
-    """Predicted against published numbers for preset `name` (see the module docstring):
-    `held_out` lists (what, predicted, published, ratio) for every published number the
-    preset was not fitted to, `fit` the fitted numbers with their targets, reproduced;
-    `implied`, with a throughput curve, the synchronous step at the tokens a sequence that
-    the curve's k = 0 rate and the published hours imply (hours * rate / sequences)."""
+    """The bound, the walk down and the published numbers for preset `name` (see the module
+    docstring). `walk` lists, from the bound to the prediction, each cost with the seconds
+    per step and hours of the asynchronous run (`seconds`, `hours`) and of the synchronous
+    one (`sync_seconds`, `sync_hours`) once it is charged; `held_out` lists (what,
+    predicted, published, ratio, bound) for every held-out published number, each
+    measurement once (`same` names the numbers that are the same measurement)."""
     p = PRESETS[name]
     hours = lambda seconds: seconds * p.n_steps / 3600  # noqa: E731
-    if p.baseline == "colocated":
-        sync, sync_run = run(scheduler, memory, p, p.gpus, p.gpus, 0, p.sync_trainer, **SYNC)
-    else:
-        sync, sync_run = run(scheduler, memory, p, p.gen_gpus, p.gpus - p.gen_gpus, 0,
-                             p.sync_trainer, **SYNC)
-    def split(g, k, gpus=p.gpus):
-        result, _ = run(scheduler, memory, p, g, gpus - g, k, p.async_trainer, shard=shard)
+    sync_gpus = (p.gpus, p.gpus) if p.baseline == "colocated" else (p.gen_gpus,
+                                                                    p.gpus - p.gen_gpus)
+
+    def sync_run(c, gpus=sync_gpus):
+        return run(scheduler, memory, p, *gpus, 0, p.sync_trainer, c, **SYNC)
+
+    def split(g, k, c, gpus=p.gpus):
+        result, _ = run(scheduler, memory, p, g, gpus - g, k, p.async_trainer, c, shard=shard)
         return dict(gen_gpus=g, k=k_label(k), hours=hours(result["seconds"]), **result)
 
-    published = split(p.gen_gpus, p.k)
+    walk, bound_sync, bound_async = [], None, None
+    sync = asyn = None
+    for (cost, cs), (_, ca) in zip(walk_costs(p, "sync"), walk_costs(p, "async")):
+        if sync is None or cost.field in DECODE:
+            sync, sync_sim = sync_run(cs)
+            simulated, measured = cs, sync
+        elif cost.applies in ("both", "sync"):
+            sync = sync_walked(memory, p, sync_gpus, measured, simulated, cs)
+        if asyn is None or cost.applies in ("both", "async"):
+            asyn = split(p.gen_gpus, p.k, ca)
+        if cost is None:
+            bound_sync, bound_async = sync, asyn
+        walk.append(dict(name="bound" if cost is None else cost.name,
+                         source="a perfect pipeline at the sourced configuration"
+                         if cost is None else cost.source,
+                         applies="both" if cost is None else cost.applies,
+                         seconds=asyn["seconds"], hours=asyn["hours"],
+                         sync_seconds=sync["seconds"], sync_hours=hours(sync["seconds"])))
+    final_sync, final_async = cs, ca
+    published = asyn
     ks = [k for k, _ in p.curve if k != 0] or list(KS)
-    by_k = [published if k == p.k else split(p.gen_gpus, k) for k in ks]
+    by_k = [published if k == p.k else split(p.gen_gpus, k, final_async) for k in ks]
+    bound_k = [bound_async if k == p.k else split(p.gen_gpus, k, Costs()) for k in ks] \
+        if p.curve else []
     sync_hours = hours(sync["seconds"])
     speedup = sync_hours / published["hours"]
 
-    held_out = [("synchronous hours", sync_hours, p.sync_hours),
-                ("asynchronous hours", published["hours"], p.async_hours),
-                ("speedup", speedup, p.sync_hours / p.async_hours)]
-    fit, implied = [], None
+    # (what, bound, predicted, published, same measurement as)
+    held_out = [("synchronous hours", hours(bound_sync["seconds"]), sync_hours, p.sync_hours,
+                 ""),
+                ("asynchronous hours", bound_async["hours"], published["hours"], p.async_hours,
+                 ""),
+                ("speedup (the two above)", hours(bound_sync["seconds"]) / bound_async["hours"],
+                 speedup, p.sync_hours / p.async_hours, "derived")]
     if p.curve:
-        runs = {0: sync, **{k: r for k, r in zip(ks, by_k)}}
+        bound_runs = {0: bound_sync, **dict(zip(ks, bound_k))}
+        runs = {0: sync, **dict(zip(ks, by_k))}
         for k, value in p.curve:
-            row = (f"tokens/s at k = {k_label(k)} (thousands)", runs[k]["throughput"] / 1e3,
-                   value / 1e3)
-            (fit if k == 0 else held_out).append(row)
-        # the curve's k = 0 rate over the published synchronous hours: tokens a sequence
-        sequences = p.n_steps * p.prompts * p.group_size
-        tokens = dict(p.curve)[0] * p.sync_hours * 3600 / sequences
-        q = p._replace(median_len=median_for_mean(tokens - PROMPT_TOKENS, p.sigma, p.max_len))
-        at, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
-                    **SYNC)
-        implied = dict(tokens_per_sequence=tokens, seconds=at["seconds"],
-                       published_seconds=p.sync_hours * 3600 / p.n_steps,
-                       throughput=at["throughput"])
+            same = {0: "synchronous hours", p.k: "asynchronous hours"}.get(k, "")
+            held_out.append((f"tokens/s at k = {k_label(k)} (thousands)",
+                             bound_runs[k]["throughput"] / 1e3, runs[k]["throughput"] / 1e3,
+                             value / 1e3, same))
+    # the one published number each preset's lengths were set from, given back
+    sequences = p.prompts * p.group_size
+    set_rows = []
+    if p.curve:
+        set_rows.append(("tokens a sequence (k = 0 rate x hours)",
+                         published["tokens_per_step"] / sequences,
+                         dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences)))
     scaling = []
     if p.scaling:
         rows_colocated, rows_async = p.scaling
         for gpus, row in rows_colocated.items():
-            result = sync if gpus == p.gpus else run(scheduler, memory, p, gpus, gpus, 0,
-                                                     p.sync_trainer, **SYNC)[0]
-            split_up = phases(p, result, gpus)
+            if gpus == p.gpus:
+                result, bound_result = sync, bound_sync
+            else:  # the other sizes: the prediction only (the bound would double the time)
+                result, bound_result = sync_run(final_sync, (gpus, gpus))[0], None
+            split_up = phases(p, result, gpus, final_sync)
+            bound_up = phases(p, bound_result, gpus, Costs()) if bound_result else {}
             scaling.append(dict(gpus=gpus, mode="colocated", hours=hours(result["seconds"]),
                                 **split_up))
             for phase in ("gen", "old_log_prob", "update_actor", "step"):
-                if (gpus, phase) == (p.gpus, "update_actor"):
-                    fit.append((f"colocated {gpus}: update_actor s", split_up[phase],
-                                row[phase]))
-                else:
-                    held_out.append((f"colocated {gpus}: {phase} s", split_up[phase],
-                                     row[phase]))
-            if gpus != p.gpus:
-                held_out.append((f"colocated {gpus}: hours", hours(result["seconds"]),
-                                 row["hours"]))
+                same = "synchronous hours" if (gpus, phase) == (p.gpus, "step") else ""
+                held_out.append((f"colocated {gpus}: {phase} s", bound_up.get(phase),
+                                 split_up[phase], row[phase], same))
         for g, row in rows_async.items():
-            result = published if g == p.gen_gpus else split(g, p.k, 2 * g)
+            result = published if g == p.gen_gpus else split(g, p.k, final_async, 2 * g)
+            bound_result = bound_async if g == p.gen_gpus else {}
             scaling.append(dict(gpus=2 * g, mode=f"{g}:{g}", hours=result["hours"],
                                 step=result["seconds"], update_actor=result["train_seconds"]))
+            same = "asynchronous hours" if g == p.gen_gpus else ""
             if g == p.gen_gpus:
-                fit.append((f"{g}:{g}: update_actor s", result["train_seconds"],
-                            VERL_ASYNC_UPDATE))
-            held_out.append((f"{g}:{g}: step s", result["seconds"], row["step"]))
-            if g != p.gen_gpus:
-                held_out.append((f"{g}:{g}: hours", result["hours"], row["hours"]))
+                set_rows.append((f"{g}:{g}: update_actor s", result["train_seconds"],
+                                 row["update_actor"]))
+            held_out.append((f"{g}:{g}: step s", bound_result.get("seconds"), result["seconds"],
+                             row["step"], same))
+            if g != p.gen_gpus and "update_actor" in row:
+                held_out.append((f"{g}:{g}: update_actor s", bound_result.get("train_seconds"),
+                                 result["train_seconds"], row["update_actor"], ""))
     return dict(
         preset=name, system=p.system, model=p.model.name, gpu=p.gpu.name, gpus=p.gpus,
         gen_gpus=p.gen_gpus, tp=p.tp, prompts=p.prompts, group_size=p.group_size,
         max_len=p.max_len, sigma=p.sigma, median_len=p.median_len, mean_len=mean_len(p),
-        k=p.k, n_steps=p.n_steps, baseline=p.baseline, step_overhead=STEP_OVERHEAD,
-        kv_read=KV_READ,
+        k=p.k, n_steps=p.n_steps, baseline=p.baseline, set_number=p.set_number,
+        residual_causes=p.residual,
+        max_running=p.max_running, pin=p.pin, engine_limit=p.engine_limit,
         sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
-        sync_efficiency=p.sync_trainer.efficiency, async_efficiency=p.async_trainer.efficiency,
-        slots=sync["slots"],
-        sync=dict(hours=sync_hours, **sync, **generation(sync_run)),
-        asynchronous=published, by_k=by_k, scaling=scaling, implied=implied,
+        slots=sync["slots"], walk=walk,
+        bound=dict(sync_hours=hours(bound_sync["seconds"]), async_hours=bound_async["hours"],
+                   by_k=[dict(k=k_label(k), throughput=r["throughput"])
+                         for k, r in zip(ks, bound_k)],
+                   sync_throughput=bound_sync["throughput"]),
+        sync=dict(hours=sync_hours, **sync, **generation(sync_sim)),
+        asynchronous=published, by_k=by_k, scaling=scaling,
         speedup=speedup,
         published=dict(sync_hours=p.sync_hours, async_hours=p.async_hours,
                        speedup=p.sync_hours / p.async_hours, curve=[[k_label(k), v]
                                                                   for k, v in p.curve]),
         ratio=dict(sync=sync_hours / p.sync_hours, asynchronous=published["hours"] / p.async_hours,
                    speedup=speedup / (p.sync_hours / p.async_hours)),
-        held_out=[[what, x, y, x / y] for what, x, y in held_out],
-        fit=[[what, x, y, x / y] for what, x, y in fit],
+        held_out=[[what, x, y, x / y, b, same] for what, b, x, y, same in held_out],
+        set=[[what, x, y, x / y] for what, x, y in set_rows],
         notes=[list(n) for n in p.notes])
 
 
@@ -263,88 +331,69 @@ def generation(r, points=200):
                 engine=slowest)
 
 
-def fit_areal_mean(scheduler, memory, name="areal-1.5b", low=2000.0, high=20000.0, steps=14):
-    """The mean response length at which preset `name`'s synchronous run (k = 0) trains
-    Fig. 7's 128.7k tokens per second: bisection, the throughput rising with the length
-    (a step's generation is set by its longest responses, its tokens by the mean)."""
-    p = PRESETS[name]
-    target = dict(p.curve)[0]
-    for _ in range(steps):
-        mean = (low + high) / 2
-        q = p._replace(median_len=median_for_mean(mean, p.sigma, p.max_len))
-        result, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0,
-                        q.sync_trainer, **SYNC)
-        low, high = (mean, high) if result["throughput"] < target else (low, mean)
-    return (low + high) / 2
-
-
 def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
     """How the equal-hardware speedup depends on S, group size and the length cap: preset
-    `name` at its published split, synchronous (its baseline, k = 0) against k = its bound,
-    changing one thing at a time:
-      no overhead           the roofline alone: no per-step overhead
+    `name` at its published split with its whole walk charged, synchronous (its baseline,
+    k = 0) against k = its bound, changing one thing at a time:
+      no per-step overhead  the decode overhead of the walk left out
       S = 16                a small decode batch per engine
       S reserved            KV reserved at the maximum length (Part 1's lanes per GPU)
-      groups of 1           the same responses per batch, admitted one by one
+      groups of 1           the same responses per batch, admitted one by one, unpinned
       cap x 2, cap / 2      the same median and shape, cut at another length
-      KV at full bandwidth  KV read at the sheet's bandwidth (kv_read 1, not KV_READ)
+      no concurrency cap    AReaL's 512 groups in flight lifted
     Admitted one by one, long responses are deferred for many steps before the pool of
     responses in flight settles, so that row measures 30 steps after 40 of warm-up.
-    shard: as in `run` (a quarter of the cluster at k = 4).
+    shard: as in `run`.
     """
     p = PRESETS[name]
-    _, _, paged = costs(memory, p, 1, p.sync_trainer)
+    cs, ca = walk_costs(p, "sync")[-1][1], walk_costs(p, "async")[-1][1]
+    _, _, limit, _ = costs(memory, p, 1, p.sync_trainer, cs)
     m = p.model
     weights = memory.model_state_bytes(0, int(m.params))
     kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, PROMPT_TOKENS + p.max_len)
     reserved = math.floor((p.memory_fraction * p.tp * p.gpu.memory_gb * 1e9 - weights) / kv)
-    ones = p._replace(prompts=p.prompts * p.group_size, group_size=1)
-    no_overhead, full_kv = dict(overhead=0.0), dict(kv_read=1.0)
-    variants = (("as published (paged KV)", p, paged, {}),
-                ("no per-step overhead", p, paged, no_overhead),
+    ones = p._replace(prompts=p.prompts * p.group_size, group_size=1, pin=False,
+                      max_running=None if p.max_running is None
+                      else p.max_running * p.group_size)
+    no_overhead = dict(overhead=0.0)
+    variants = (("as walked down", p, limit, {}),
+                ("no per-step overhead", p, limit, no_overhead),
                 ("S = 16", p, 16, {}),
                 ("S reserved at the cap", p, reserved, {}), ("groups of 1", ones, None, {}),
                 ("cap x 2", p._replace(max_len=2 * p.max_len), None, {}),
                 ("cap / 2", p._replace(max_len=p.max_len // 2), None, {}),
-                ("KV at full bandwidth", p, paged, full_kv))
+                ("no concurrency cap", p._replace(max_running=None), limit, {}))
     rows = []
-    for label, q, slots, roofline in variants:
+    for label, q, slots, change in variants:
         long = dict(warmup=40, window=30) if q.group_size == 1 else {}
         sync, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
-                      slots, **roofline, **SYNC)
+                      cs._replace(**change), slots, **SYNC)
         asyn, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, q.k,
-                      q.async_trainer, slots, **roofline, **long, shard=shard)
+                      q.async_trainer, ca._replace(**change), slots, **long, shard=shard)
         rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
                          max_len=q.max_len, sync_seconds=sync["seconds"],
                          async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
                          max_lag=asyn["max_lag"], token_lag=asyn["token_lag"]))
     return dict(preset=name, k=p.k, gen_gpus=p.gen_gpus, gpus=p.gpus, rows=rows,
-                lanes=lane_groups(scheduler), dram=dram_shares(memory))
+                lanes=lane_groups(scheduler), memgap=memgap_reread(memory))
 
 
-def dram_shares(memory):
-    """The decode step against MEMGAP's measurement: for each batch n it measured (vLLM,
-    OPT-1.3B on an H100, prompts of 161 tokens, 338 new ones), the share of the H100
-    sheet's bandwidth that the model's steps read on average,
-
-        sum_j (W + n * (161 + j - 1) * kv) / (bandwidth * sum_j step(n * (161 + j - 1), n))
-
-    over steps j = 1..338, with W the weights' bytes and kv a token's KV bytes (Task 1):
-    `model` with KV read at KV_READ, `full` at the sheet's bandwidth. Example: at n = 512
-    `model` is the measured 0.504, to which KV_READ was fitted."""
-    preset = PRESETS["areal-1.5b"]._replace(model=OPT_1_3B, gpu=H800, tp=1)  # H100 sheet
-    steps = {key: costs(memory, preset, 1, preset.sync_trainer, kv_read=share)[0]
-             for key, share in (("model", KV_READ), ("full", 1.0))}
-    m = OPT_1_3B
-    weights = memory.model_state_bytes(0, int(m.params))
-    kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, 1)
+def memgap_reread(memory):
+    """MEMGAP's decode steps read back from their own times (vLLM 0.5, OPT-1.3B, prompts of
+    161 tokens, 338 new ones, under Nsight): for each batch n, the bytes a step reads on
+    average, W + n * (161 + 168.5) * kv (weights W, a token's KV bytes kv from Task 1; step j
+    reads 161 + j - 1 tokens of each response, 168.5 the mean of j - 1 for j = 1..338; the
+    log times 337 decode steps), over the measured seconds a step: the bandwidth that GPU
+    delivered; divided by the DRAM read share its counters give, the peak they imply.
+    Example: at n = 512, 35.8 GB in 51.0 ms = 0.70 TB/s, over 0.504: a 1.39 TB/s GPU."""
+    kv = memory.kv_cache_bytes(24, 32, 64, 1)   # OPT-1.3B: 24 layers, 32 heads of 64
     rows = []
-    for n, measured in MEMGAP_SHARES.items():
-        tokens = [n * (MEMGAP_PROMPT + j - 1) for j in range(1, MEMGAP_NEW + 1)]
-        read = sum(weights + kv * C for C in tokens)
-        rows.append(dict(batch=n, measured=measured, **{
-            key: read / (preset.gpu.bandwidth * sum(step(C, n) for C in tokens))
-            for key, step in steps.items()}))
+    for n, seconds in MEMGAP_STEP.items():
+        read = MEMGAP_WEIGHTS + n * (MEMGAP_PROMPT + (MEMGAP_NEW - 1) / 2) * kv
+        rows.append(dict(batch=n, step_ms=seconds * 1e3, bytes_gb=read / 1e9,
+                         delivered_tb_s=read / seconds / 1e12, share=MEMGAP_SHARES[n],
+                         implied_peak_tb_s=read / seconds / MEMGAP_SHARES[n] / 1e12,
+                         h800_sheet_ms=read / H800.bandwidth * 1e3))
     return rows
 
 

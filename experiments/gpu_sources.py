@@ -1,10 +1,13 @@
 """Published RL runs as presets for the GPU model (given): every number with its source.
 
-Each value is either cited (repository, path and commit; paper and table; or URL),
-marked ASSUMED with the reason, or marked FITTED with the one published number or
-measurement it was fitted to (docs/gpu-model.md lists the fit set and the held-out set). Everything
-a preset is compared with afterwards (`published`) is held out: no value here was
-tuned to it. `python run.py --preset NAME` runs one.
+A preset is a run's sourced configuration. Run as a perfect pipeline (no per-step
+overhead, trainer at peak FLOP/s, nothing between updates) it gives a bound; its walk
+(areal_walk, VERL_WALK) then adds the real pipeline's costs one at a time. Each value is
+cited (repository, path and commit; paper and table; or URL), or marked ASSUMED with its
+range and the reason, or SET from one published number (at most one per run:
+docs/gpu-model.md names the set and the held-out numbers). Nothing here was tuned to a
+held-out number.
+`python run.py --preset NAME` runs one.
 
 Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
   AREAL_V03   inclusionAI/AReaL blog/AReaL_v0_3.md @ ea9b799c91fc1a4219b5d5dcd14c94c5e7565c24
@@ -22,6 +25,30 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               (1.5B on 128 GPUs: 250 steps, ~27 h; 7B on 128 GPUs: 400 steps, ~90 h), with
               examples/configs/1.5B-distill/ppo-1.5B-distill-gpus-128.yaml at the same
               commit (sglang.d64p1m1+d32p2m1: generation and training on separate GPUs)
+  AREAL_CODE  inclusionAI/AReaL @ 7dc6daa6cc2b47ecacbf8bc52262138147df2b0b:
+              realhf/system/gserver_manager.py (_round_robin_schedule, the default policy
+               of realhf/api/cli_args.py's AsyncRLOptions; "qid prompt (n samples) use the
+               same dst server"; allocate_rollout admits while running <
+               max_concurrent_rollouts; its poll loop, every 5 s, calls
+               /update_weights_from_disk on every server, interrupting requests);
+              realhf/api/cli_args.py (max_concurrent_rollouts "Defaults to train batch
+               size"; SGLang max_running_requests None), realhf/experiments/async_exp/
+               async_rl_exp.py (None -> the train RPC's n_seqs, 512 prompts);
+              realhf/system/model_worker.py (after every train_step the trainer saves the
+               weights to PARAM_REALLOC_PATH and waits at a barrier: "param-sync-save");
+              realhf/impl/model/backend/sglang.py (the synchronous run's servers reload
+               through the same update_weights_from_disk);
+              training/configs/async-ppo.yaml and sync-ppo.yaml (ckpt_freq_secs 600)
+  SGLANG_LIMIT sgl-project/sglang python/sglang/srt/managers/tp_worker.py: with
+              max_running_requests None, min(max_total_num_tokens // 2, request pool),
+              the pool at least 2,048 (version AReaL pins not checked)
+  VLLM_LIMIT  volcengine/verl verl/trainer/config/rollout/rollout.yaml @ 19997f9ec3d0a3c44a941ea09b89eeabf38bf261
+              (max_num_seqs: 1024; the run's script does not change it)
+  VERL_RUN    volcengine/verl recipe/fully_async_policy/shell/dapo_7b_math_fsdp2_64_64.sh @ 19997f9
+              (the README's run: staleness_threshold 0.5, require_batches 4,
+               trigger_parameter_sync_step 4, fsdp_size 8, gen_tp 4, actor_offload False,
+               gpu_memory_utilization 0.80, calculate_log_probs True, save_freq -1); and
+              the README's checkpoint-engine table: Qwen2.5-Math-7B parameter sync 0.12 s
   AREAL_V01   inclusionAI/AReaL blog/AReaL_v0_1.md @ 13c5dd227af1ea5c76e986c672c9ce405d20d531
               (Figure 1, assets/figures/distill_1.5b_24k_curve.png: R1-Distill-Qwen-1.5B's
                response lengths during RL, about 4,100 to 7,100 tokens, read off its axis)
@@ -47,32 +74,25 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               the _32 and _64 folders' scripts: the same offload, gen_tp and fsdp_size)
               (offload=True: parameters and optimizer on the CPU, fsdp_size 2, gen_tp 4,
                enable_gradient_checkpointing=True, no KL)
-  VERL_SCRIPT volcengine/verl recipe/fully_async_policy/exp/qwen2-7B-math_128/fsdp2_fully-async_64-64/
-              dapo_qwen2-7B-math_28k_fsdp2_fully-async_64-64_mbs32_tfq4.sh @ 34cf9e7b91fbabb6761a74047bf33fe13bfb5318
-              (actor_offload=False, gen_tp 4, gpu_memory_utilization 0.80,
-               max_response_length 28672, max_prompt_length 2048, no KL, rollout log-probs
-               used; it sets staleness_threshold 1, where VERL_README's runs state 0.5)
-  VERL_DEFAULTS volcengine/verl verl/trainer/config/ppo_trainer.yaml @ 34cf9e7b91fbabb6761a74047bf33fe13bfb5318
-              (enable_gradient_checkpointing: true, the async script's default)
+  VERL_DEFAULTS volcengine/verl verl/trainer/config/_generated_ppo_trainer.yaml @ 19997f9
+              (enable_gradient_checkpointing: true; VERL_RUN does not change it)
   SGLANG_1401 https://github.com/sgl-project/sglang/pull/1401 (Llama-3-8B, batch 1,
               FlashInfer with CUDA graph: median decode step 7.35 ms)
   MEMGAP      FerranAgulloLopez/vLLMBatchingMemoryGap @ a9186347e6146b4547ed25674b4e9034eb1e9abf,
               benchmarks_simple/definitive_results/analysis/decode_kernels/batch_size_evolution/
-              (decode_kernels_batch_size_evolution.pdf with its chart.py: the mean over the
-               decode phase of Nsight's "DRAM Read Bandwidth [Throughput %]", read from the
-               bar heights: 41.0, 44.9, 46.8, 50.2, 50.4, 50.4% at batch 1, 32, 64, 128,
-               256, 512; and
-               opt-1.3b/_161_338_512/log_16005134.out: vLLM v0.5.2.dev, OPT-1.3B, weights
-               2.4509 GiB, a GPU of 63.43 GiB, so not the 80 GB H100 SXM of H100_SHEET;
-               prompts of 161 tokens, 338 new ones, 512 at once; profiled under Nsight)
+              (chart.py and its PDF: the mean over the decode phase of Nsight's "DRAM Read
+               Bandwidth [Throughput %]", 41.0, 44.9, 46.8, 50.2, 50.4, 50.4% at batch 1,
+               32, 64, 128, 256, 512; opt-1.3b/_161_338_<batch>/log_*.out: "Decode elapsed
+               time" over its 337 decode steps, vLLM v0.5.2.dev, OPT-1.3B, weights 2.4509
+               GiB, a GPU of 63.43 GiB, run under nsys --cuda-graph-trace node)
   H100_SHEET  https://www.nvidia.com/en-us/data-center/h100/ (H100 SXM: 80 GB, 3.35 TB/s,
               989 TFLOP/s dense BF16 = half the 1,979 quoted with sparsity)
   H20_SHEET   https://willitrunai.com/es/gpus/h20-96gb (third-party: 96 GB, 4.0 TB/s,
               148 TFLOP/s FP16 dense)
   LLAMA3_MFU  The Llama 3 Herd of Models, arXiv 2407.21783, Table 4 (BF16 MFU 38-43%
-              on H100)
-  SEER        Seer, arXiv 2511.14617 (the last ~10% of requests can take up to ~50% of
-              the rollout time)
+              on H100, for 405B pretraining: here only the middle of an ASSUMED range)
+  HF_CONFIGS  config.json of each model on Hugging Face (vocab_size, hidden_size,
+              tie_word_embeddings): the input embedding is vocab x hidden
 """
 import math
 from typing import NamedTuple
@@ -86,6 +106,16 @@ R1_15B = Model("R1-Distill-Qwen-1.5B", 28, 12, 2, 1536, 8960, QWEN_15B.params + 
                131_072)
 R1_7B = Model("R1-Distill-Qwen-7B", 28, 28, 4, 3584, 18944, QWEN_7B.params, 131_072)
 MATH_7B = Model("Qwen2.5-Math-7B", 28, 28, 4, 3584, 18944, QWEN_7B.params, 32_768)
+# The input embedding (vocab x hidden, HF_CONFIGS; untied in all three) is looked up, one
+# row per token: a decode step does not read it whole and no token multiplies it.
+INPUT_EMBEDDING = {R1_15B.name: 151_936 * 1536, R1_7B.name: 152_064 * 3584,
+                   MATH_7B.name: 152_064 * 3584}
+
+
+def multiplied(model):
+    """N: the parameters a token multiplies and a decode step reads whole, the input
+    embedding left out. Example: R1-Distill-Qwen-1.5B, 1.777e9 - 0.233e9 = 1.544e9."""
+    return model.params - INPUT_EMBEDDING.get(model.name, 0)
 
 
 class GPU(NamedTuple):
@@ -101,73 +131,30 @@ class GPU(NamedTuple):
 H800 = GPU("H800", 80, 3.35e12, 989e12, "H100_SHEET (H800 = H100 SXM memory and compute)")
 H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 
-# Per decode step, beyond reading the weights at the sheet's bandwidth: SGLANG_1401's
-# 7.35 ms for Llama-3-8B at batch 1, minus its bf16 weight read 2 * 8.03e9 B / 3.35e12 B/s
-# (GPU of that PR ASSUMED to be an H100) = 2.56 ms. That measurement holds every shortfall
-# of a batch-1 step (kernels below peak bandwidth, launches, sampling), so the weights are
-# read at the full sheet bandwidth and the shortfall is counted once, here. Taken for vLLM
-# too (ASSUMED: no vLLM number at batch 1 found).
-STEP_OVERHEAD = 7.35e-3 - 2 * 8.03e9 / 3.35e12
-# FITTED, all presets: an effective factor on the KV term, to MEMGAP's measurement (not a
-# number of these runs, so outside the held-out set): vLLM decoding 512 OPT-1.3B responses
-# at once (24 layers, hidden 2,048, so 196,608 KV bytes a token; prompt 161, 338 new
-# tokens: 329.5 tokens of context a step on average) reads DRAM at 50.4% of its peak over
-# the decode phase. kv_read_efficiency solves this model's step on the H100 sheet, with the
-# overhead above in place, for the share of the bandwidth at which KV must be read to give
-# that average: 0.60. So it holds whatever a large-batch step loses beyond that overhead
-# (KV reads below peak, matrix multiplies below peak); the overhead is not counted again.
-# It depends on the point it is fitted at (0.67 at batch 256, 0.88 at 128) and on the
-# overhead (0.55 with the 1.14 ms that MEMGAP's own batch-1 share implies at the sheet's
-# bandwidth). ASSUMED: the share carries over from that GPU (63.43 GiB, peak not stated)
-# and vLLM 0.5 to the H800 and the H20, SGLang and vLLM.
+# MEMGAP's own step times (seconds per decode step: "Decode elapsed time" / 337 steps) and
+# DRAM read shares, OPT-1.3B (24 layers, 32 heads of 64: 196,608 KV bytes a token) with
+# prompts of 161 tokens and 338 new ones. Read back, they give the bandwidth that GPU
+# delivered and the peak its counter shares imply (experiments.gpu_model.memgap_reread): a GPU
+# of about 1.4-1.6 TB/s, not an H100 SXM, so nothing of it is applied to the presets.
+MEMGAP_STEP = {1: 1.357165 / 337, 32: 2.198139 / 337, 64: 3.131637 / 337,
+               128: 4.918801 / 337, 256: 8.884489 / 337, 512: 17.192362 / 337}
 MEMGAP_SHARES = {1: 0.410, 32: 0.449, 64: 0.468, 128: 0.502, 256: 0.504, 512: 0.504}
-MEMGAP_BATCH, MEMGAP_PROMPT, MEMGAP_NEW = 512, 161, 338   # the batch the share is fitted at
-MEMGAP_CONTEXT = MEMGAP_PROMPT + (MEMGAP_NEW - 1) / 2     # step j reads 161 + j - 1 tokens
-MEMGAP_WEIGHTS, MEMGAP_KV_PER_TOKEN = 2.4509 * 2**30, 2 * 24 * 2048 * 2
-OPT_1_3B = Model("OPT-1.3B", 24, 32, 32, 2048, 8192, MEMGAP_WEIGHTS / 2, 2048)
+MEMGAP_PROMPT, MEMGAP_NEW = 161, 338
+MEMGAP_WEIGHTS = 2.4509 * 2**30
 
-
-def kv_read_efficiency():
-    """The share of the H100 sheet's bandwidth at which the model must read KV for MEMGAP's
-    decode step (512 responses of 329.5 tokens on OPT-1.3B) to read DRAM at 50.4% of peak
-    on average:
-
-        0.504 = (W + KV) / bandwidth / (overhead + W / bandwidth + n * 2N / FLOP/s
-                                        + KV / (efficiency * bandwidth))
-
-    solved for efficiency, with W = 2N the weights' bytes and KV = n * 329.5 * 196,608
-    bytes (33.2 GB): a step of 21.2 ms, of which KV takes 16.5 ms. Result: 0.60. The mean
-    context stands for the 338 steps: bytes and seconds are both linear in the context, so
-    the ratio of their sums is the ratio at the mean (experiments.gpu_model.dram_shares sums)."""
-    kv = MEMGAP_BATCH * MEMGAP_CONTEXT * MEMGAP_KV_PER_TOKEN
-    step = (MEMGAP_WEIGHTS + kv) / H800.bandwidth / MEMGAP_SHARES[MEMGAP_BATCH]
-    rest = (STEP_OVERHEAD + MEMGAP_WEIGHTS / H800.bandwidth
-            + MEMGAP_BATCH * 2 * OPT_1_3B.params / H800.flops)
-    return kv / H800.bandwidth / (step - rest)
-
-
-KV_READ = kv_read_efficiency()
-# Tensor parallel engines all-reduce twice a layer per decode step (after attention and
-# after the MLP). ASSUMED 10 us each (a small-message NVLink all-reduce; no measurement on
-# H20 found): 28 layers -> 0.56 ms a step. Its bandwidth term (2 bytes x hidden per response
-# and all-reduce) is under 1% of the KV read and is left out.
-ALL_REDUCE_SECONDS = 10e-6
-MFU = 0.40  # LLAMA3_MFU: 38-43%, the middle; for every trainer that keeps its state on GPU
+# Engines' own limits on responses at once (the KV memory may allow more).
+VLLM_MAX_NUM_SEQS = 1024     # VLLM_LIMIT
+SGLANG_MAX_RUNNING = 2048    # SGLANG_LIMIT: at least 2,048 when unset, as AReaL leaves it
 PROMPT_TOKENS = 200  # ASSUMED: math prompts are short; unpublished for both runs
-# Response lengths: a lognormal cut at the maximum length. Its shape is ASSUMED from two
-# statistics read as quantiles: SEER's "the last ~10% take up to ~50% of the rollout" as
-# q90 = q95 / 2, and AReaL's truncation "below 5%" (AREAL_V02) as q95 at most the cap:
-#   sigma = ln 2 / (z95 - z90) = 0.693 / (1.645 - 1.282) = 1.91
-# The mean is FITTED (below); with it, 2.5% of AReaL's responses reach the cap.
-Z90, Z95 = 1.2815516, 1.6448536
-SIGMA = math.log(2) / (Z95 - Z90)
+Z95 = 1.6448536      # the standard normal's 95% quantile
 
 
 class Trainer(NamedTuple):
-    """How a run trains: the passes over each token and the share of peak FLOP/s they get."""
+    """How a run trains: the passes over each token, and the share of peak FLOP/s they get
+    once the walk charges it (the bound trains at peak)."""
     checkpointing: bool    # activations recomputed in the backward pass: one more forward
     logprob_passes: int    # forward passes before the update (recomputed log-probabilities)
-    efficiency: float      # achieved / peak FLOP/s (MFU)
+    efficiency: float      # achieved / peak FLOP/s, ASSUMED (see WALK)
     source: str
 
 
@@ -178,15 +165,15 @@ def passes(trainer):
 
 
 def forward_flops(model, context):
-    """FLOPs of one forward pass per token (the usual 2 per parameter, plus attention):
+    """FLOPs of one forward pass per token (2 per multiplied parameter, plus attention):
 
-        2 * n_params + 2 * layers * heads * head_dim * context
+        2 * N + 2 * layers * heads * head_dim * context,   N = multiplied(model)
 
     Attention: the token at position t multiplies its query with t keys and t values
     (4 * t * heads * head_dim FLOPs a layer), so over a sequence of T tokens each token
     costs 2 * T on average; over a batch context = E[T^2] / E[T]. Example: R1-Distill-1.5B
-    (1.78e9 parameters, 28 x 12 x 128) at context 10,000: 3.56e9 + 0.86e9 FLOPs."""
-    return 2 * model.params + 2 * model.layers * model.heads * model.head_dim * context
+    (N = 1.544e9, 28 x 12 x 128) at context 10,000: 3.09e9 + 0.86e9 FLOPs."""
+    return 2 * multiplied(model) + 2 * model.layers * model.heads * model.head_dim * context
 
 
 def flops_per_token(model, trainer, context):
@@ -218,6 +205,19 @@ def median_for_mean(mean, sigma, cap):
     return math.exp((low + high) / 2)
 
 
+def shape_for_tail(mean, cap, z=Z95):
+    """(median, sigma) of the lognormal whose capped mean is `mean` and whose share above
+    the cap is 1 - Phi(z) (5% at z = 1.645): median = cap * exp(-z sigma), sigma by
+    bisection (a wider shape puts the median lower and the capped mean lower)."""
+    low, high = 0.01, 5.0
+    for _ in range(100):
+        sigma = (low + high) / 2
+        m = capped_moment(cap * math.exp(-z * sigma), sigma, cap)
+        low, high = (sigma, high) if m > mean else (low, sigma)
+    sigma = (low + high) / 2
+    return cap * math.exp(-z * sigma), sigma
+
+
 def context(median, sigma, cap):
     """E[T^2] / E[T] for T = prompt + min(lognormal(median, sigma), cap), tokens: the mean
     causal context of a trained token is half of it (forward_flops)."""
@@ -226,57 +226,144 @@ def context(median, sigma, cap):
     return (P * P + 2 * P * first + second) / (P + first)
 
 
-# ------------------------------------------------------------------------ the fit set
-# FITTED, AReaL: the mean response length, to AREAL_V03 Fig. 7's k = 0 point only (128.7k
-# trained tokens per second, prompt and response tokens counted; Fig. 7 names no model,
-# and its k = 4 / k = 0 ratio 2.771 equals Table 2's 1.5B 41.0 / 14.8 h, so it is taken as
-# areal-1.5b). experiments.gpu_model.fit_areal_mean recomputes it; the 7B preset uses the same lengths.
+# ------------------------------------------------------------------ the set numbers
+# One number per run is SET from a published one; every other published number is held out.
+# AReaL 1.5B: the mean response from Fig. 7's k = 0 rate times Table 2's 41.0 h (one
+# measurement: 128.7k x 41.0 = 356.6k x 14.8 within 0.02%) over the 250 x 512 x 16
+# sequences of the 250-batch reading (docs/gpu-model.md), less the prompt.
 AREAL_FIG7 = ((0, 128.7e3), (1, 269.3e3), (2, 356.6e3), (4, 356.6e3), (8, 371.7e3),
               (16, 382.4e3), (None, 396.8e3))  # (k, tokens per second); None: no bound
-AREAL_MEAN_LEN = 2805.0  # fit_areal_mean(): 2,805.4 (16 bisection steps over 1,500 to 12,000)
-AREAL_MEDIAN = median_for_mean(AREAL_MEAN_LEN, SIGMA, 27_648)
+AREAL_SYNC_HOURS, AREAL_SEQUENCES = 41.0, 250 * 512 * 16
+AREAL_MEAN_LEN = dict(AREAL_FIG7)[0] * AREAL_SYNC_HOURS * 3600 / AREAL_SEQUENCES - PROMPT_TOKENS
+# AReaL 7B: from a source of its own, AREAL_V02 (95k tokens/s on 128 GPUs) with
+# AREAL_V02_README (400 steps, ~90 h), over 400 x 512 x 16 sequences: the same model,
+# cap and batch in AReaL v0.2 (ASSUMED to carry over to v0.3's run).
+AREAL_7B_MEAN_LEN = 95e3 * 90 * 3600 / (400 * 512 * 16) - PROMPT_TOKENS
+# The shape: AREAL_V02's "truncation rate remained below 5%", taken at 5% (ASSUMED: the
+# bound of the statement; range 0-5%).
+AREAL_MEDIAN, AREAL_SIGMA = shape_for_tail(AREAL_MEAN_LEN, 27_648)
+AREAL_7B_MEDIAN, AREAL_7B_SIGMA = shape_for_tail(AREAL_7B_MEAN_LEN, 27_648)
 
+MFU = 0.40  # ASSUMED trainer efficiency, range 0.25-0.50: LLAMA3_MFU's middle (405B pretraining)
 AREAL_SYNC_TRAINER = Trainer(True, 0, MFU, "AREAL_SYNC (checkpointing, no recomputed "
-                                            "log-probs); LLAMA3_MFU")
+                                            "log-probs); efficiency ASSUMED")
 AREAL_ASYNC_TRAINER = Trainer(True, 1, MFU, "AREAL_CFG (checkpointing, recompute_logprob "
-                                             "for the decoupled loss); LLAMA3_MFU")
-VERL_ASYNC_UPDATE = 113.16  # VERL_README, 64:64 update_actor seconds: verl's length fit
-VERL_COLOC_UPDATE = 113.81  # VERL_README, colocated 128 update_actor seconds: its efficiency
+                                             "for the decoupled loss); efficiency ASSUMED")
+VERL_ASYNC_UPDATE = 113.16  # VERL_README, 64:64 update_actor seconds: verl's set number
+VERL_SIGMA = AREAL_SIGMA    # ASSUMED: verl publishes no length statistics; AReaL 1.5B's shape
+VERL_CAP = 28_672
 
 
-def verl_fitted_mean():
-    """FITTED, verl: the mean response length whose batch (512 x 16 sequences) the async
-    trainer (VERL_SCRIPT: no offload, checkpointing by VERL_DEFAULTS, rollout log-probs, so
-    4 passes, at MFU) trains on 64 H20s in VERL_README's 113.16 s of update_actor. Bisection:
-    the tokens a batch can have in that time fall as the context grows."""
+def verl_set_mean():
+    """SET, verl: the mean response length whose batch (512 x 16 sequences) the async
+    trainer (VERL_RUN: no offload, checkpointing by VERL_DEFAULTS, rollout log-probs, so
+    4 passes, at the ASSUMED efficiency MFU) trains on 64 H20s in VERL_README's 113.16 s of
+    update_actor. Bisection: the tokens a batch can have in that time fall as it grows."""
     trainer = Trainer(True, 0, MFU, "")
     budget = VERL_ASYNC_UPDATE * 64 * H20.flops * MFU
     low, high = 1.0, 28_000.0
     for _ in range(60):
         mean = (low + high) / 2
         tokens = 512 * 16 * (PROMPT_TOKENS + mean)
-        c = context(median_for_mean(mean, SIGMA, 28_672), SIGMA, 28_672)
+        c = context(median_for_mean(mean, VERL_SIGMA, VERL_CAP), VERL_SIGMA, VERL_CAP)
         fits = tokens * flops_per_token(MATH_7B, trainer, c) < budget
         low, high = (mean, high) if fits else (low, mean)
     return (low + high) / 2
 
 
-def verl_colocated_efficiency(mean):
-    """FITTED, verl: the offloaded colocated trainer's FLOP/s share (VERL_COLOC: parameters
-    and optimizer on the CPU), from VERL_README's 128-GPU update_actor, 113.81 s:
-        efficiency = tokens * 4 passes * forward_flops / (113.81 s * 128 * peak)"""
-    tokens = 512 * 16 * (PROMPT_TOKENS + mean)
-    c = context(median_for_mean(mean, SIGMA, 28_672), SIGMA, 28_672)
-    work = tokens * passes(Trainer(True, 0, 1.0, "")) * forward_flops(MATH_7B, c)
-    return work / (VERL_COLOC_UPDATE * 128 * H20.flops)
+VERL_MEAN_LEN = verl_set_mean()
+VERL_COLOC_TRAINER = Trainer(True, 1, MFU, "VERL_COLOC (offload, checkpointing, old_log_prob "
+                                           "pass); efficiency ASSUMED")
+VERL_ASYNC_TRAINER = Trainer(True, 0, MFU, "VERL_RUN (no offload, rollout log-probs), "
+                                           "VERL_DEFAULTS (checkpointing); efficiency ASSUMED")
 
 
-VERL_MEAN_LEN = verl_fitted_mean()
-VERL_COLOC_TRAINER = Trainer(True, 1, verl_colocated_efficiency(VERL_MEAN_LEN),
-                             "VERL_COLOC (offload, checkpointing, old_log_prob pass); "
-                             "efficiency FITTED")
-VERL_ASYNC_TRAINER = Trainer(True, 0, MFU, "VERL_SCRIPT (no offload, rollout log-probs), "
-                                           "VERL_DEFAULTS (checkpointing); LLAMA3_MFU")
+# ------------------------------------------------------------------ the walk down
+class Costs(NamedTuple):
+    """What a real pipeline pays below the bound (all 0, and the trainer at peak, in it).
+
+    overhead    seconds per decode step beyond the roofline (scheduling, sampling, launches)
+    all_reduce  seconds per tensor-parallel all-reduce, 2 a layer a step when tp > 1
+    efficiency  the trainer's achieved / peak FLOP/s (1 in the bound)
+    save        seconds the trainer spends after each update writing the weights out
+    reload      seconds each engine pauses at each update to load them
+    poll        seconds the synchronous run waits for the servers to notice new weights
+    prefill     share of peak FLOP/s at which an interrupted response's KV is recomputed
+                (0: not charged)
+    reward      seconds of reward computation between generation and training (synchronous)
+    checkpoint  seconds of each checkpoint, one every CHECKPOINT_EVERY seconds
+    """
+    overhead: float = 0.0
+    all_reduce: float = 0.0
+    efficiency: float = 1.0
+    save: float = 0.0
+    reload: float = 0.0
+    poll: float = 0.0
+    prefill: float = 0.0
+    reward: float = 0.0
+    checkpoint: float = 0.0
+
+
+class Cost(NamedTuple):
+    """One step of the walk: set `field` of Costs to `value` in the runs it applies to."""
+    name: str
+    field: str
+    value: float
+    applies: str   # "both", "sync" or "async"
+    source: str
+
+
+CHECKPOINT_EVERY = 600  # AREAL_CODE: ckpt_freq_secs 600 (both configurations)
+# Per decode step, beyond reading the weights at the sheet's bandwidth: SGLANG_1401's
+# 7.35 ms for Llama-3-8B at batch 1, minus its bf16 weight read 2 * 8.03e9 B / 3.35e12 B/s
+# (GPU of that PR ASSUMED to be an H100) = 2.56 ms. (MEMGAP's batch-1 vLLM step, 4.03 ms
+# reading 2.70 GB on a GPU of about 1.6 TB/s, leaves about 2.3 ms: the same size.)
+STEP_OVERHEAD = 7.35e-3 - 2 * 8.03e9 / 3.35e12
+STORAGE = 2e9  # ASSUMED bytes/s to and from shared storage, range 1-5 GB/s (unpublished)
+POLL = 5.0     # AREAL_CODE: the gserver manager sleeps 5 s between checks for new weights
+
+
+def areal_walk(model):
+    """AReaL's costs below the bound, in the order they are charged."""
+    weights = 2 * model.params  # HF safetensors, bf16, every parameter
+    return (
+        Cost("decode overhead", "overhead", STEP_OVERHEAD, "both",
+             "SGLANG_1401: 2.56 ms a step beyond the weight read"),
+        Cost("trainer efficiency", "efficiency", MFU, "both",
+             "ASSUMED 0.40 (range 0.25-0.50): LLAMA3_MFU, a 405B pretraining figure"),
+        Cost("weight save (param-sync-save)", "save", weights / STORAGE, "both",
+             f"AREAL_CODE model_worker.py; size ASSUMED {weights / 1e9:.1f} GB at 2 GB/s "
+             "(range 1-5)"),
+        Cost("weight reload (update_weights_from_disk)", "reload", weights / STORAGE, "both",
+             f"AREAL_CODE gserver_manager.py, sglang.py; ASSUMED {weights / 1e9:.1f} GB at "
+             "2 GB/s (range 1-5)"),
+        Cost("poll for new weights", "poll", POLL / 2, "sync",
+             "AREAL_CODE: a 5 s poll; ASSUMED half of it on average (range 0-5 s)"),
+        Cost("KV recompute after an interrupt", "prefill", 0.5, "async",
+             "AREAL_V03 (interrupted requests recompute their KV); ASSUMED prefill at 0.5 "
+             "of peak (range 0.3-0.7)"),
+        Cost("reward on the critical path", "reward", 10.0, "sync",
+             "AREAL_CODE (sync: a rew_inf step; async: in the rollout workers); ASSUMED "
+             "10 s a batch (range 2-30)"),
+        Cost("checkpoint every 600 s", "checkpoint", 16 * model.params / STORAGE, "both",
+             f"AREAL_CODE ckpt_freq_secs 600; ASSUMED weights and Adam state, "
+             f"{16 * model.params / 1e9:.0f} GB at 2 GB/s (range 1-5)"))
+
+
+VERL_WALK = (
+    Cost("decode overhead", "overhead", STEP_OVERHEAD, "both",
+         "SGLANG_1401 (ASSUMED for vLLM: no batch-1 vLLM figure on H20 found)"),
+    Cost("TP all-reduces", "all_reduce", 10e-6, "both",
+         "ASSUMED 10 us each (range 5-20), 2 a layer: 0.56 ms a step"),
+    Cost("trainer efficiency", "efficiency", MFU, "both",
+         "ASSUMED 0.40 (range 0.25-0.50), as the set mean length assumes"),
+    Cost("parameter sync", "reload", 0.12, "async",
+         "VERL_README checkpoint-engine table: Qwen2.5-Math-7B, 0.12 s (Megatron; "
+         "ASSUMED for FSDP2)"),
+    Cost("KV recompute after an interrupt", "prefill", 0.5, "async",
+         "VERL_RUN partial_rollout True; ASSUMED prefill at 0.5 of peak (range 0.3-0.7)"),
+    Cost("reward on the critical path", "reward", 10.0, "sync",
+         "ASSUMED 10 s a batch (range 2-30), as AReaL's"))
 
 
 class Preset(NamedTuple):
@@ -291,7 +378,7 @@ class Preset(NamedTuple):
     prompts: int           # B: groups per batch
     group_size: int        # responses per prompt
     max_len: int           # new tokens at most
-    median_len: float      # of the lognormal, tokens (from the FITTED mean, see above)
+    median_len: float      # of the lognormal, tokens (from the SET mean, see above)
     sigma: float           # its shape
     k: int                 # staleness bound of the asynchronous run
     n_steps: int           # batches the published hours cover
@@ -303,72 +390,87 @@ class Preset(NamedTuple):
     curve: tuple           # published (k, trained tokens per second) pairs, or ()
     scaling: tuple         # published (colocated rows, async rows) at other sizes, or ()
     notes: tuple           # (what, source or ASSUMED ...) lines printed with the table
+    engine_limit: int = 10**9   # responses an engine runs at once at most (its own limit)
+    max_running: int = None     # groups started and not finished at most (None: no cap)
+    pin: bool = False           # a group's responses on one engine, round-robin
+    walk: tuple = ()            # the Costs charged one at a time below the bound
+    set_number: str = ""        # the one published number the preset's lengths come from
+    residual: str = ""          # what the residual likeliest holds (costs with no published size)
 
 
-# Held out: what the presets are compared with; none of it was used above but the fit
-# targets named there. verl's rows by GPU count (colocated) and generating GPUs (async):
-# seconds per step and its phases, hours for 400 steps (VERL_README).
+# Held out: what the presets are compared with. verl's rows by GPU count (colocated) and
+# generating GPUs (async): seconds per step and its phases, hours for 400 steps (VERL_README).
 VERL_COLOCATED = {32: dict(step=790.10, gen=357.41, old_log_prob=107.71, update_actor=269.80,
                            hours=3 * 24 + 17 + 5 / 60),
                   64: dict(step=365.28, gen=150.72, old_log_prob=70.26, update_actor=133.41,
                            hours=24 + 17 + 32 / 60),
                   128: dict(step=356.30, gen=177.85, old_log_prob=53.92, update_actor=113.81,
                             hours=24 + 16 + 48 / 60)}
-VERL_ASYNC = {16: dict(step=294.77, hours=24 + 9 + 26 / 60),
-              32: dict(step=189.26, hours=21 + 40 / 60),
-              64: dict(step=150.63, hours=17 + 22 / 60)}
+VERL_ASYNC = {16: dict(step=294.77, update_actor=313.81, hours=24 + 9 + 26 / 60),
+              32: dict(step=189.26, update_actor=156.98, hours=21 + 40 / 60),
+              64: dict(step=150.63, update_actor=113.16, hours=17 + 22 / 60)}
 
 
 AREAL_NOTES = (
     ("8 x H800 per node", "AREAL_HW; H800 figures from H100_SHEET (ASSUMED equal)"),
     ("512 prompts x 16, cap 27,648", "AREAL_V02, AREAL_CFG"),
-    ("lognormal shape sigma 1.91", "ASSUMED from SEER (q90 = q95 / 2) and AREAL_V02 "
-                                   "(truncation below 5%)"),
     ("3/4 of the GPUs generate, SGLang TP 1", "AREAL_ALLOC"),
     ("staleness bound 4 for math", "AREAL_CFG; AREAL_V03 Table 3 (k = 4 scores Table 2's "
                                    "42.2)"),
     ("sync baseline = same split at k = 0", "AREAL_V03 (k = 0 is synchronous RL; Fig. 7's "
                                             "k = 4 / k = 0 ratio = Table 2's), AREAL_SYNC"),
-    ("1000 PPO steps = 250 batches x 4 minibatches", "AREAL_V02_README (250 steps) with "
-                                                     "AREAL_V02's 173k tokens/s: 8.2k tokens "
-                                                     "a sequence; AREAL_CFG (4 minibatches)"),
+    ("1000 PPO steps = 250 batches x 4 minibatches", "AREAL_V02_README (250 steps), "
+                                                     "AREAL_CFG (4 minibatches)"),
+    ("at most 512 groups in flight", "AREAL_CODE (max_concurrent_rollouts = train batch)"),
+    ("a prompt's 16 samples on one server, round-robin", "AREAL_CODE (gserver_manager.py)"),
+    ("engine limit 2,048 responses (not binding)", "SGLANG_LIMIT"),
     ("sync: checkpointing, no log-prob pass (4 passes)", "AREAL_SYNC"),
     ("async: checkpointing + recomputed log-probs (5 passes)", "AREAL_CFG"),
-    ("mean length FITTED to Fig. 7's k = 0 point", "AREAL_V03 Fig. 7 (fit_areal_mean)"),
+    ("length shape: 5% of responses at the cap", "AREAL_V02 ('below 5%'; ASSUMED at 5%)"),
     ("prompt 200 tokens", "ASSUMED: unpublished"),
-    (f"KV read at {KV_READ:.2f} of the bandwidth", "FITTED to MEMGAP's 50.4% DRAM share "
-                                                     "(vLLM, batch 512)"),
 )
 
 PRESETS = {
     "areal-1.5b": Preset(
         "areal-1.5b", "AReaL v0.3, R1-Distill-Qwen-1.5B, 16 nodes", R1_15B, H800, 128, 96, 1, 0.8,
-        512, 16, 27_648, AREAL_MEDIAN, SIGMA, 4, 250, "disaggregated", AREAL_SYNC_TRAINER,
-        AREAL_ASYNC_TRAINER, 41.0, 14.8, AREAL_FIG7, (),
-        AREAL_NOTES + (("SGLang memory fraction 0.8", "AREAL_CFG"),)),
+        512, 16, 27_648, AREAL_MEDIAN, AREAL_SIGMA, 4, 250, "disaggregated", AREAL_SYNC_TRAINER,
+        AREAL_ASYNC_TRAINER, AREAL_SYNC_HOURS, 14.8, AREAL_FIG7, (),
+        AREAL_NOTES + (("SGLang memory fraction 0.8", "AREAL_CFG"),),
+        SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_15B),
+        "mean response = Fig. 7's k = 0 rate x Table 2's 41.0 h / 2,048,000 sequences - prompt",
+        "a trainer below the ASSUMED 0.40 (at 0.25, the bottom of its range, the asynchronous "
+        "step would be about 217 s against 213 s published, the synchronous one about 64 s "
+        "longer); SGLang slower than roofline + 2.56 ms a step at about 85 long responses an "
+        "engine; prefill, data transfer and scheduling between workers (no published sizes)"),
     "areal-7b": Preset(
         "areal-7b", "AReaL v0.3, R1-Distill-Qwen-7B, 24 nodes", R1_7B, H800, 192, 144, 1, 0.7,
-        512, 16, 27_648, AREAL_MEDIAN, SIGMA, 4, 250, "disaggregated", AREAL_SYNC_TRAINER,
-        AREAL_ASYNC_TRAINER, 57.7, 25.4, (), (),
-        AREAL_NOTES + (("SGLang memory fraction 0.7", "AREAL_ALLOC"),)),
+        512, 16, 27_648, AREAL_7B_MEDIAN, AREAL_7B_SIGMA, 4, 250, "disaggregated",
+        AREAL_SYNC_TRAINER, AREAL_ASYNC_TRAINER, 57.7, 25.4, (), (),
+        AREAL_NOTES + (("SGLang memory fraction 0.7", "AREAL_ALLOC"),),
+        SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_7B),
+        "none from this run: mean response from AREAL_V02's 95k tokens/s x 90 h over "
+        "400 x 8,192 sequences - prompt",
+        "the synchronous step's generation, data transfer and trainer efficiency (no "
+        "published sizes); checkpoints, the largest ASSUMED cost (40 s an asynchronous step), "
+        "the most uncertain"),
     "verl-7b": Preset(
         "verl-7b", "verl fully async, Qwen2.5-Math-7B, 128 x H20", MATH_7B, H20, 128, 64, 4, 0.8,
-        512, 16, 28_672, median_for_mean(VERL_MEAN_LEN, SIGMA, 28_672),
-        SIGMA, 1, 400, "colocated", VERL_COLOC_TRAINER,
+        512, 16, VERL_CAP, median_for_mean(VERL_MEAN_LEN, VERL_SIGMA, VERL_CAP),
+        VERL_SIGMA, 1, 400, "colocated", VERL_COLOC_TRAINER,
         VERL_ASYNC_TRAINER, 40 + 48 / 60, 17 + 22 / 60, (), (VERL_COLOCATED, VERL_ASYNC),
-        (("H20 x 128, 64:64 split, 512 x 16, cap 28,672, 400 steps", "VERL_README, VERL_SCRIPT"),
-         ("vLLM TP 4, memory fraction 0.80", "VERL_SCRIPT; TP all-reduces ASSUMED 10 us"),
-         ("staleness_threshold 0.5 -> k = 1", "VERL_README (VERL_SCRIPT sets 1, also k = 1); "
-                                              "ASSUMED: 0.5 lets the rollouter run half a "
-                                              "batch ahead; the lab's whole-batch bound "
-                                              "rounds it up"),
-         ("colocated: offload, checkpointing, old_log_prob", "VERL_COLOC; efficiency FITTED "
-                                                            "to 113.81 s (128 GPUs)"),
-         ("async: no offload, checkpointing, rollout log-probs", "VERL_SCRIPT, VERL_DEFAULTS"),
-         ("mean length FITTED", "to the 64:64 update_actor, 113.16 s, at MFU (VERL_README)"),
-         ("lognormal shape sigma 1.91 as AReaL's", "ASSUMED: verl publishes no length "
-                                                   "statistics"),
-         ("prompt 200 tokens", "ASSUMED: unpublished"),
-         (f"KV read at {KV_READ:.2f} of the bandwidth", "FITTED to MEMGAP's 50.4% DRAM share "
-                                                         "(vLLM, batch 512)"))),
+        (("H20 x 128, 64:64 split, 512 x 16, cap 28,672, 400 steps", "VERL_README, VERL_RUN"),
+         ("vLLM TP 4, memory fraction 0.80, at most 1,024 responses", "VERL_RUN, VLLM_LIMIT"),
+         ("staleness_threshold 0.5 -> k = 1", "VERL_RUN; ASSUMED: 0.5 lets the rollouter run "
+                                              "half a batch ahead; the lab's whole-batch "
+                                              "bound rounds it up"),
+         ("colocated: offload, checkpointing, old_log_prob", "VERL_COLOC"),
+         ("async: no offload, checkpointing, rollout log-probs", "VERL_RUN, VERL_DEFAULTS"),
+         ("lognormal shape as AReaL 1.5B's", "ASSUMED: verl publishes no length statistics"),
+         ("prompt 200 tokens", "ASSUMED: unpublished")),
+        VLLM_MAX_NUM_SEQS, None, False, VERL_WALK,
+        "mean response from the 64:64 update_actor, 113.16 s, at the ASSUMED efficiency",
+        "the colocated trainer's offload to the CPU (published, its update_actor on 128 GPUs "
+        "is as long as the non-offloaded one on 64); a fixed cost of old_log_prob; the hybrid "
+        "engine's switches; generation at verl's unpublished lengths; in the 64:64 run the "
+        "trainer waits for samples (the README's 33.14 s of gen)"),
 }

@@ -5,7 +5,6 @@ The computation is experiments/gpu_model.py's gpu_sweep (it shares the cost mode
 """
 import grading
 from experiments.gpu_model import gpu_sweep
-from experiments.gpu_sources import KV_READ
 from experiments.printing import say
 from experiments.plotting import extra_figure
 
@@ -15,8 +14,8 @@ SECONDS = 25.0
 
 def arguments(p):
     p.add_argument("--gpu-sweep", action="store_true",
-                   help="how the GPU model's speedup depends on S, group size and the length "
-                        "cap (a PNG of its own)")
+                   help="how the walked-down GPU model's speedup depends on S, group size, the "
+                        "length cap and the concurrency cap (a PNG of its own)")
 
 
 def work(args):
@@ -28,8 +27,8 @@ def run(args, results):
 
 
 def show(w):
-    say(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate): "
-          f"seconds per step, synchronous (k = 0) against k = {w['k']}")
+    say(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate), "
+        f"walked down: seconds per step, synchronous (k = 0) against k = {w['k']}")
     print(f"  {'':<26}{'S':>6}{'group':>7}{'cap':>8}{'sync s':>9}{'async s':>9}{'speedup':>9}"
           f"{'max lag':>9}{'token lag':>11}")
     for r in w["rows"]:
@@ -38,16 +37,20 @@ def show(w):
               f"{r['max_lag']:>9}{r['token_lag']:>11.2f}")
     lanes = w["lanes"]
     say(f"  Part 2's lanes on the GPU model ({lanes['n_lanes']} lanes, B = {lanes['B']}, "
-          f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
+        f"sigma = {lanes['sigma']}): gain over k = 0 and max lag at k = 0, 1, 2")
     for r in lanes["rows"]:
         print(f"  {r['variant']:<26}" + "".join(f"{g:>7.2f}x" for g in r["gain"])
               + "   max lag " + ", ".join(map(str, r["max_lag"])))
-    say("  The decode step against a measurement (MEMGAP: vLLM, OPT-1.3B on an H100, 161 + 338 "
-        "tokens): mean DRAM read share of peak, by batch")
-    print(f"  {'batch':<26}" + "".join(f"{r['batch']:>7}" for r in w["dram"]))
-    for key, label in (("measured", "measured"), ("model", f"model, KV at {KV_READ:.2f}"),
-                       ("full", "model, KV at 1.00")):
-        print(f"  {label:<26}" + "".join(f"{r[key]:>7.1%}" for r in w["dram"]))
+    say("  MEMGAP's decode steps read back (vLLM 0.5, OPT-1.3B, 161 + 338 tokens, under "
+        "Nsight): what that GPU delivered, and the peak its counter shares imply")
+    print(f"  {'batch':<26}" + "".join(f"{r['batch']:>8}" for r in w["memgap"]))
+    for key, label, fmt in (("step_ms", "step, ms (measured)", "{:>8.2f}"),
+                            ("bytes_gb", "read a step, GB", "{:>8.2f}"),
+                            ("delivered_tb_s", "delivered, TB/s", "{:>8.2f}"),
+                            ("share", "DRAM read share", "{:>8.1%}"),
+                            ("implied_peak_tb_s", "implied peak, TB/s", "{:>8.2f}"),
+                            ("h800_sheet_ms", "at 3.35 TB/s, ms", "{:>8.2f}")):
+        print(f"  {label:<26}" + "".join(fmt.format(r[key]) for r in w["memgap"]))
 
 
 def draw(results, path):

@@ -1,29 +1,29 @@
-"""--preset (Tasks 1 and 2): a published run's hours predicted on the GPU model.
+"""--preset (Tasks 1 and 2): a published run on the GPU model, a bound walked down to it.
 
 The computation is experiments/gpu_model.py's gpu_comparison (it shares the cost model
-with --gpu-sweep); here are the option, the printed section and the figure
-(rl_systems_gpu_model.png): a row per preset, on the left what it is compared with
-(AReaL's Fig. 7 throughput over k, Table 2's hours, verl's seconds per phase), on the
-right the engine that finished last in one synchronous step.
+with --gpu-sweep): the perfect pipeline at the run's configuration (the bound), then each
+sourced or ASSUMED cost of the real pipeline, one at a time (the walk), against the
+published numbers. Here are the option, the printed section and the figure
+(rl_systems_gpu_model.png): a row per preset, on the left the waterfall (the bound, each
+cost of the walk, the prediction, and the residual up to the published hours, shaded),
+synchronous and asynchronous; on the right AReaL's Fig. 7 throughput over k (bound,
+predicted, published), verl's seconds per phase, or the hours.
 """
-
 import grading
 from experiments.gpu_model import gpu_comparison
 from experiments.gpu_sources import PRESETS
-from experiments.printing import say
 from experiments.plotting import placeholder
+from experiments.printing import say
 
 KEY, LABEL, TASK, FLAG = "gpu_model", "GPU model", "2", "preset"  # and Task 1's bytes: a TODO
 # there names its own task
 SECONDS = 11.0  # per preset
-PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
-PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
 
 
 def arguments(p):
     p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
-                   help="predict a published run's hours on the GPU model (docs/gpu-model.md); "
-                        "all: the three presets")
+                   help="a published run on the GPU model: the bound, each cost of the walk "
+                        "down, the published numbers (docs/gpu-model.md); all: the three presets")
 
 
 def names(args):
@@ -48,35 +48,46 @@ def show(runs):
 
 
 def show_preset(g):
-    print(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}")
-    print(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
-          f"length {g['mean_len']:,.0f}, {g['slots']} responses per engine at most")
-    print(f"  trainer passes per token: {g['sync_passes']} synchronous "
-          f"(efficiency {g['sync_efficiency']:.3f}), {g['async_passes']} asynchronous "
-          f"({g['async_efficiency']:.3f}); {g['n_steps']} batches")
-    print(f"  {'fitted to':<42}{'model':>10}{'target':>11}{'ratio':>8}")
-    for what, predicted, published, ratio in g["fit"]:
-        print(f"  {what:<42}{predicted:>10.1f}{published:>11.1f}{ratio:>8.2f}")
-    print(f"  {'held out':<42}{'predicted':>10}{'published':>11}{'ratio':>8}")
-    for what, predicted, published, ratio in g["held_out"]:
-        print(f"  {what:<42}{predicted:>10.2f}{published:>11.2f}{ratio:>8.2f}")
-    if g["implied"]:
-        i = g["implied"]
-        print(f"  at the {i['tokens_per_sequence']:,.0f} tokens a sequence that the published "
-              f"k = 0 rate and hours imply:")
-        print(f"    a synchronous step takes {i['seconds']:.0f} s, published "
-              f"{i['published_seconds']:.0f} s")
+    say(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}: a bound, "
+        "walked down")
+    say(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
+        f"length {g['mean_len']:,.0f} (sigma {g['sigma']:.2f}), {g['slots']} responses per "
+        f"engine at most; {g['n_steps']} batches")
+    say(f"  set from a published number: {g['set_number']}")
+    for what, model, target, ratio in g["set"]:
+        print(f"    given back: {what} {model:,.2f} against {target:,.2f} ({ratio:.3f})")
+    print(f"  {'walk down (cumulative)':<44}{'sync s':>9}{'sync h':>8}{'async s':>9}"
+          f"{'async h':>8}")
+    for w in g["walk"]:
+        print(f"  {w['name']:<44}{w['sync_seconds']:>9.1f}{w['sync_hours']:>8.2f}"
+              f"{w['seconds']:>9.1f}{w['hours']:>8.2f}")
+    print(f"  {'published':<44}{'':>9}{g['published']['sync_hours']:>8.2f}{'':>9}"
+          f"{g['published']['async_hours']:>8.2f}")
+    print(f"  {'held out':<40}{'bound':>9}{'predicted':>10}{'published':>10}{'ratio':>7}"
+          f"{'residual':>10}")
+    for what, predicted, published, ratio, bound, same in g["held_out"]:
+        b = "" if bound is None else f"{bound:.2f}"
+        note = f"  (= {same})" if same and same != "derived" else (
+            "  (derived)" if same else "")
+        print(f"  {what:<40}{b:>9}{predicted:>10.2f}{published:>10.2f}{ratio:>7.2f}"
+              f"{published - predicted:>+10.2f}{note}")
+    say(f"  the residual (published - predicted) is what the walk leaves unpriced; likeliest: "
+        f"{g['residual_causes']}")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
           f"{g['sync']['tail_share']:.0%} of it")
-    say("  asynchronous at the published split: " + ", ".join(
-        f"k = {r['k']}: {r['hours']:.1f} h" for r in g["by_k"]))
     a = g["asynchronous"]
     print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
           f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)")
-    print("  where each value comes from (experiments/gpu_sources.py names the sources):")
+    print("  where each cost comes from (experiments/gpu_sources.py names the sources):")
+    for w in g["walk"][1:]:
+        say(f"    {w['name']}: {w['source']}")
+    print("  and the configuration:")
     for what, source in g["notes"]:
         say(f"    {what}: {source}")
+
+
+PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
 
 
 def draw(results, path):
@@ -84,32 +95,64 @@ def draw(results, path):
     from matplotlib.figure import Figure
     runs = results["gpu_model"]
     rows = len(runs) if runs else 1
-    fig = Figure(figsize=(12, 3.8 * rows))
-    axes = fig.subplots(rows, 2, squeeze=False, gridspec_kw=dict(width_ratios=(1.3, 1)))
+    fig = Figure(figsize=(13, 4.2 * rows))
+    axes = fig.subplots(rows, 2, squeeze=False, gridspec_kw=dict(width_ratios=(1.2, 1)))
     if not runs:
-        for ax, title in zip(axes[0], ("GPU model: predicted against published",
-                                       "GPU model: the slowest engine's tail")):
+        for ax, title in zip(axes[0], ("GPU model: the bound, walked down",
+                                       "GPU model: predicted against published")):
             placeholder(ax, results["unavailable"][LABEL])
             ax.set_title(f"{title} (Tasks 1 and 2)", fontsize=10)
-    for (ax_left, ax_tail), g in zip(axes, (runs or {}).values()):
+    for (ax_walk, ax_right), g in zip(axes, (runs or {}).values()):
+        waterfall_panel(g, ax_walk)
         if g["published"]["curve"]:
-            curve_panel(g, ax_left)
+            curve_panel(g, ax_right)
         elif g["scaling"]:
-            phase_panel(g, ax_left)
+            phase_panel(g, ax_right)
         else:
-            hours_panel(g, ax_left)
-        tail_panel(g, ax_tail)
+            hours_panel(g, ax_right)
     fig.tight_layout()
     fig.savefig(path, pil_kwargs={"compress_level": 1})
 
 
+WALKS = (("sync_hours", "sync_hours", "synchronous"), ("hours", "async_hours", "asynchronous"))
+
+
+def waterfall_panel(g, ax):
+    """Hours from the bound through each cost (a bar for what it adds) to the prediction,
+    then the residual to the published hours shaded: synchronous above, asynchronous below."""
+    walk = g["walk"]
+    labels = ["bound"] + [w["name"] for w in walk[1:]] + ["residual"]
+    for row, (key, published_key, mode) in enumerate(WALKS):
+        dy = 0.2 if row == 0 else -0.2
+        values = [w[key] for w in walk]
+        y = [i + dy for i in range(len(labels))]
+        ax.barh(y[0], values[0], 0.38, color=PREDICTED if row else "tab:cyan",
+                label=f"{mode}: bound and costs")
+        for i in range(1, len(values)):
+            ax.barh(y[i], values[i] - values[i - 1], 0.38, left=values[i - 1],
+                    color=PREDICTED if row else "tab:cyan")
+        published = g["published"][published_key]
+        ax.barh(y[-1], published - values[-1], 0.38, left=values[-1], color="0.8",
+                hatch="//", edgecolor="0.5", label=f"{mode}: residual")
+        ax.plot([published, published], [y[-1] - 0.19, y[-1] + 0.19], color=PUBLISHED, lw=2,
+                label="published" if row else None)
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"hours for {g['n_steps']} batches (cyan: synchronous, blue: asynchronous)")
+    ax.set_title(f"{g['preset']}: the bound walked down to the published hours", fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+
+
 def curve_panel(g, ax):
-    """Trained tokens per second against the staleness bound k: the model, Fig. 7."""
+    """Trained tokens per second against the staleness bound k: bound, walked down, Fig. 7."""
     labels = [k for k, _ in g["published"]["curve"]]
     published = [v / 1e3 for _, v in g["published"]["curve"]]
     predicted = [g["sync"]["throughput"] / 1e3] + [r["throughput"] / 1e3 for r in g["by_k"]]
+    bound = [g["bound"]["sync_throughput"] / 1e3] + [r["throughput"] / 1e3
+                                                     for r in g["bound"]["by_k"]]
     x = range(len(labels))
-    ax.plot(x, predicted, "o-", color=PREDICTED, label="GPU model (k = 0 fitted, rest predicted)")
+    ax.plot(x, bound, "^:", color="0.5", label="bound (perfect pipeline)")
+    ax.plot(x, predicted, "o-", color=PREDICTED, label="walked down (predicted)")
     ax.plot(x, published, "s--", color=PUBLISHED, label="AReaL v0.3, Fig. 7 (published)")
     ax.set_xticks(list(x), ["∞" if k == "no bound" else k for k in labels])
     ax.set_xlabel("staleness bound k")
@@ -133,6 +176,8 @@ def hours_panel(g, ax):
     ax.set_title(f"{g['preset']}: hours, speedup {g['speedup']:.2f}x predicted, "
                  f"{g['published']['speedup']:.2f}x published", fontsize=10)
     ax.legend(fontsize=8)
+
+
 PHASES = (("gen", "generation"), ("old_log_prob", "old_log_prob"),
           ("update_actor", "update_actor"))
 
@@ -163,8 +208,9 @@ def phase_panel(g, ax):
 
 
 def published_scaling(g):
-    """The README's numbers for each row of g['scaling'], from the held-out list."""
-    table = {what: published for what, _, published, _ in g["held_out"] + g["fit"]}
+    """The README's numbers for each row of g['scaling'], from the held-out list and the
+    set number."""
+    table = {row[0]: row[2] for row in g["held_out"]}
     rows = []
     for r in g["scaling"]:
         if r["mode"] == "colocated":
@@ -173,21 +219,3 @@ def published_scaling(g):
         else:
             rows.append(dict(step=table[f"{r['mode']}: step s"]))
     return rows
-
-
-def tail_panel(g, ax):
-    """Tokens per second of the engine that finished last over one synchronous step's
-    generation, with the time by which 90% of the step's responses had finished."""
-    s = g["sync"]
-    points = s["tokens_per_second"]
-    ax.step([t for t, _ in points], [v for _, v in points], where="post", color=PREDICTED)
-    ax.axvline(s["t90"], color="black", linestyle=":",
-               label=f"90% of responses done: the last 10% take {s['tail_share']:.0%}")
-    ax.set_xlim(0, s["generation_seconds"])
-    ax.set_ylim(0, None)
-    ax.set_xlabel("seconds into one synchronous step's generation")
-    ax.set_ylabel("tokens per second, one engine")
-    engine = f"{g['tp']} x {g['gpu']}" if g["tp"] > 1 else f"1 {g['gpu']}"
-    ax.set_title(f"{g['preset']}: the last of {s['engines']} engines ({engine} each) "
-                 f"to finish", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")

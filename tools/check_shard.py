@@ -2,11 +2,11 @@
 
     python tools/check_shard.py            # a few minutes on 2 cores
 
-experiments/gpu_model.py simulates the asynchronous runs on a share of the engines (a quarter up
-to k = 4, an eighth beyond), with the same share of each batch and of the trainer's GPUs,
-to keep each preset to a few seconds. This tool runs every preset both ways with the
-reference solutions and prints, for each held-out number, the share's value against the
-whole cluster's; then the same for every row of --gpu-sweep (k = 4: a quarter).
+experiments/gpu_model.py simulates the asynchronous runs on an eighth of the engines, with the
+same share of each batch, of the trainer's GPUs and of the cap on groups in flight, to
+keep each preset to a few seconds. This tool runs every preset both ways with the
+reference solutions and prints, for each held-out number, the share's prediction against
+the whole cluster's; then the same for every row of --gpu-sweep.
 docs/gpu-model.md quotes the largest differences. Exits 1 if any differs by more than
 TOLERANCE.
 """
@@ -28,14 +28,14 @@ def main():
         share = gpu_comparison(scheduler, memory, name)["held_out"]
         whole = gpu_comparison(scheduler, memory, name, shard=1)["held_out"]
         print(f"{name}: the simulated share of the cluster against all of it")
-        for (what, x, _, _), (_, y, _, _) in zip(share, whole):
+        for (what, x, *_), (_, y, *_) in zip(share, whole):
             print(f"  {what:<44} {x:>10.2f} {y:>10.2f} {x / y - 1:>+8.2%}")
-        largest = max(abs(x / y - 1) for (_, x, _, _), (_, y, _, _) in zip(share, whole))
+        largest = max(abs(x / y - 1) for (_, x, *_), (_, y, *_) in zip(share, whole))
         print(f"  largest difference: {largest:.2%}")
         worst = max(worst, largest)
     share = gpu_sweep(scheduler, memory)["rows"]
     whole = gpu_sweep(scheduler, memory, shard=1)["rows"]
-    print("--gpu-sweep: a quarter of the cluster against all of it (asynchronous s, speedup)")
+    print("--gpu-sweep: an eighth of the cluster against all of it (asynchronous s, speedup)")
     for x, y in zip(share, whole):
         differences = [x[key] / y[key] - 1 for key in ("async_seconds", "speedup")]
         print(f"  {x['variant']:<26} {x['async_seconds']:>8.1f} {y['async_seconds']:>8.1f} "

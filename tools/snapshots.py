@@ -83,24 +83,45 @@ def hour_ratios(g):
     return [run["ratio"][key] for run in g.values() for key in ("sync", "asynchronous")]
 
 
-def compared_row(name, part, i):
-    """Row i of preset `name`'s `part` ("fit" or "held_out"), as docs/gpu-model.md's tables
-    print it: | preset | what | predicted | published | ratio |."""
+def compared_row(name, i):
+    """Row i of preset `name`'s held-out list, as docs/gpu-model.md's table prints it:
+    | preset | what (note) | bound | predicted | published | ratio |, the bound blank where
+    it was not run, the note naming the row it is the same measurement as."""
     def row(g):
-        what, predicted, published, ratio = g[name][part][i]
-        return f"| {name} | {what} | {predicted:.2f} | {published:.2f} | {ratio:.2f} |"
+        what, predicted, published, ratio, bound, same = g[name]["held_out"][i]
+        note = "" if not same else " (derived)" if same == "derived" else f" (= {same})"
+        b = "" if bound is None else f"{bound:.2f}"
+        return (f"| {name} | {what}{note} | {b} | {predicted:.2f} | {published:.2f} "
+                f"| {ratio:.2f} |")
     return ("{}", [("gpu_model", "gpu_model", row)])
 
 
-# how many rows each preset has in its fit and held-out lists (experiments.gpu_model.gpu_comparison)
-COMPARED = {"fit": {"areal-1.5b": 1, "verl-7b": 2},
-            "held_out": {"areal-1.5b": 9, "areal-7b": 3, "verl-7b": 21}}
+# how many rows each preset has in its held-out list (experiments.gpu_model.gpu_comparison)
+COMPARED = {"areal-1.5b": 10, "areal-7b": 3, "verl-7b": 20}
+# the labels of docs/gpu-model.md's walk tables, one per step of each preset's walk
+AREAL_WALK_LABELS = ("bound", "+ decode overhead", "+ trainer efficiency 0.40", "+ weight save",
+                     "+ weight reload", "+ poll", "+ KV recompute", "+ reward",
+                     "+ checkpoints = predicted")
+WALK_LABELS = {"areal-1.5b": AREAL_WALK_LABELS, "areal-7b": AREAL_WALK_LABELS,
+               "verl-7b": ("bound", "+ decode overhead", "+ TP all-reduces",
+                           "+ trainer efficiency 0.40", "+ parameter sync", "+ KV recompute",
+                           "+ reward = predicted")}
+
+
+def walk_row(name, i, label):
+    """Step i of preset `name`'s walk: | label | sync s | sync h | async s | async h |."""
+    def row(g):
+        w = g[name]["walk"][i]
+        return (f"| {label} | {w['sync_seconds']:.1f} | {w['sync_hours']:.2f} "
+                f"| {w['seconds']:.1f} | {w['hours']:.2f} |")
+    return ("{}", [("gpu_model", "gpu_model", row)])
 
 
 def held_out_within(g, name, low, high, words=None):
     """How many of preset `name`'s held-out ratios lie in [low, high] (those whose label
-    contains one of `words`, if given)."""
-    rows = [r for r in g[name]["held_out"] if words is None or any(w in r[0] for w in words)]
+    contains one of `words`, if given; derived rows, the speedups, left out)."""
+    rows = [r for r in g[name]["held_out"] if r[5] != "derived"
+            and (words is None or any(w in r[0] for w in words))]
     return str(sum(low <= r[3] <= high for r in rows))
 
 
@@ -436,14 +457,17 @@ QUOTES = {
     ],
     "docs/real-systems.md": [
         # the GPU model's predictions (docs/gpu-model.md)
-        gpu_quote("gives speedups of {}× for AReaL's 1.5B run", "areal-1.5b", "speedup", "{:.2f}"),
-        gpu_quote("1.5B run, {}× for its 7B run", "areal-7b", "speedup", "{:.2f}"),
+        gpu_quote("it gives speedups of {}× for AReaL's 1.5B\nrun", "areal-1.5b", "speedup",
+                  "{:.2f}"),
+        gpu_quote("run, {}× for its 7B run", "areal-7b", "speedup", "{:.2f}"),
         gpu_quote("7B run and {}× for verl's, against", "verl-7b", "speedup", "{:.2f}"),
-        ("2.35× ({} of the 3 within 25%)", "gpu_model", "gpu_model",
-         lambda g: within(g, "speedup", 0.75, 1.25)),
+        ("2.35× ({} within 25%;", "gpu_model", "gpu_model",
+         lambda g: {"0": "none"}.get(within(g, "speedup", 0.75, 1.25),
+                                     within(g, "speedup", 0.75, 1.25) + " of the 3")),
+        gpu_quote("the 7B at {} of it)", "areal-7b", "ratio.speedup", "{:.3f}"),
         ("and its hours land between {} and", "gpu_model", "gpu_model",
          lambda g: f"{min(hour_ratios(g)):.2f}×"),
-        ("× and {} of the published ones", "gpu_model", "gpu_model",
+        ("× and\n{} of the published ones", "gpu_model", "gpu_model",
          lambda g: f"{max(hour_ratios(g)):.2f}×"),
         # The speedup at equal hardware
         ("Part 2's {} compares", "default", "scheduling.throughput_gain.1", "{:.2f}×"),
@@ -624,92 +648,77 @@ QUOTES = {
         ("{} at 3.0)", "c_sweep", "c_sweep.bias.5", "{:.4f}"),
     ],
     "docs/gpu-model.md": [
-        gpu_quote("(both presets) | {} tokens", "areal-1.5b", "mean_len", "{:,.0f}"),
-        gpu_quote("| verl's mean response length | {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
-        gpu_quote("trainer's efficiency | {} |", "verl-7b", "sync_efficiency", "{:.3f}"),
-        gpu_quote("the fit puts the mean response at {} tokens", "areal-1.5b", "mean_len",
+        gpu_quote("less the 200-token prompt (AREAL_V03) | {} tokens", "areal-1.5b", "mean_len",
                   "{:,.0f}"),
-        gpu_quote("a sequence at {} with the prompt", "areal-1.5b", "mean_len",
-                  lambda v: f"{v + 200:,.0f}"),
-        ("**Fig. 7: {} of the 6 held-out points within 25%**", "gpu_model", "gpu_model",
-         lambda g: held_out_within(g, "areal-1.5b", 0.75, 1.25, ["tokens/s"])),
-        gpu_quote("it is flat at {}k tokens/s", "areal-1.5b", "by_k.2.throughput",
-                  lambda v: f"{v / 1e3:.2f}"),
-        ("at 356.6k–396.8k, {} of that", "gpu_model", "gpu_model",
-         lambda g: f"{356.6e3 / g['areal-1.5b']['by_k'][2]['throughput']:.2f} to "
-                   f"{396.8e3 / g['areal-1.5b']['by_k'][2]['throughput']:.2f}"),
-        ("one step later and {} too", "gpu_model", "gpu_model",
-         lambda g: "–".join(f"{r[3]:.2f}" for r in (g["areal-1.5b"]["held_out"][-1],
-                                                    g["areal-1.5b"]["held_out"][5])) + "×"),
-        ("**Table 2: {} of the 4 hours within 1.5× under", "gpu_model", "gpu_model",
-         lambda g: str(int(held_out_within(g, "areal-1.5b", 2 / 3, 1.5, ["hours"]))
-                       + int(held_out_within(g, "areal-7b", 2 / 3, 1.5, ["hours"])))),
-        gpu_quote("fitted tokens a sequence ({} with the prompt)", "areal-1.5b", "mean_len",
-                  lambda v: f"{v + 200:,.0f}"),
-        gpu_quote("match the reading's {}.", "areal-1.5b", "implied.tokens_per_sequence",
-                  "{:,.0f}"),
-        gpu_quote("synchronous step takes {} s, where", "areal-1.5b", "implied.seconds", "{:.1f}"),
-        gpu_quote("Table 2 imply {} s: the model", "areal-1.5b", "implied.published_seconds",
-                  "{:.1f}"),
-        ("the model is about {} times too fast", "gpu_model", "gpu_model",
-         lambda g: f"{g['areal-1.5b']['implied']['published_seconds'] / g['areal-1.5b']['implied']['seconds']:.1f}"),
-        ("reading the hours would be {} (7B) against", "gpu_model", "gpu_model",
-         lambda g: " and ".join(f"{g['areal-1.5b'][p]['hours'] * 4:.1f}"
-                                for p in ("sync", "asynchronous")) + " (1.5B), "
-                   + " and ".join(f"{g['areal-7b'][p]['hours'] * 4:.1f}"
-                                  for p in ("sync", "asynchronous"))),
-        ("the speedup is within 25%** ({} against 2.35×)", "gpu_model", "gpu_model",
-         lambda g: f"{g['verl-7b']['speedup']:.2f}×"),
-        ("**all {} of its hours within", "gpu_model", "gpu_model",
-         lambda g: held_out_within(g, "verl-7b", 2 / 3, 1.5, ["hours"])),
-        ("1.5×, and {} of its 14 held-out phase", "gpu_model", "gpu_model",
+        gpu_quote("ASSUMED to carry over to v0.3 | {} tokens", "areal-7b", "mean_len", "{:,.0f}"),
+        gpu_quote("at the ASSUMED efficiency 0.40 | {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
+        gpu_quote("with the mean that gives σ = {} (median", "areal-1.5b", "sigma", "{:.2f}"),
+        gpu_quote("(median {} tokens) for", "areal-1.5b", "median_len", "{:,.0f}"),
+        gpu_quote("1.5B, {} for 7B.", "areal-7b", "sigma", "{:.2f}"),
+        gpu_quote("given back by the simulation ({} tokens a sequence", "areal-1.5b", "set.0",
+                  lambda r: f"{r[1]:,.1f}"),
+        gpu_quote("tokens a sequence against {};", "areal-1.5b", "set.0", lambda r: f"{r[2]:,.1f}"),
+        gpu_quote("9,275.4; {} s against", "verl-7b", "set.0", lambda r: f"{r[1]:.2f}"),
+        ("**Fig. 7, k ≥ 1: {} of 6 within 25%**", "gpu_model", "gpu_model",
+         lambda g: str(sum(0.75 <= r[3] <= 1.25 for r in g["areal-1.5b"]["held_out"][4:]))),
+        ("({} too high). The shape", "gpu_model", "gpu_model",
+         lambda g: "{:.2f}× to {:.2f}×".format(min(r[3] for r in g["areal-1.5b"]["held_out"][4:]),
+                                              max(r[3] for r in g["areal-1.5b"]["held_out"][4:]))),
+        gpu_quote("5 passes at the ASSUMED 0.40: {}k tokens/s)", "areal-1.5b", "by_k.-1.throughput",
+                  lambda v: f"{v / 1e3:.0f}"),
+        ("(`--gpu-sweep`: {} s a step with the cap,", "gpu_model", "gpu_sweep.rows.0.async_seconds",
+         "{:.1f}"),
+        ("s a step with the cap, {} s without)", "gpu_model", "gpu_sweep.rows.7.async_seconds",
+         "{:.1f}"),
+        ("0.76 of its k = 2 point where the model's is {}.", "gpu_model", "gpu_model",
+         lambda g: f"{g['areal-1.5b']['by_k'][0]['throughput'] / g['areal-1.5b']['by_k'][1]['throughput']:.2f}"),
+        ("hours: a residual of {} s a step**", "gpu_model", "gpu_model",
+         lambda g: f"{41.0 * 3600 / 250 - g['areal-1.5b']['sync']['seconds']:.0f}"),
+        gpu_quote("a step** ({} s predicted, 590.4 s", "areal-1.5b", "sync.seconds", "{:.1f}"),
+        gpu_quote("predicted step, generation is {} s", "areal-1.5b", "sync.generation_seconds",
+                  "{:.0f}"),
+        gpu_quote("s and the update {} s.", "areal-1.5b", "sync.train_seconds", "{:.0f}"),
+        ("AReaL 7B: hours within 1.5× (met: {})", "gpu_model", "gpu_model",
+         lambda g: f"{g['areal-7b']['ratio']['sync']:.2f} and {g['areal-7b']['ratio']['asynchronous']:.2f}"),
+        gpu_quote("speedup {}× against 2.27×", "areal-7b", "speedup", "{:.2f}"),
+        gpu_quote("2.27×,\n  {} of it", "areal-7b", "ratio.speedup", "{:.3f}"),
+        ("- **verl: {} of its 17 held-out step", "gpu_model", "gpu_model",
          lambda g: held_out_within(g, "verl-7b", 2 / 3, 1.5, [" s"])),
-        gpu_quote("(the last 10% take {} of it", "verl-7b", "sync.tail_share", "{:.0%}"),
-        gpu_quote("GPU count: {} s at 32 GPUs", "verl-7b", "scaling.0.gen", "{:.2f}"),
-        ("at 32 GPUs is {} times its", "gpu_model", "gpu_model",
-         lambda g: f"{g['verl-7b']['scaling'][0]['gen'] / g['verl-7b']['scaling'][2]['gen']:.2f}"),
-        gpu_quote("times its {} s at 128", "verl-7b", "scaling.2.gen", "{:.2f}"),
-        ("GPUs it is {} of verl's", "gpu_model", "gpu_model",
-         lambda g: f"{g['verl-7b']['scaling'][2]['gen'] / 177.85:.2f}"),
-        ("step of areal-1.5b takes {} s instead of", "gpu_model", "gpu_sweep.rows.1.sync_seconds",
-         "{:.1f}"),
-        ("s instead of {} s; the asynchronous", "gpu_model", "gpu_sweep.rows.0.sync_seconds",
-         "{:.1f}"),
+        gpu_quote("speedup missed ({}× against 2.35×)", "verl-7b", "speedup", "{:.2f}"),
+        gpu_quote("at the set mean of {} tokens", "verl-7b", "mean_len", "{:,.0f}"),
+        gpu_quote("1.87× (1.5B) and {}× (7B) faster", "areal-7b", "bound",
+                  lambda b: f"{b['sync_hours'] / b['async_hours']:.2f}"),
+        gpu_quote("perfect pipelines the asynchronous runs would be\n{}× (1.5B)", "areal-1.5b",
+                  "bound", lambda b: f"{b['sync_hours'] / b['async_hours']:.2f}"),
+        gpu_quote("no\nfaster than its colocated run ({}×)", "verl-7b", "bound",
+                  lambda b: f"{b['sync_hours'] / b['async_hours']:.2f}"),
+        ("Without the overhead a synchronous step takes {} s", "gpu_model",
+         "gpu_sweep.rows.1.sync_seconds", "{:.1f}"),
+        ("instead of {} s, while the asynchronous run", "gpu_model",
+         "gpu_sweep.rows.0.sync_seconds", "{:.1f}"),
         ("Part 2's lane model gives {}× at 1 lane per GPU", "equal_hardware", "equal_hardware.speedup",
          "{:.2f}"),
-        ("leaves {} slots per engine", "gpu_model", "gpu_sweep.rows.3.slots", "{}"),
-        ("cuts the gain of asynchrony to {}×.", "gpu_model", "gpu_sweep.rows.2.speedup", "{:.2f}"),
+        ("leaves\n  {} slots per engine", "gpu_model", "gpu_sweep.rows.3.slots", "{}"),
+        ("cuts the\n  gain of asynchrony to {}×.", "gpu_model", "gpu_sweep.rows.2.speedup", "{:.2f}"),
         ("the same responses give {}× instead of", "gpu_model", "gpu_sweep.rows.4.speedup", "{:.2f}"),
         ("× instead of {}×, with lags", "gpu_model", "gpu_sweep.rows.0.speedup", "{:.2f}"),
-        ("lags of up to {} versions instead of", "gpu_model", "gpu_sweep.rows.4.max_lag", "{}"),
-        ("versions instead of {}.", "gpu_model", "gpu_sweep.rows.0.max_lag", "{}"),
-        ("raises the speedup to {}×, halving", "gpu_model", "gpu_sweep.rows.5.speedup", "{:.2f}"),
+        ("lags of up to\n  {} versions instead of", "gpu_model", "gpu_sweep.rows.4.max_lag", "{}"),
+        ("raises the\n  speedup to {}×, halving", "gpu_model", "gpu_sweep.rows.5.speedup", "{:.2f}"),
         ("halving it lowers it to {}×.", "gpu_model", "gpu_sweep.rows.6.speedup", "{:.2f}"),
         ("at k = 1 from {} to", "gpu_model", "gpu_sweep.lanes.rows.0.max_lag.1", "{}"),
         ("from 12 to {}.", "gpu_model", "gpu_sweep.lanes.rows.2.max_lag.1", "{}"),
-        gpu_quote("the head lag averages {} versions per group", "areal-1.5b", "asynchronous.mean_lag",
-                  "{:.2f}"),
+        gpu_quote("the head lag averages {} versions per group", "areal-1.5b",
+                  "asynchronous.mean_lag", "{:.2f}"),
         gpu_quote("versions per group and {} per token", "areal-1.5b",
                   "asynchronous.head_token_lag", "{:.2f}"),
         gpu_quote("lags by {} on average", "areal-1.5b", "asynchronous.token_lag", "{:.2f}"),
-        gpu_quote("an update ends: head lag {} per group", "verl-7b", "asynchronous.mean_lag",
+        gpu_quote("an update ends: head lag\n{} per group", "verl-7b", "asynchronous.mean_lag",
                   "{:.2f}"),
-        gpu_quote("per group and {} per token, token lag", "verl-7b", "asynchronous.head_token_lag",
-                  "{:.2f}"),
+        gpu_quote("per group and {} per token, token lag", "verl-7b",
+                  "asynchronous.head_token_lag", "{:.2f}"),
         gpu_quote("per token, token lag {}.", "verl-7b", "asynchronous.token_lag", "{:.2f}"),
-        gpu_quote("reads KV at {} of the sheet's bandwidth: the share", "areal-1.5b", "kv_read",
-                  "{:.2f}"),
-        ("shortens a synchronous step from {} s to", "gpu_model", "gpu_sweep.rows.0.sync_seconds",
-         "{:.1f}"),
-        ("s to {} s and cuts the speedup", "gpu_model", "gpu_sweep.rows.7.sync_seconds", "{:.1f}"),
-        ("the speedup to {}×: the KV", "gpu_model", "gpu_sweep.rows.7.speedup", "{:.2f}"),
-        ("(k = 1 and k = 2, {} high)", "gpu_model", "gpu_model",
-         lambda g: "{:.0%} low and {:.0%}".format(1 - g["areal-1.5b"]["held_out"][3][3],
-                                                  g["areal-1.5b"]["held_out"][4][3] - 1)),
-        ("large-batch step {} times too fast", "gpu_model", "gpu_sweep.dram",
-         lambda rows: f"{rows[-1]['full'] / rows[-1]['measured']:.2f}"),
-        ("({} at batch 512)", "gpu_model", "gpu_sweep.dram",
-         lambda rows: f"{rows[-1]['full']:.1%} against {rows[-1]['measured']:.1%}"),
+        gpu_quote("printed for comparison ({} for areal-1.5b)", "areal-1.5b", "sync.tail_share",
+                  "{:.0%}"),
     ],
     "docs/staleness.md": [
         # the answer, from the learning curves (level 0: no mismatch, 1: mismatch 0.6)
@@ -916,24 +925,27 @@ def equal_hardware_snapshot(work):
 # Per doc: its table rows that quote a run
 TABLE_ROWS = {
     "docs/long-responses.md": [
-        # the two levels of the default run: 8 lengths each (experiments.length_sweep.length_grid)
+        # the two levels of the default run: 8 lengths each (lab.experiments.length_grid)
         *[length_row(level, i) for level in (0, 1) for i in range(8)],
         *[collapse_row(scheme, level) for scheme in COLLAPSE_ROWS for level in (0, 1)],
     ],
     "docs/gpu-model.md": [
-        *[compared_row(name, part, i) for part, counts in COMPARED.items()
-          for name, n in counts.items() for i in range(n)],
+        *[compared_row(name, i) for name, n in COMPARED.items() for i in range(n)],
+        *[walk_row(name, i, label) for name, labels in WALK_LABELS.items()
+          for i, label in enumerate(labels)],
         *[gpu_sweep_row(i, label) for i, label in enumerate(
-            ("as published (paged KV)", "no per-step overhead", "S = 16", "S reserved at the cap",
-             "groups of 1", "cap × 2", "cap / 2", "KV at full bandwidth"))],
+            ("as walked down", "no per-step overhead", "S = 16", "S reserved at the cap",
+             "groups of 1", "cap × 2", "cap / 2", "no concurrency cap"))],
         *[lane_row(i, label) for i, label in enumerate(
             ("one by one", "groups of 8 (B = 4 groups)", "one by one, cap at 4× the mean"))],
         *[("| " + label + " |" + " {} |" * 6,
-           [("gpu_model", "gpu_sweep.dram", lambda rows, i=i, key=key: f"{rows[i][key]:.1%}")
-            for i in range(6)])
-          for key, label in (("measured", "measured (MEMGAP)"),
-                             ("model", "model, KV read at 0.60 of the sheet's bandwidth"),
-                             ("full", "model, KV read at the sheet's bandwidth"))],
+           [("gpu_model", "gpu_sweep.memgap", lambda rows, i=i, key=key, fmt=fmt:
+             fmt.format(rows[i][key])) for i in range(6)])
+          for key, label, fmt in (("step_ms", "step, ms (measured)", "{:.2f}"),
+                                  ("bytes_gb", "read a step, GB", "{:.2f}"),
+                                  ("delivered_tb_s", "delivered, TB/s", "{:.2f}"),
+                                  ("share", "DRAM read share (MEMGAP's chart)", "{:.1%}"),
+                                  ("implied_peak_tb_s", "implied peak, TB/s", "{:.2f}"))],
     ],
     "docs/staleness.md": [
         *[learning_row(level, e, i) for level in (0, 1) for e in (0, 1, 2) for i in range(6)],
@@ -950,9 +962,12 @@ TABLE_ROWS = {
           for i in range(5)]),
     ],
     "docs/real-systems.md": [
-        ("| this lab, GPU model, each run's own split | {}× (areal-1.5b), {}× (areal-7b), {}× "
-         "(verl-7b) |", [gpu(name, "speedup", "{:.2f}") for name in ("areal-1.5b", "areal-7b",
-                                                                    "verl-7b")]),
+        ("| this lab, GPU model, each run's own split, walked down from the bound | {}× "
+         "(areal-1.5b), {}× (areal-7b), {}× (verl-7b); as perfect pipelines (the bound) {}×, "
+         "{}×, {}× |", [gpu(name, "speedup", "{:.2f}") for name in ("areal-1.5b", "areal-7b",
+                                                                   "verl-7b")]
+         + [gpu(name, "bound", lambda b: f"{b['sync_hours'] / b['async_hours']:.2f}")
+            for name in ("areal-1.5b", "areal-7b", "verl-7b")]),
         ("| `--train-work` |" + " {} |" * len(WORKS),
          [(equal_hardware_snapshot(w), "equal_hardware.train_work", "{:g}") for w in WORKS]),
         ("| best split (generate / train) |" + " {} |" * len(WORKS),
