@@ -23,7 +23,7 @@ from lab.experiments import (C_SWEEP, LARGE_MISMATCH, LENGTH_BUDGETS,
                              LENGTH_KLS, LONG, MAX_TOKENS, c_sweep,
                              drop_stale_analysis, equal_hardware, learning_curves, length_sweep,
                              masked_sweep, memory_table, mismatch_sweep, scheduling_sweep,
-                             staleness_sweep, timeline)
+                             staleness_sweep, step_grid, timeline)
 from lab.gpu_model import gpu_comparison, gpu_sweep
 from lab.gpu_presets import KV_READ, PRESETS
 from lab.staleness import TARGET_KL
@@ -299,50 +299,76 @@ def print_staleness(s):
 
 
 def print_learning_curves(c):
-    say(f"Learning curves: the toy trained on each k's simulate trace ({c['n_lanes']} lanes, "
-          f"B = {c['B']}, sigma = {c['sigma']}, {c['n_updates']} updates, {c['n_seeds']} seeds)")
-    print(f"  step rule: eta = scale x {c['step']:.4g} (one exact-gradient step of {c['kl']:g} "
-          f"nats/token at THETA), C = {c['C']}")
-    print(f"  time to reach J >= {c['target']:g} (J(THETA) = {c['J_start']:.3f}), mean +- SE over "
-          "the seeds; (n) = seeds that reached it,\n  if not all (the others count at the "
-          "run's end: a lower bound); throughput of these runs")
-    names = {n: n for n in c["schemes"]}
-    for level in c["levels"]:
-        for e, scale in enumerate(c["scales"]):
-            print(f"  engine mismatch {level['mismatch']}, step {scale:g}x:")
-            print(f"  {'k':>8}{'throughput':>11}"
-                  + "".join(f"{names[n]:>22}" for n in c["schemes"]))
-            for row in level["rows"]:
-                cells = [f"{v['time'][e]['mean']:.2f} +- {v['time'][e]['se']:.2f}"
-                         + (f" ({v['n_reached'][e]})" if v["n_reached"][e] < c["n_seeds"] else "")
-                         for v in row["schemes"].values()]
-                print(f"  {row_name(row):>8}{row['throughput']:>11.2f}"
-                      + "".join(f"{cell:>22}" for cell in cells))
-            best = level["best"][e]
-            winner = cell_name(level, best["row"], best["scheme"], names)
-            ties = [cell_name(level, int(cell.split()[0]), cell.split()[1], names)
-                    for cell, d in best["differences"].items() if not d["significant"]]
-            print(textwrap.fill(f"best: {winner}; not significantly slower (paired difference "
-                                f"<= 2 SE): " + (", ".join(t for t in ties if t != winner)
-                                                 or "none"), 98, initial_indent="  ",
-                                subsequent_indent="    "))
+    say(f"Learning curves: the toy trained until J >= {c['target']:g} (J(THETA) = "
+        f"{c['J_start']:.3f}) on each k's simulate trace (B = {c['B']}, sigma = {c['sigma']}, "
+        f"{c['n_seeds']} seeds, up to {c['horizon']} updates)")
+    print(f"  a time unit is the mean response's generation time (one update trains in "
+          f"{c['train_time']:g});\n  throughput = responses trained per time unit. Steps: "
+          f"equal_kl (the headline, fixed before running) = each update's\n  step set so that "
+          f"it moves the policy by {c['equal_kl']:g} nats/token; 1x = eta {c['step']:.4g} for "
+          f"every update\n  (one exact-gradient step of {c['step_kl']:g} nats/token at THETA)."
+          f" Time to the target, mean +- SE; (n) = seeds that\n  reached it, if not all (the "
+          f"others count at their last update: a lower bound); KL = mean per update")
+    for name, rows in (("generation-bound", c["generation_bound"]),
+                       ("trainer-bound", c["trainer_bound"])):
+        for mismatch in c["mismatches"]:
+            print_learning_table(c, [r for r in rows if r["mismatch"] == mismatch],
+                                 f"{rows[0]['lanes']} lanes ({name}), engine mismatch {mismatch:g}")
+    say("  paired differences over the same seeds (time units; * = beyond 2 SE):")
+    for d in c["costs"]:
+        where = f"  mismatch {d['mismatch']:g}, step {d['step']}:"
+        print(f"{where:<30}one more version at {c['trainer_lanes']} lanes (k = 2 -> 8, / 6): "
+              + paired_cells(d["per_version"]))
+        print(f"{'':<30}recovered of none's: " + paired_cells(d["recovered"]))
+        print(f"{'':<30}k = 1 - k = 0 at {c['n_lanes']} lanes: " + paired_cells(d["asynchrony"]))
+        for lanes, drop in d["drop"].items():
+            print(f"{'':<30}dropping - keeping at k = 1, {lanes} lanes: " + paired_cells(drop))
 
 
-    say(f"  a harder target as a check (added after the results above; step 1x, the same runs): "
-        f"time to J >= {c['check_target']:g}, (n) = seeds that reached it within the run")
-    print(f"  {'mismatch, k':>14}" + "".join(f"{n:>22}" for n in c["schemes"]))
-    for level in c["levels"]:
-        for row in level["rows"]:
-            cells = [f"{v['time_check']['mean']:.2f} +- {v['time_check']['se']:.2f}"
-                     + (f" ({v['n_reached_check']})" if v["n_reached_check"] < c["n_seeds"] else "")
-                     for v in row["schemes"].values()]
-            print(f"  {format(level['mismatch'], 'g') + ', ' + row_name(row):>14}"
-                  + "".join(f"{cell:>22}" for cell in cells))
+def print_learning_table(c, rows, title):
+    """One set-up at one mismatch: a line per setting and step, a column per scheme."""
+    print(f"  {title}:")
+    print(f"  {'k':>8}{'throughput':>11}{'lag':>6}{'step':>10}"
+          + "".join(f"{n:>22}" for n in c["schemes"]) + "   KL per update")
+    for row in rows[::len(c["schemes"]) * 2]:  # each setting: its schemes, two steps each
+        for step in ("equal_kl", "1x"):
+            mine = [r for r in rows if (r["k"], r["drop_stale"], r["step"]) ==
+                    (row["k"], row["drop_stale"], step)]
+            setting = next(s for s in c["settings"] if (s["lanes"], s["k"], s["drop_stale"]) ==
+                           (row["lanes"], row["k"], row["drop_stale"]))
+            first = (f"{row_name(row):>8}{setting['throughput']:>11.2f}"
+                     f"{setting['mean_lag']:>6.2f}" if step == "equal_kl" else " " * 25)
+            print(f"  {first}{step:>10}" + "".join(f"{time_cell(r):>22}" for r in mine)
+                  + "   " + " / ".join(f"{r['kl_per_update']:.4f}" for r in mine))
 
 
-def cell_name(level, i, scheme, names):
-    """"token_tis at k = 1" or "... at k = 1 drop"."""
-    return f"{names[scheme]} at k = {row_name(level['rows'][i])}"
+def time_cell(r):
+    """ "12.34 +- 0.56", and " (197)" if not every seed reached the target."""
+    return (f"{r['mean']:.2f} +- {r['se']:.2f}"
+            + (f" ({r['reached']})" if r["reached"] < r["seeds"] else ""))
+
+
+def paired_cells(d):
+    """ "none 5.85 +- 0.16*, token_tis 0.35 +- 0.05*" from {scheme: paired difference}."""
+    return ", ".join(f"{s} {v['mean']:+.2f} +- {v['se']:.2f}" + ("*" if v["significant"] else "")
+                     for s, v in d.items())
+
+
+def print_step_grid(g):
+    say(f"Step grid: each cell at eta = scale x {g['step']:.4g} for every update, scales "
+        f"{', '.join(f'{s:g}' for s in g['scales'])} (grown until every cell's least time has "
+        f"a larger one on both sides);\n  time to J >= {g['target']:g}, mean +- SE over "
+        f"{g['n_seeds']} seeds (up to {g['horizon']} updates); best scale of each cell in "
+        f"brackets")
+    for name, rows in (("generation-bound", g["generation_bound"]),
+                       ("trainer-bound", g["trainer_bound"])):
+        for mismatch in g["mismatches"]:
+            mine = [r for r in rows if r["mismatch"] == mismatch]
+            print(f"  {mine[0]['lanes']} lanes ({name}), engine mismatch {mismatch:g}:")
+            print(f"  {'k':>8}" + "".join(f"{n:>28}" for n in g["schemes"]))
+            for i in range(0, len(mine), len(g["schemes"])):
+                cells = [f"{time_cell(r)} [{r['scale']:g}x]" for r in mine[i:i + len(g['schemes'])]]
+                print(f"  {row_name(mine[i]):>8}" + "".join(f"{cell:>28}" for cell in cells))
 
 
 def row_name(row):
@@ -455,8 +481,12 @@ def parser():
     p.add_argument("--staleness-mismatch", type=bounded(float, 0, toy.MAX_MISMATCH), default=0.0,
                    help="Part 3's engine mismatch on top of the lag, for --staleness")
     p.add_argument("--learning-curves", action="store_true",
-                   help="also train the toy on each k's simulate trace and time how soon J "
-                        "reaches 0.5 (a PNG of its own)")
+                   help="also train the toy on each k's simulate trace, at 16 and 64 lanes, "
+                        "and time how soon J reaches 0.9, at equal movement per update and at "
+                        "one common step (a PNG of its own)")
+    p.add_argument("--step-grid", action="store_true",
+                   help="the learning curves' step sensitivity: every cell at a grid of "
+                        "common steps, each at its best (fewer seeds)")
     p.add_argument("--max-tokens", type=bounded(int, 1, 1_048_576), default=MAX_TOKENS,
                    help="tokens per response when Part 1 counts the lanes of one GPU")
     p.add_argument("--equal-hardware", action="store_true",
@@ -519,7 +549,7 @@ def part_limit(key, args):
 
     work = 1.0
     if key in ("scheduling", "drop_stale", "equal_hardware", "timeline", "staleness",
-               "learning_curves"):
+               "learning_curves", "step_grid"):
         work = more("batch") * more("steps")  # simulations of B * steps responses
         if key == "equal_hardware":  # a simulation per split of the GPUs, of more lanes
             work *= more("gpus") * args.lanes_per_gpu
@@ -612,6 +642,7 @@ def save(results, out):
                             ("gpu_sweep", figure.draw_gpu_sweep),
                             ("staleness", figure.draw_staleness),
                             ("learning_curves", learning_figure.draw),
+                            ("step_grid", learning_figure.draw_step_grid),
                             ("length_sweep", figure.draw_length_sweep),
                             ("gpu_model", gpu_figure.draw)):
         if key in results:
@@ -685,7 +716,7 @@ def flag_sections(args):
              (args.timeline, timeline_section), (args.preset, gpu_model_section),
              (args.gpu_sweep, gpu_sweep_section), (args.c_sweep, c_sweep_section),
              (args.length_sweep, length_sweep_section), (args.staleness, staleness_section),
-             (args.learning_curves, learning_curves_section))
+             (args.learning_curves, learning_curves_section), (args.step_grid, step_grid_section))
     return [section for wanted, section in asked if wanted]
 
 
@@ -773,6 +804,16 @@ def learning_curves_section(args, results):
             lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
             train_time=args.train_time, sigma=args.sigma, C=args.C, noise=args.noise),
         print_learning_curves, results["unavailable"])
+
+
+def step_grid_section(args, results):
+    if part_2_missing(results, "step_grid", "Step grid"):
+        return
+    results["step_grid"] = attempt(
+        "step_grid", lambda: step_grid(
+            lab.load("scheduler"), lab.load("tis"), args.lanes, args.batch,
+            train_time=args.train_time, sigma=args.sigma, C=args.C, noise=args.noise),
+        print_step_grid, results["unavailable"])
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ PARTS = {
     "length_sweep": ("Length sweep", "3"),
     "staleness": ("Staleness", "3"),  # needs Part 2 (Task 2) too: run.py checks it first
     "learning_curves": ("Learning curves", "3"),  # the same
+    "step_grid": ("Step grid", "3"),  # the same
 }
 
 # Wall-clock seconds each part takes with the reference solutions and the default flags,
@@ -79,7 +80,7 @@ PART_SECONDS = {"memory": 0.01, "scheduling": 0.8, "drop_stale": 0.4, "equal_har
                 "timeline": 0.2, "gpu_model": 11.0, "gpu_sweep": 25.0, "mismatch": 1.3,
                 "c_sweep": 0.3,
                 "masking": 0.9, "length_sweep": 11.0, "staleness": 5.0,
-                "learning_curves": 40.0}
+                "learning_curves": 45.0, "step_grid": 90.0}
 
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")
 

@@ -394,99 +394,213 @@ def scheme_weights(tis, scheme, C):
 
 # ---------------------------------------------------------------- Part 2 drives Part 3: training
 
-LEARNING_TARGET = 0.5   # the J to reach, fixed before running (J(THETA) = 0.208, at most 1)
-# A harder target, added after the first results as a check: 0.5 is reached within two to
-# five updates, so it says little about the later, staler ones. Read off the same runs (step 1x).
-LEARNING_CHECK_TARGET = 0.9
+# Fixed before the runs of issue 34 (the earlier J >= 0.5 was reached in 2 to 5 updates,
+# before most stale updates happened):
+LEARNING_TARGET = 0.9   # the J to reach (J(THETA) = 0.208, at most 1)
+# The headline gives every cell the same movement per update, as a PPO clip or a
+# KL-controlled step bounds a real update: each update's step is set so that it moves the
+# policy by EQUAL_KL nats per token (KL(old || new), exactly; measured again on the runs),
+# the KL an on-policy update of B = 32 moves at THETA at the common step (--staleness, k = 0:
+# 0.0256 +- 0.0003). The sensitivities: the common step (1x: eta = step_for_kl(TARGET_KL)
+# for every update) and each cell's best constant step (--step-grid).
+EQUAL_KL = 0.0256
 LEARNING_SEEDS = 200    # seeds of the toy's sampling, the same in every setting and scheme
-LEARNING_UPDATES = 32   # updates every run makes (the curves)
-LEARNING_MAX_UPDATES = 128  # a run that has not reached the target by then goes on up to this
+LEARNING_HORIZON = 300  # updates simulated: a seed that has not reached the target by then
+                        # counts at its last update (the output says how many)
 LEARNING_SEED = 24      # the seed of the uniform draws
-STEP_SCALES = (0.5, 1.0, 2.0)   # the grid of step sizes, times the rule's step
+TRAINER_LANES = 64      # the trainer-bound set-up: more lanes than B, so k binds
 LEARNING_MISMATCHES = (0.0, LARGE_MISMATCH)
+GRID_SEEDS = 50         # seeds of the step-grid sensitivity (--step-grid)
+GRID_HORIZON = 1000
+GRID_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # where the grid starts; it grows upward
+                                                   # (or down) until every best is interior
+
+
+def learning_settings(scheduler, n_lanes, B, trainer_lanes, horizon, train_time, sigma):
+    """The settings of both set-ups: per set-up (generation-bound n_lanes, trainer-bound
+    trainer_lanes) k in STALENESS_KS, then k = 1 with drop_stale, each simulated once for
+    `horizon` updates. Returns (settings, tags (n_traces, horizon, B), times (n_traces,
+    horizon + 1)): each setting a dict with its trace's index `trace` (settings with the
+    same trace, k = 2, 4, 8 when generation binds, share it)."""
+    settings, tags, times = [], [], []
+    for lanes in (n_lanes, trainer_lanes):
+        for k, drop in [(k, False) for k in STALENESS_KS] + [(1, True)]:
+            run = scheduler.simulate(lanes, B, k, n_steps=horizon, train_time=train_time,
+                                     sigma=sigma, drop_stale=drop)
+            t = training.batch_tags(run["trace"], B, horizon)
+            clock = np.array([0.0] + [end for _, end in run["updates"]])
+            same = next((i for i, (a, b) in enumerate(zip(tags, times))
+                         if np.array_equal(a, t) and np.array_equal(b, clock)), None)
+            if same is None:
+                same = len(tags)
+                tags.append(t)
+                times.append(clock)
+            lags = [r["lag"] for r in run["trace"] if r["lag"] is not None]
+            settings.append(dict(lanes=lanes, B=B, k=k, drop_stale=drop,
+                                 throughput=run["throughput"], mean_lag=float(np.mean(lags)),
+                                 trace=same))
+    return settings, np.array(tags), np.array(times)
+
+
+def train_cells(tis, tags, times, step, draws, mismatches, target, C, noise, kl=None):
+    """Train every trace at every mismatch with every scheme (one pass) until each run
+    reaches the target, at `step`, or, with `kl`, each update's step set so that it moves
+    exactly kl nats per token (training.kl_steps). Returns (time, reached, kl, steps,
+    last_J), each (n_mismatches, n_traces, n_schemes, n_seeds): the time to target (a run
+    that never reaches it counts at its last update), whether it did, its mean KL per
+    update, its mean step and its J at its last update."""
+    n_m, n_t = len(mismatches), len(tags)
+    J, KL, used = training.train(tis.importance_weights, tis.pg_estimate,
+                                 np.tile(tags, (n_m, 1, 1)), STALENESS_SCHEMES, (step,), draws,
+                                 np.repeat(mismatches, n_t), C, noise, target, with_kl=True,
+                                 kl_per_update=kl)
+    J, KL, used = (x[:, :, 0].reshape(n_m, n_t, len(STALENESS_SCHEMES), len(draws), -1)
+                   for x in (J, KL, used))
+    time, reached = training.time_to_target(J, times[None, :, None, None], target)
+    last = J.shape[-1] - 1 - np.argmax(np.isfinite(J)[..., ::-1], axis=-1)
+    return (time, reached, np.nanmean(KL, axis=-1), np.nanmean(used, axis=-1),
+            np.take_along_axis(J, last[..., None], axis=-1)[..., 0])
+
+
+def cell_row(s, scheme, mismatch, step, scale, target, run, m, j):
+    """One row of learning_curves' tables: a setting s, scheme and mismatch at one step,
+    from train_cells' `run` at mismatch index m and scheme index j."""
+    time, reached, kls, steps, last_J = (x[m, s["trace"], j] for x in run)
+    return dict(lanes=s["lanes"], B=s["B"], k=s["k"], drop_stale=s["drop_stale"], scheme=scheme,
+                mismatch=mismatch, step=step, scale=scale, target=target, **mean_se(time),
+                reached=int(reached.sum()), seeds=len(time), kl_per_update=float(kls.mean()),
+                mean_step=float(steps.mean()),
+                stalled_J=float(last_J[~reached].mean()) if (~reached).any() else None)
 
 
 def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
-                    n_updates=LEARNING_UPDATES, max_updates=LEARNING_MAX_UPDATES,
-                    n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET,
-                    mismatches=LEARNING_MISMATCHES, scales=STEP_SCALES, C=2.0,
-                    noise="student_t"):
-    """Train the toy (lab/training.py) on each setting's simulate trace (k in STALENESS_KS,
-    then k = 1 with drop_stale), with each scheme of STALENESS_SCHEMES, at each mismatch and
-    step scale, n_seeds seeds each; from Task 2's `scheduler` and Task 3's `tis`.
+                    trainer_lanes=TRAINER_LANES, horizon=LEARNING_HORIZON,
+                    n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET, kl=EQUAL_KL,
+                    mismatches=LEARNING_MISMATCHES, C=2.0, noise="student_t"):
+    """Train the toy (lab/training.py) on each setting's simulate trace, in two set-ups:
+    n_lanes lanes (generation-bound at the defaults: what asynchrony buys) and trainer_lanes
+    (more lanes than B: the trainer is the bottleneck, so k = 2, 4, 8 run at one throughput
+    and k sets the lag); k in STALENESS_KS and k = 1 with drop_stale; each scheme of
+    STALENESS_SCHEMES at each mismatch, n_seeds seeds; from Task 2's `scheduler` and Task 3's
+    `tis`. Every run trains until J >= target (up to `horizon` updates).
 
-    The step rule: step = scale x staleness.step_for_kl(TARGET_KL), the step that moves
-    THETA by 0.01 nats per token along the exact gradient, the same for every setting.
-    Every run makes n_updates updates; one that has not reached the target by then goes on
-    until it does, up to max_updates (the trace is simulated that long).
-    Per setting, scheme, scale and mismatch: the time to reach J >= target (mean and
-    standard error over the seeds, how many reached it), and at scale 1 the mean J and its
-    standard error after each update, at the update's end time, and the time to the harder
-    LEARNING_CHECK_TARGET (a run stops once past n_updates and the target, so a seed that
-    has not reached it by then counts at its last update, a lower bound). Per mismatch and scale,
-    the best cell (least mean time) and every cell's paired difference from it over the
-    same seeds: significant when the mean difference exceeds 2 standard errors.
+    Two steps per cell: "equal_kl" (the headline), every update's step set so that it moves
+    the policy by exactly `kl` nats per token (training.kl_steps), and "1x", the common
+    step staleness.step_for_kl(TARGET_KL) for every update of every cell.
+    Returns per cell (set-up, setting, scheme, mismatch, step) the time to target (mean,
+    standard error, seeds that reached it, the mean KL per update measured), in the lists
+    `trainer_bound` and `generation_bound`; the headline's sorted times per cell (the
+    fraction of seeds that have reached the target against time); and paired comparisons
+    over the same seeds (`costs`, learning_costs).
     """
-    settings = [(k, False) for k in STALENESS_KS] + [(1, True)]
-    runs = [scheduler.simulate(n_lanes, B, k, n_steps=max_updates, train_time=train_time,
-                               sigma=sigma, drop_stale=drop) for k, drop in settings]
-    tags = [training.batch_tags(r["trace"], B, max_updates) for r in runs]
-    times = [[0.0] + [end for _, end in r["updates"]] for r in runs]
-    # k = 2, 4, 8 give the same trace here (generation is the bottleneck): train it once
-    unique = []
-    for i in range(len(settings)):
-        if not any(np.array_equal(tags[i], tags[j]) and times[i] == times[j] for j in unique):
-            unique.append(i)
-    same = [next(j for j in unique if np.array_equal(tags[i], tags[j])) for i in
-            range(len(settings))]
+    settings, tags, times = learning_settings(scheduler, n_lanes, B, trainer_lanes, horizon,
+                                              train_time, sigma)
     step = staleness.step_for_kl(staleness.TARGET_KL)
-    steps = [scale * step for scale in scales]
-    draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, max_updates, B, toy.T))
-    levels = []
-    for mismatch in mismatches:
-        J = training.train(tis.importance_weights, tis.pg_estimate, np.array([tags[i] for i in
-                           unique]), STALENESS_SCHEMES, steps, draws, mismatch, C, noise,
-                           target, n_updates)
-        J = J[[unique.index(j) for j in same]]  # back to one row per setting
-        reach = [[[training.time_to_target(J[i, s, e], times[i], target) for e in
-                   range(len(scales))] for s in range(len(STALENESS_SCHEMES))]
-                 for i in range(len(settings))]
-        rows = []
-        for i, ((k, drop), r) in enumerate(zip(settings, runs)):
-            row = dict(k=k, drop_stale=drop, throughput=r["throughput"],
-                       times=times[i][:n_updates + 1], schemes={})
-            for s, scheme in enumerate(STALENESS_SCHEMES):
-                at_1 = J[i, s, list(scales).index(1.0)] if 1.0 in scales else J[i, s, 0]
-                row["schemes"][scheme] = dict(
-                    time=[mean_se(t) for t, _ in reach[i][s]],
-                    n_reached=[int(ok.sum()) for _, ok in reach[i][s]],
-                    updates_needed=[int(np.isfinite(J[i, s, e]).sum(axis=-1).max() - 1)
-                                    for e in range(len(scales))],
-                    J=[float(x) for x in at_1[:, :n_updates + 1].mean(axis=0)],
-                    J_se=[float(x) for x in at_1[:, :n_updates + 1].std(axis=0, ddof=1)
-                          / np.sqrt(n_seeds)])
-                check, reached = training.time_to_target(at_1, times[i], LEARNING_CHECK_TARGET)
-                row["schemes"][scheme].update(time_check=mean_se(check),
-                                              n_reached_check=int(reached.sum()))
-            rows.append(row)
-        best = []
-        for e in range(len(scales)):
-            cells = [(i, s) for i in range(len(settings)) for s in range(len(STALENESS_SCHEMES))]
-            bi, bs = min(cells, key=lambda c: (reach[c[0]][c[1]][e][0].mean(), c))
-            diffs = {}
-            for i, s in cells:
-                d = mean_se(reach[i][s][e][0] - reach[bi][bs][e][0])
-                diffs[f"{i} {STALENESS_SCHEMES[s]}"] = dict(
-                    mean=d["mean"], se=d["se"], significant=d["mean"] > 2 * d["se"])
-            best.append(dict(scale=scales[e], row=bi, scheme=STALENESS_SCHEMES[bs],
-                             differences=diffs))
-        levels.append(dict(mismatch=mismatch, rows=rows, best=best))
-    return dict(n_lanes=n_lanes, B=B, train_time=train_time, sigma=sigma, n_updates=n_updates,
-                max_updates=max_updates, n_seeds=n_seeds, target=target,
-                check_target=LEARNING_CHECK_TARGET,
-                J_start=staleness.expected_reward(toy.THETA),
-                step=step, kl=staleness.TARGET_KL, scales=list(scales), C=C, noise=noise,
-                schemes=list(STALENESS_SCHEMES), levels=levels)
+    draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
+    runs = {"equal_kl": train_cells(tis, tags, times, step, draws, mismatches, target, C,
+                                    noise, kl),
+            "1x": train_cells(tis, tags, times, step, draws, mismatches, target, C, noise)}
+    cells, sorted_times = [], {}
+    for m, mismatch in enumerate(mismatches):
+        for i, s in enumerate(settings):
+            for j, scheme in enumerate(STALENESS_SCHEMES):
+                for name, run in runs.items():
+                    cells.append(cell_row(s, scheme, mismatch, name, 1.0 if name == "1x" else None,
+                                          target, run, m, j))
+                    if name == "equal_kl":
+                        sorted_times[f"{mismatch} {i} {scheme}"] = np.sort(
+                            run[0][m, s["trace"], j]).tolist()
+    per_seed = {name: run[0] for name, run in runs.items()}
+    return dict(n_lanes=n_lanes, trainer_lanes=trainer_lanes, B=B, train_time=train_time,
+                sigma=sigma, horizon=horizon, n_seeds=n_seeds, target=target,
+                J_start=staleness.expected_reward(toy.THETA), step=step,
+                step_kl=staleness.TARGET_KL, equal_kl=kl, C=C, noise=noise,
+                schemes=list(STALENESS_SCHEMES), mismatches=list(mismatches),
+                settings=[{key: v for key, v in s.items() if key != "trace"} for s in settings],
+                trainer_bound=[c for c in cells if c["lanes"] == trainer_lanes],
+                generation_bound=[c for c in cells if c["lanes"] == n_lanes],
+                sorted_times=sorted_times,
+                costs=learning_costs(settings, per_seed, mismatches, n_lanes, trainer_lanes))
+
+
+def paired(x, y):
+    """The paired difference x - y over the same seeds: dict(mean, se, significant), where
+    significant means |mean| > 2 se."""
+    d = mean_se(np.asarray(x) - np.asarray(y))
+    return dict(d, significant=bool(abs(d["mean"]) > 2 * d["se"]))
+
+
+def learning_costs(settings, per_seed, mismatches, n_lanes, trainer_lanes):
+    """The comparisons the conclusions rest on, paired over the seeds, for each step and
+    mismatch (per_seed[step]: times (n_mismatches, n_traces, n_schemes, n_seeds)):
+      per_version: per scheme, (time at k = 8 - time at k = 2) / 6 at trainer_lanes, where
+        k = 2, 4, 8 share one throughput: the cost of one more version of staleness;
+      recovered: per correction, none's per-version cost minus the correction's;
+      asynchrony: per scheme, time at k = 1 - time at k = 0, at n_lanes;
+      drop: per set-up and scheme, time at k = 1 dropping stale - time at k = 1 keeping."""
+    def at(lanes, k, drop=False):
+        return next(s["trace"] for s in settings
+                    if (s["lanes"], s["k"], s["drop_stale"]) == (lanes, k, drop))
+
+    out = []
+    for name, time in per_seed.items():
+        for m, mismatch in enumerate(mismatches):
+            t = time[m]
+            per = {s: paired(t[at(trainer_lanes, 8), j] / 6, t[at(trainer_lanes, 2), j] / 6)
+                   for j, s in enumerate(STALENESS_SCHEMES)}
+            versions = (t[at(trainer_lanes, 8)] - t[at(trainer_lanes, 2)]) / 6
+            out.append(dict(
+                step=name, mismatch=mismatch, per_version=per,
+                recovered={s: paired(versions[0], versions[j])
+                           for j, s in enumerate(STALENESS_SCHEMES) if j},
+                asynchrony={s: paired(t[at(n_lanes, 1), j], t[at(n_lanes, 0), j])
+                            for j, s in enumerate(STALENESS_SCHEMES)},
+                drop={str(lanes): {s: paired(t[at(lanes, 1, True), j], t[at(lanes, 1), j])
+                                   for j, s in enumerate(STALENESS_SCHEMES)}
+                      for lanes in (n_lanes, trainer_lanes)}))
+    return out
+
+
+def step_grid(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
+              trainer_lanes=TRAINER_LANES, horizon=GRID_HORIZON, n_seeds=GRID_SEEDS,
+              target=LEARNING_TARGET, mismatches=LEARNING_MISMATCHES, scales=GRID_SCALES,
+              C=2.0, noise="student_t"):
+    """The step sensitivity of learning_curves: every cell (set-up, setting, scheme,
+    mismatch) at step scale x staleness.step_for_kl(TARGET_KL) for scales from `scales`,
+    the grid growing (training.best_step) until every cell's least mean time to target has
+    a larger one on both sides; n_seeds seeds (the first of learning_curves' draws).
+    Returns each cell's times at every scale and its best scale, as rows like
+    learning_curves' (step = the best scale)."""
+    settings, tags, times = learning_settings(scheduler, n_lanes, B, trainer_lanes, horizon,
+                                              train_time, sigma)
+    step = staleness.step_for_kl(staleness.TARGET_KL)
+    draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
+    runs = {}
+
+    def evaluate(new):
+        for scale in new:
+            runs[scale] = train_cells(tis, tags, times, step * scale, draws, mismatches,
+                                      target, C, noise)
+        return [runs[scale][0].mean(axis=-1).ravel() for scale in new]
+
+    grid, means, best = training.best_step(evaluate, scales)
+    best = best.reshape(runs[grid[0]][0].shape[:-1])
+    cells = []
+    for m, mismatch in enumerate(mismatches):
+        for s in settings:
+            for j, scheme in enumerate(STALENESS_SCHEMES):
+                b = grid[best[m, s["trace"], j]]
+                cells.append(dict(cell_row(s, scheme, mismatch, float(b), float(b), target,
+                                           runs[b], m, j),
+                                  grid=[dict(scale=float(g), **mean_se(runs[g][0][m, s["trace"], j]),
+                                             reached=int(runs[g][1][m, s["trace"], j].sum()))
+                                        for g in grid]))
+    return dict(n_lanes=n_lanes, trainer_lanes=trainer_lanes, B=B, horizon=horizon,
+                n_seeds=n_seeds, target=target, step=step, scales=[float(g) for g in grid],
+                schemes=list(STALENESS_SCHEMES), mismatches=list(mismatches),
+                settings=[{key: v for key, v in s.items() if key != "trace"} for s in settings],
+                trainer_bound=[c for c in cells if c["lanes"] == trainer_lanes],
+                generation_bound=[c for c in cells if c["lanes"] == n_lanes])
 
 
 def mean_se(x):

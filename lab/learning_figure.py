@@ -1,98 +1,163 @@
-"""The --learning-curves figure (given): rl_systems_learning_curves.png.
+"""The --learning-curves figure (given): rl_systems_learning_curves.png, and --step-grid's.
 
-One row per engine mismatch. Left three panels: the mean J of the trained toy against
-simulated time, one panel per weighting scheme, one line per setting (k), with a band of
-+- 2 standard errors over the seeds. Right panel: the time to reach the target J against k.
+One row per set-up (16 lanes: generation-bound; 64 lanes: the trainer is) and engine
+mismatch. Left three panels, one per weighting scheme: the fraction of seeds that have
+reached the target J against simulated time, at the headline step (equal movement per
+update), one line per setting (k), each with a dot at its mean time, the number the table
+prints. Right panel: the mean time to the target against k, +- 2 standard errors, at equal
+movement per update, at the common step and (with --step-grid) at each cell's best step.
 """
+import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from lab.figure import COLORS, MARKERS, placeholder
 
 NAMES = {"none": "none (stale as on-policy)", "token_tis": "token_tis", "seq_tis": "seq_tis"}
 SETTING_COLORS = ["black", "tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:red"]
-SETTING_STYLES = ["-", "-", "--", ":", "-.", "-"]  # lines that nearly coincide stay visible
+SETTING_STYLES = ["-", "-", "--", ":", "-.", "-"]
+STEP_STYLES = {"equal_kl": ("-", "equal KL per update"), "1x": ("--", "common step 1x"),
+               "best": (":", "own best step")}
+
+
+def setting_name(s):
+    return f"k = {s['k']}" + (" dropping stale" if s["drop_stale"] else "")
 
 
 def draw(results, path):
     """Save the figure of results["learning_curves"] (or placeholders) to `path`."""
     c = results["learning_curves"]
-    levels = c["levels"] if c else [None]
-    fig = Figure(figsize=(17, 4.6 * len(levels)))
-    axes = fig.subplots(len(levels), 4, squeeze=False)
-    for row_axes, level in zip(axes, levels):
-        if level is None:
-            for ax, title in zip(row_axes, ("J against simulated time: none",
-                                            "J against simulated time: token_tis",
-                                            "J against simulated time: seq_tis",
-                                            "Time to the target J against k")):
+    grid = results.get("step_grid")
+    panels = [(lanes, m) for lanes in (c["n_lanes"], c["trainer_lanes"])
+              for m in c["mismatches"]] if c else [None]
+    fig = Figure(figsize=(19, 4.4 * len(panels)))
+    axes = fig.subplots(len(panels), 4, squeeze=False)
+    for row_axes, panel in zip(axes, panels):
+        if panel is None:
+            for ax, title in zip(row_axes, ("Seeds at the target: none",
+                                            "Seeds at the target: token_tis",
+                                            "Seeds at the target: seq_tis",
+                                            "Time to the target against k")):
                 placeholder(ax, results["unavailable"]["Learning curves"])
                 ax.set_title(f"{title} (Tasks 2 and 3)", fontsize=10)
             continue
+        lanes, mismatch = panel
         for ax, scheme in zip(row_axes, c["schemes"]):
-            curves_panel(ax, c, level, scheme)
-        target_panel(row_axes[3], c, level)
+            reached_panel(ax, c, lanes, mismatch, scheme)
+        k_panel(row_axes[3], c, grid, lanes, mismatch)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=80)
 
 
-def settings(level):
-    """(label, row) per distinct run: rows whose curves and times are the same as an earlier
-    row's (k = 2, 4, 8 when generation is the bottleneck) share one line and its label."""
+def distinct(c, lanes, mismatch, scheme):
+    """(label, sorted times, mean) per distinct setting of one set-up: settings whose times
+    are those of an earlier one (k = 2, 4, 8 when generation binds) share its line."""
     shown = []
-    for row in level["rows"]:
-        name = f"k = {row['k']}" + (" dropping stale" if row["drop_stale"] else "")
-        same = next((s for s in shown if s[1]["times"] == row["times"] and s[1]["schemes"] ==
-                     row["schemes"]), None)
+    for i, s in enumerate(c["settings"]):
+        if s["lanes"] != lanes:
+            continue
+        times = c["sorted_times"][f"{mismatch} {i} {scheme}"]
+        same = next((x for x in shown if x[1] == times), None)
         if same:
-            same[0].append(name.removeprefix("k = "))
+            same[0].append(setting_name(s).removeprefix("k = "))
         else:
-            shown.append(([name], row))
-    return [(" = ".join(names), row) for names, row in shown]
+            shown.append(([setting_name(s)], times))
+    return [(" = ".join(names), times) for names, times in shown]
 
 
-def curves_panel(ax, c, level, scheme):
-    """Mean J against time, +- 2 SE bands, one line per distinct setting."""
-    runs = settings(level)
-    end = min(row["times"][-1] for _, row in runs)  # every line drawn over the same window
-    for color, style, (label, row) in zip(SETTING_COLORS, SETTING_STYLES, runs):
-        v = row["schemes"][scheme]
-        low = [m - 2 * s for m, s in zip(v["J"], v["J_se"])]
-        high = [m + 2 * s for m, s in zip(v["J"], v["J_se"])]
-        # J changes only when an update ends: steps, not slopes
-        ax.plot(row["times"], v["J"], style, color=color, label=label, linewidth=1.6,
-                drawstyle="steps-post")
-        ax.fill_between(row["times"], low, high, color=color, alpha=0.2, linewidth=0,
-                        step="post")
-    ax.axhline(c["target"], color="gray", linestyle="--", linewidth=1)
-    ax.text(end, c["target"], f" target {c['target']:g}", va="bottom", ha="right", fontsize=8,
-            color="gray")
-    ax.set_xlim(0, end)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("simulated time (J read at each update's end)")
-    ax.set_ylabel("J, exact (mean over seeds, band +- 2 SE)")
-    ax.set_title(f"{NAMES[scheme]}, engine mismatch {level['mismatch']:g}, step 1x", fontsize=10)
+def reached_panel(ax, c, lanes, mismatch, scheme):
+    """The share of seeds at the target against time (an empirical distribution of the
+    first-passage times), a dot at each line's mean time."""
+    n = c["n_seeds"]
+    for color, style, (label, times) in zip(SETTING_COLORS, SETTING_STYLES,
+                                            distinct(c, lanes, mismatch, scheme)):
+        share = np.arange(1, n + 1) / n  # after the i-th time, i of the n seeds are there
+        ax.step(times, share, style, where="post", color=color, linewidth=1.5, label=label)
+        mean = float(np.mean(times))
+        ax.plot([mean], [np.searchsorted(times, mean, side="right") / n], "o", color=color,
+                markersize=5)
+    plain_log(ax, "x")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("simulated time (time units, log scale); dot: the mean time")
+    ax.set_ylabel(f"share of seeds with J >= {c['target']:g}")
+    ax.set_title(f"{NAMES[scheme]}, {lanes} lanes, mismatch {mismatch:g}, equal KL per update",
+                 fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
 
 
-def target_panel(ax, c, level):
-    """Time to reach the target J against k, mean +- 2 SE, per scheme, at step 1x; the
-    k = 1 run that drops stale responses as stars beside k = 1."""
-    e = c["scales"].index(1.0)
-    kept = [row for row in level["rows"] if not row["drop_stale"]]
-    dropped = [row for row in level["rows"] if row["drop_stale"]]
-    for shift, scheme in zip((-0.08, 0.0, 0.08), c["schemes"]):
-        for rows, marker, size in ((kept, MARKERS[scheme], 6), (dropped, "*", 12)):
-            x = [row["k"] + shift + (0.25 if row["drop_stale"] else 0) for row in rows]
-            y = [row["schemes"][scheme]["time"][e]["mean"] for row in rows]
-            err = [2 * row["schemes"][scheme]["time"][e]["se"] for row in rows]
-            ax.errorbar(x, y, yerr=err, fmt=marker + ("-" if rows is kept else ""),
-                        color=COLORS[scheme], markersize=size, capsize=3,
-                        label=NAMES[scheme] if rows is kept else None)
-    ax.plot([], [], "*", color="gray", markersize=12, label="k = 1 dropping stale (beside k = 1)")
-    ax.set_xscale("symlog", linthresh=1)
-    ax.set_xticks([row["k"] for row in kept], [str(row["k"]) for row in kept])
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("staleness bound k (versions ahead)")
-    ax.set_ylabel(f"time to reach J >= {c['target']:g} (mean +- 2 SE)")
-    ax.set_title(f"Time to target, engine mismatch {level['mismatch']:g}, step 1x", fontsize=10)
-    ax.legend(fontsize=8)
+def k_panel(ax, c, grid, lanes, mismatch):
+    """Time to target against k, mean +- 2 SE, per scheme and step; k = 1 dropping stale as
+    stars beside k = 1."""
+    sources = [("equal_kl", c[rows_key(c, lanes)]), ("1x", c[rows_key(c, lanes)])]
+    if grid:
+        sources.append(("best", grid[rows_key(grid, lanes)]))
+    for shift, scheme in zip((-0.06, 0.0, 0.06), c["schemes"]):
+        for step, rows in sources:
+            mine = [r for r in rows if r["mismatch"] == mismatch and r["scheme"] == scheme
+                    and (step == "best" or r["step"] == step)]
+            style, label = STEP_STYLES[step]
+            for drop in (False, True):
+                part = [r for r in mine if r["drop_stale"] == drop]
+                x = [max(r["k"], 0.5) * (1 + shift) * (1.25 if drop else 1) for r in part]
+                ax.errorbar(x, [r["mean"] for r in part], yerr=[2 * r["se"] for r in part],
+                            fmt=("*" if drop else MARKERS[scheme] + style),
+                            color=COLORS[scheme], markersize=9 if drop else 5, capsize=2,
+                            alpha=1.0 if step == "equal_kl" else 0.6,
+                            label=f"{scheme}, {label}" if not drop else None)
+    ax.set_xscale("log")
+    plain_log(ax, "y")
+    ks = sorted({r["k"] for r in c[rows_key(c, lanes)]})
+    ax.set_xticks([max(k, 0.5) for k in ks], [str(k) for k in ks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("staleness bound k (k = 0 drawn at 0.5; stars: k = 1 dropping stale)")
+    ax.set_ylabel(f"time to J >= {c['target']:g}, mean +- 2 SE (log)")
+    ax.set_title(f"Time to target against k, {lanes} lanes, mismatch {mismatch:g}", fontsize=10)
+    ax.legend(fontsize=6.5, ncol=1 if not grid else 2)
+
+
+def plain_log(ax, which):
+    """A log scale on axis `which` ("x" or "y") labelled with plain numbers (10, 100)."""
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_formatter(ScalarFormatter())
+    axis.set_minor_formatter(NullFormatter())
+
+
+def rows_key(c, lanes):
+    return "generation_bound" if lanes == c["n_lanes"] else "trainer_bound"
+
+
+def draw_step_grid(results, path):
+    """Save the --step-grid figure: each cell's mean time to target against the step scale,
+    one panel per set-up and mismatch, one line per scheme and setting."""
+    g = results["step_grid"]
+    fig = Figure(figsize=(16, 9))
+    axes = fig.subplots(2, 2).ravel()
+    if g is None:
+        for ax in axes:
+            placeholder(ax, results["unavailable"]["Step grid"])
+            ax.set_title("Time to target against the step (Tasks 2 and 3)", fontsize=10)
+    panels = [(lanes, m) for lanes in (g["n_lanes"], g["trainer_lanes"])
+              for m in g["mismatches"]] if g else []
+    for ax, panel in zip(axes, panels):
+        lanes, mismatch = panel
+        for row in g[rows_key(g, lanes)]:
+            if row["mismatch"] != mismatch:
+                continue
+            scales = [p["scale"] for p in row["grid"]]
+            ax.plot(scales, [p["mean"] for p in row["grid"]], MARKERS[row["scheme"]] + "-",
+                    color=COLORS[row["scheme"]], alpha=0.3 + 0.7 * (row["k"] == 8),
+                    linewidth=1, markersize=3)
+            ax.plot([row["scale"]], [row["mean"]], MARKERS[row["scheme"]],
+                    color=COLORS[row["scheme"]], markersize=8)
+        for scheme in g["schemes"]:
+            ax.plot([], [], MARKERS[scheme] + "-", color=COLORS[scheme], label=scheme)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("step scale (x the common step); large marker: a setting's best")
+        ax.set_ylabel(f"mean time to J >= {g['target']:g} (log)")
+        ax.set_title(f"{lanes} lanes, mismatch {mismatch:g}: one line per setting (k = 8 darkest)",
+                     fontsize=10)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
