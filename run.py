@@ -364,6 +364,8 @@ def print_step_grid(g):
                        ("trainer-bound", g["trainer_bound"])):
         for mismatch in g["mismatches"]:
             mine = [r for r in rows if r["mismatch"] == mismatch]
+            if not mine:  # a set-up the grid did not run
+                continue
             print(f"  {mine[0]['lanes']} lanes ({name}), engine mismatch {mismatch:g}:")
             print(f"  {'k':>8}" + "".join(f"{n:>28}" for n in g["schemes"]))
             for i in range(0, len(mine), len(g["schemes"])):

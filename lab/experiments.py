@@ -411,19 +411,18 @@ LEARNING_SEED = 24      # the seed of the uniform draws
 TRAINER_LANES = 64      # the trainer-bound set-up: more lanes than B, so k binds
 LEARNING_MISMATCHES = (0.0, LARGE_MISMATCH)
 GRID_SEEDS = 50         # seeds of the step-grid sensitivity (--step-grid)
-GRID_HORIZON = 1000
+GRID_HORIZON = 400      # updates simulated for the grid (its small steps need more)
 GRID_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # where the grid starts; it grows upward
                                                    # (or down) until every best is interior
 
 
-def learning_settings(scheduler, n_lanes, B, trainer_lanes, horizon, train_time, sigma):
-    """The settings of both set-ups: per set-up (generation-bound n_lanes, trainer-bound
-    trainer_lanes) k in STALENESS_KS, then k = 1 with drop_stale, each simulated once for
-    `horizon` updates. Returns (settings, tags (n_traces, horizon, B), times (n_traces,
+def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
+    """The settings of each set-up (its number of lanes, in set_ups): k in STALENESS_KS, then
+    k = 1 with drop_stale, each simulated once for `horizon` updates. Returns (settings, tags (n_traces, horizon, B), times (n_traces,
     horizon + 1)): each setting a dict with its trace's index `trace` (settings with the
     same trace, k = 2, 4, 8 when generation binds, share it)."""
     settings, tags, times = [], [], []
-    for lanes in (n_lanes, trainer_lanes):
+    for lanes in set_ups:
         for k, drop in [(k, False) for k in STALENESS_KS] + [(1, True)]:
             run = scheduler.simulate(lanes, B, k, n_steps=horizon, train_time=train_time,
                                      sigma=sigma, drop_stale=drop)
@@ -442,21 +441,22 @@ def learning_settings(scheduler, n_lanes, B, trainer_lanes, horizon, train_time,
     return settings, np.array(tags), np.array(times)
 
 
-def train_cells(tis, tags, times, step, draws, mismatches, target, C, noise, kl=None):
-    """Train every trace at every mismatch with every scheme (one pass) until each run
-    reaches the target, at `step`, or, with `kl`, each update's step set so that it moves
-    exactly kl nats per token (training.kl_steps). Returns (time, reached, kl, steps,
-    last_J), each (n_mismatches, n_traces, n_schemes, n_seeds): the time to target (a run
-    that never reaches it counts at its last update), whether it did, its mean KL per
-    update, its mean step and its J at its last update."""
-    n_m, n_t = len(mismatches), len(tags)
+def train_cells(tis, tags, times, steps, draws, mismatches, target, C, noise, kl=None):
+    """Train every trace at every mismatch with every scheme and step (one pass) until each
+    run reaches the target, at each of `steps`, or, with `kl`, each update's step set so
+    that it moves exactly kl nats per token (training.kl_steps; then give one step).
+    Returns (time, reached, kl, steps, last_J), each (n_steps, n_mismatches, n_traces,
+    n_schemes, n_seeds): the time to target (a run that never reaches it counts at its last
+    update), whether it did, its mean KL per update, its mean step and its J at its last
+    update."""
+    n_m, n_t, n_s = len(mismatches), len(tags), len(STALENESS_SCHEMES)
     J, KL, used = training.train(tis.importance_weights, tis.pg_estimate,
-                                 np.tile(tags, (n_m, 1, 1)), STALENESS_SCHEMES, (step,), draws,
+                                 np.tile(tags, (n_m, 1, 1)), STALENESS_SCHEMES, steps, draws,
                                  np.repeat(mismatches, n_t), C, noise, target, with_kl=True,
                                  kl_per_update=kl)
-    J, KL, used = (x[:, :, 0].reshape(n_m, n_t, len(STALENESS_SCHEMES), len(draws), -1)
+    J, KL, used = (np.moveaxis(x.reshape(n_m, n_t, n_s, len(steps), len(draws), -1), 3, 0)
                    for x in (J, KL, used))
-    time, reached = training.time_to_target(J, times[None, :, None, None], target)
+    time, reached = training.time_to_target(J, times[:, None, None], target)
     last = J.shape[-1] - 1 - np.argmax(np.isfinite(J)[..., ::-1], axis=-1)
     return (time, reached, np.nanmean(KL, axis=-1), np.nanmean(used, axis=-1),
             np.take_along_axis(J, last[..., None], axis=-1)[..., 0])
@@ -493,13 +493,13 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
     fraction of seeds that have reached the target against time); and paired comparisons
     over the same seeds (`costs`, learning_costs).
     """
-    settings, tags, times = learning_settings(scheduler, n_lanes, B, trainer_lanes, horizon,
+    settings, tags, times = learning_settings(scheduler, (n_lanes, trainer_lanes), B, horizon,
                                               train_time, sigma)
     step = staleness.step_for_kl(staleness.TARGET_KL)
     draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
-    runs = {"equal_kl": train_cells(tis, tags, times, step, draws, mismatches, target, C,
-                                    noise, kl),
-            "1x": train_cells(tis, tags, times, step, draws, mismatches, target, C, noise)}
+    runs = {name: tuple(x[0] for x in train_cells(tis, tags, times, [step], draws, mismatches,
+                                                  target, C, noise, control))
+            for name, control in (("equal_kl", kl), ("1x", None))}
     cells, sorted_times = [], {}
     for m, mismatch in enumerate(mismatches):
         for i, s in enumerate(settings):
@@ -562,25 +562,26 @@ def learning_costs(settings, per_seed, mismatches, n_lanes, trainer_lanes):
 
 
 def step_grid(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
-              trainer_lanes=TRAINER_LANES, horizon=GRID_HORIZON, n_seeds=GRID_SEEDS,
-              target=LEARNING_TARGET, mismatches=LEARNING_MISMATCHES, scales=GRID_SCALES,
-              C=2.0, noise="student_t"):
+              trainer_lanes=TRAINER_LANES, lanes=(TRAINER_LANES,), horizon=GRID_HORIZON,
+              n_seeds=GRID_SEEDS, target=LEARNING_TARGET, mismatches=LEARNING_MISMATCHES,
+              scales=GRID_SCALES, C=2.0, noise="student_t"):
     """The step sensitivity of learning_curves: every cell (set-up, setting, scheme,
-    mismatch) at step scale x staleness.step_for_kl(TARGET_KL) for scales from `scales`,
+    mismatch; the set-ups of `lanes`, by default the trainer-bound one) at step
+    scale x staleness.step_for_kl(TARGET_KL) for every update, for scales from `scales`,
     the grid growing (training.best_step) until every cell's least mean time to target has
     a larger one on both sides; n_seeds seeds (the first of learning_curves' draws).
     Returns each cell's times at every scale and its best scale, as rows like
     learning_curves' (step = the best scale)."""
-    settings, tags, times = learning_settings(scheduler, n_lanes, B, trainer_lanes, horizon,
-                                              train_time, sigma)
+    settings, tags, times = learning_settings(scheduler, lanes, B, horizon, train_time, sigma)
     step = staleness.step_for_kl(staleness.TARGET_KL)
     draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
     runs = {}
 
-    def evaluate(new):
-        for scale in new:
-            runs[scale] = train_cells(tis, tags, times, step * scale, draws, mismatches,
-                                      target, C, noise)
+    def evaluate(new):  # every new scale in one pass
+        out = train_cells(tis, tags, times, [step * scale for scale in new], draws,
+                          mismatches, target, C, noise)
+        for i, scale in enumerate(new):
+            runs[scale] = tuple(x[i] for x in out)
         return [runs[scale][0].mean(axis=-1).ravel() for scale in new]
 
     grid, means, best = training.best_step(evaluate, scales)

@@ -131,13 +131,14 @@ def draw_step_grid(results, path):
     """Save the --step-grid figure: each cell's mean time to target against the step scale,
     one panel per set-up and mismatch, one line per scheme and setting."""
     g = results["step_grid"]
-    fig = Figure(figsize=(16, 9))
-    axes = fig.subplots(2, 2).ravel()
+    n_rows = len({s["lanes"] for s in g["settings"]}) if g else 1
+    fig = Figure(figsize=(16, 4.5 * n_rows))
+    axes = fig.subplots(n_rows, 2, squeeze=False).ravel()
     if g is None:
         for ax in axes:
             placeholder(ax, results["unavailable"]["Step grid"])
             ax.set_title("Time to target against the step (Tasks 2 and 3)", fontsize=10)
-    panels = [(lanes, m) for lanes in (g["n_lanes"], g["trainer_lanes"])
+    panels = [(lanes, m) for lanes in sorted({s["lanes"] for s in g["settings"]})
               for m in g["mismatches"]] if g else []
     for ax, panel in zip(axes, panels):
         lanes, mismatch = panel
