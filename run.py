@@ -221,13 +221,24 @@ def print_length_level(level, s):
         for group in LENGTH_GROUPS:
             print_length_table(level, key, [n for n in group if n in level["schemes"]])
     print("    where each scheme collapses, as T x KL: from the last T where it held to the "
-          "first where not")
+          "first where not\n    (? = not resolved: an end's sampled mean ESS is within 2 SE of "
+          "the level; the ends below)")
     print(f"    {'scheme':<12}{'mean ESS < ' + format(s['ess_share'] * s['batch_size'], 'g'):>18}"
           f"{'mean ESS < ' + format(s['ess_floor'], 'g'):>18}"
           f"{'cosine < ' + format(s['collapse_cosine'], 'g'):>18}")
     for scheme, c in level["collapse"].items():
         print(f"    {scheme:<12}" + "".join(f"{collapse_text(c[key]):>18}"
                                             for key in ("ess_share", "ess_floor", "cosine")))
+    for scheme, c in level["collapse"].items():
+        for key, label in (("ess_share", "10% of the batch"), ("ess_floor", format(s["ess_floor"], "g"))):
+            ends = [f"{c[key][f'value_{end}']:.3g} +- {c[key][f'se_{end}']:.2g} at "
+                    f"{c[key][end]:.3g}" for end in ("after", "at") if c[key][end] is not None]
+            if c[key]["at"] is not None and not c[key]["resolved"]:
+                print(f"    {scheme} below {label}? mean ESS " + ", then ".join(ends))
+    for scheme, c in level.get("collapse_exact", {}).items():
+        print(f"    {scheme} by its exact large-batch ESS: < "
+              f"{format(s['ess_share'] * s['batch_size'], 'g')} {collapse_text(c['ess_share'])}, "
+              f"< {format(s['ess_floor'], 'g')} {collapse_text(c['ess_floor'])}")
 
 
 def print_length_table(level, key, schemes):
@@ -248,10 +259,12 @@ def print_length_table(level, key, schemes):
 
 
 def collapse_text(c):
-    """"0.96 to 1.92", "<= 0.16" (already at the first T) or "none to 16.4"."""
+    """"0.96 to 1.92", "<= 0.16" (already at the first T) or "none to 16.4"; "?" after a
+    crossing that the sampling noise does not resolve."""
     if c["at"] is None:
         return f"none to {c['after']:.3g}"
-    return f"{c['after']:.3g} to {c['at']:.3g}" if c["after"] is not None else f"<= {c['at']:.3g}"
+    text = f"{c['after']:.3g} to {c['at']:.3g}" if c["after"] is not None else f"<= {c['at']:.3g}"
+    return text + (" ?" if not c.get("resolved", True) else "")
 
 
 def print_staleness(s):

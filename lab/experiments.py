@@ -323,8 +323,10 @@ def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
                      per-token log-ratio's variance is about 2 KL for a small mismatch),
                      and E[W]^2 / E[W^2] = exp(-variance) for a lognormal W
       ess_limit      N * E[W]^2 / E[W^2], exact (toy.sequence_ess_limit): the large-batch ESS
-    and `collapse`: per scheme, where its mean ESS falls below ESS_SHARE * N and ESS_FLOOR,
-    and its cosine below COLLAPSE_COSINE (crossing)."""
+    and `collapse`: per scheme, where its mean ESS falls below ESS_SHARE * N and ESS_FLOOR
+    (with the ESS and its error at both ends and whether that is beyond the noise,
+    bracket), and its cosine below COLLAPSE_COSINE (crossing); `collapse_exact`: the same
+    ESS crossings of seq from the exact column ess_limit."""
     functions = {scheme: scheme_weights(tis, scheme, C) for scheme in SCHEMES}
     try:
         functions |= masked_functions(tis)
@@ -347,6 +349,11 @@ def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
             ess_limit=[toy.sequence_ess_limit(T, mismatch, batch_size, noise) for T in lengths],
             collapse={scheme: collapse_points(stats, T_kl, batch_size)
                       for scheme, stats in schemes.items()}))
+        # seq's crossings from its exact large-batch ESS, not sampled: no bracket error
+        limit = levels[-1]["ess_limit"]
+        levels[-1]["collapse_exact"] = dict(
+            seq={key: crossing(limit, T_kl, value) for key, value in
+                 (("ess_share", ESS_SHARE * batch_size), ("ess_floor", ESS_FLOOR))})
     return dict(batch_size=batch_size, C=C, noise=noise, ess_share=ESS_SHARE,
                 ess_floor=ESS_FLOOR, collapse_cosine=COLLAPSE_COSINE, levels=levels,
                 masked_skipped=skipped)
@@ -371,10 +378,32 @@ def length_batches(T):
 def collapse_points(stats, T_kl, batch_size):
     """Where one scheme collapses, as crossing() of its mean ESS below ESS_SHARE * batch_size
     and below ESS_FLOOR, and of its cosine below COLLAPSE_COSINE:
-    dict(ess_share=..., ess_floor=..., cosine=...)."""
-    return dict(ess_share=crossing(stats["ess"], T_kl, ESS_SHARE * batch_size),
-                ess_floor=crossing(stats["ess"], T_kl, ESS_FLOOR),
-                cosine=crossing(stats["cosine"], T_kl, COLLAPSE_COSINE))
+    dict(ess_share=..., ess_floor=..., cosine=...). With the ESS's standard errors in
+    stats["ess_stderr"], each ESS crossing also holds the ESS and its error at both ends of
+    its bracket (bracket)."""
+    ess = {key: crossing(stats["ess"], T_kl, level) for key, level in
+           (("ess_share", ESS_SHARE * batch_size), ("ess_floor", ESS_FLOOR))}
+    if "ess_stderr" in stats:
+        ess = {key: bracket(c, stats["ess"], stats["ess_stderr"], T_kl,
+                            ESS_SHARE * batch_size if key == "ess_share" else ESS_FLOOR)
+               for key, c in ess.items()}
+    return dict(ess, cosine=crossing(stats["cosine"], T_kl, COLLAPSE_COSINE))
+
+
+def bracket(c, values, stderrs, T_kl, level):
+    """A crossing c of sampled values, with the value and standard error at each end of its
+    bracket (None where there is no end) and `resolved`: both ends lie more than 2 standard
+    errors from `level`, so the crossing is between them beyond the sampling noise (an exact
+    value has error 0). Example: values 9 +- 1, 5 +- 2 at T x KL 1, 2, level 6.4 -> at 2,
+    after 1, resolved False (5 + 2 x 2 > 6.4)."""
+    ends = {}
+    for end in ("at", "after"):
+        i = T_kl.index(c[end]) if c[end] is not None else None
+        ends[f"value_{end}"] = None if i is None else values[i]
+        ends[f"se_{end}"] = None if i is None else stderrs[i]
+    resolved = all(ends[f"value_{end}"] is None or
+                   abs(ends[f"value_{end}"] - level) > 2 * ends[f"se_{end}"] for end in ("at", "after"))
+    return dict(c, **ends, resolved=resolved)
 
 
 def crossing(values, T_kl, level):

@@ -301,6 +301,15 @@ def test_length_sweep_grid_and_collapse_points():
     assert collapse_points(stats, T_kl, 64) == dict(ess_share=dict(at=4, after=2),
                                                     ess_floor=dict(at=8, after=4),
                                                     cosine=dict(at=8, after=4))
+    # with standard errors: a bracket whose end lies within 2 SE of the level is unresolved
+    stats["ess_stderr"] = [1.0, 2.0, 0.5, 0.1]
+    c = collapse_points(stats, T_kl, 64)
+    assert c["ess_share"] == dict(at=4, after=2, value_at=5, se_at=0.5, value_after=30,
+                                  se_after=2.0, resolved=True)
+    assert c["ess_floor"]["resolved"] and c["cosine"] == dict(at=8, after=4)
+    stats["ess_stderr"] = [1.0, 2.0, 1.0, 0.3]
+    assert not collapse_points(stats, T_kl, 64)["ess_share"]["resolved"]  # 5 + 2 > 6.4
+    assert not collapse_points(stats, T_kl, 64)["ess_floor"]["resolved"]  # 1.5 + 0.6 > 2
 
 
 def test_effective_sample_size_counts_responses():

@@ -335,6 +335,11 @@ def async_drop_row(step, mismatch):
     return f"| {STEP_NAMES[step]}, {mismatch:g} |" + " {} |" * 9, cells
 
 
+def span(c):
+    """A crossing's bracket: "1.02 and 2.05"."""
+    return f"{c['after']:.3g} and {c['at']:.3g}"
+
+
 # Per doc (a path from the repository's root): (its words, with {} where the number goes;
 # snapshot; path in the JSON; format). A format is a format string, or a function of the
 # value at the path for what a format string can't say (KiB from bytes, a split "10 / 6"
@@ -554,11 +559,35 @@ QUOTES = {
          "length_sweep.levels.1.mean_abs_log_ratio", "{:.3g}"),
         ("| this toy, KL 0.16 (Part 3's scale) | {} |", "length_sweep",
          "length_sweep.levels.0.mean_abs_log_ratio", "{:.3g}"),
-        ("`seq`'s mean ESS falls below 6.4 of 64 between\n  T × KL {} at both levels",
-         "length_sweep",
-         "length_sweep.levels", lambda levels: crossing_span(levels, 'seq')),
-        ('holds its ESS longer (below 6.4\n  between {}).', "length_sweep",
-         "length_sweep.levels", lambda levels: crossing_span(levels, 'seq_tis')),
+        ("`seq` falls below 6.4 of 64 between T × KL {} at the realistic KL", "length_sweep",
+         "length_sweep.levels.1.collapse_exact.seq.ess_share", span),
+        ("(between T = {} and", "length_sweep", "length_sweep.levels.1",
+         lambda level: f"{level['T'][level['T_kl'].index(level['collapse_exact']['seq']['ess_share']['after'])]:,}"),
+        ("and between {} at Part 3's KL, and below 2", "length_sweep",
+         "length_sweep.levels.0.collapse_exact.seq.ess_share", span),
+        ("and below 2 by T × KL {}. The sampled", "length_sweep", "length_sweep.levels",
+         lambda levels: " and ".join(f"{level['collapse_exact']['seq']['ess_floor']['at']:.3g}"
+                                     for level in levels[::-1])),
+        ("stays above 6.4 longer ({} at T × KL 2.05", "length_sweep",
+         "length_sweep.levels.1.schemes.seq.ess.4", "{:.3g}"),
+        ("falls below 6.4 between T × KL {} at Part 3's KL", "length_sweep",
+         "length_sweep.levels.0.collapse.seq_tis.ess_share", span),
+        ("and between {} at the realistic KL, where", "length_sweep",
+         "length_sweep.levels.1.collapse.seq_tis.ess_share", span),
+        ("leave it unresolved ({})", "length_sweep", "length_sweep.levels.1.collapse.seq_tis.ess_share",
+         lambda c: f"{c['value_at']:.3g} ± {c['se_at']:.2g}" if not c["resolved"] else "resolved"),
+        ('rejects {} of the responses at T = 128 (T × KL 0.128)', "length_sweep",
+         "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
+        ("wide: {} of the tokens at T = 1, under 0.5%", "length_sweep",
+         "length_sweep.levels.0.schemes.geo_mask.zero_weight_share.0", "{:.0%}"),
+        ("(relative RMSE {} against", "length_sweep", "length_sweep.levels.1.schemes.geo_mask.rmse.0",
+         "{:.3f}"),
+        ("against {} at T = 128 at the realistic KL", "length_sweep",
+         "length_sweep.levels.1.schemes.none.rmse.0", "{:.3f}"),
+        ("cosine {} against 0.89 at T = 3", "length_sweep",
+         "length_sweep.levels.0.schemes.geo_mask.cosine.2", "{:.2f}"),
+        ("against {} at T = 3 at Part 3's KL", "length_sweep",
+         "length_sweep.levels.0.schemes.none.cosine.2", "{:.2f}"),
         ("`seq`'s cosine dips to {} at T × KL 4.16", "length_sweep",
          "length_sweep.levels.0.schemes.seq.cosine.5", "{:.2f}"),
         ('and is back at\n  {} at 8.16', "length_sweep",
@@ -575,7 +604,7 @@ QUOTES = {
          "length_sweep.levels.1.schemes.seq.ess.4", "{:.3g}"),
         ('where the prediction is {}), and', "length_sweep",
          "length_sweep.levels.1.ess_lognormal.4", "{:.3g}"),
-        ('at KL 0.001 it rejects {} of the responses at T = 256', "length_sweep",
+        ('(T × KL 0.128), {} at T = 256', "length_sweep",
          "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.1", "{:.0%}"),
         ('and {} at T = 1,024 (at KL 0.16', "length_sweep",
          "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.3", "{:.0%}"),
@@ -979,28 +1008,46 @@ def length_row(level, i):
             cells)
 
 
-def collapse_row(scheme, level):
-    """A row of the collapse table: the scheme, the level's KL and its three crossings."""
+def length_rmse_row(level, i):
+    """Row i of level `level` of docs/long-responses.md's second table: relative RMSE (none,
+    token_tis, seq_tis, geo mask), cosine (seq, token, token mask), weights below 1e-6 (token
+    mask, seq mask, geo mask), mean ESS (token, token_tis)."""
     path = f"length_sweep.levels.{level}"
+    cells = [("length_sweep", f"{path}.kl", "{:g}"), ("length_sweep", f"{path}.T.{i}", "{:,}")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.rmse.{i}", "{:.3f}")
+              for s in ("none", "token_tis", "seq_tis", "geo_mask")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.cosine.{i}", "{:.2f}")
+              for s in ("seq", "token", "token_mask")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.zero_weight_share.{i}", zero_share)
+              for s in ("token_mask", "seq_mask", "geo_mask")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.ess.{i}", "{:.3g}") for s in ("token", "token_tis")]
+    return "| {} | {} | {} / {} / {} / {} | {} / {} / {} | {} / {} / {} | {} / {} |", cells
+
+
+def collapse_row(scheme, level):
+    """A row of the collapse table: the scheme, the level's KL and its three crossings; seq's
+    ESS crossings from the exact large-batch ESS, the others' with their ends' mean ESS."""
+    path = f"length_sweep.levels.{level}"
+    exact = scheme == "seq"
+    ess = (f"{path}.collapse_exact.seq" if exact else f"{path}.collapse.{scheme}")
     return (f"| {COLLAPSE_ROWS[scheme]} | {{}} | {{}} | {{}} | {{}} |",
             [("length_sweep", f"{path}.kl", "{:g}")]
-            + [("length_sweep", f"{path}.collapse.{scheme}.{key}", collapse_cell)
-               for key in ("ess_share", "ess_floor", "cosine")])
+            + [("length_sweep", f"{ess}.{key}", collapse_cell) for key in ("ess_share", "ess_floor")]
+            + [("length_sweep", f"{path}.collapse.{scheme}.cosine", collapse_cell)])
 
 
 def collapse_cell(c):
     """A crossing as the table says it: "2.05 to 4.1", "≤ 0.16 (the first T)", "none up to
-    16.4"."""
+    16.4"; a sampled ESS crossing with the mean ESS ± SE at its ends, "(unresolved)" if an
+    end lies within 2 SE of the level."""
     if c["at"] is None:
         return f"none up to {c['after']:.3g}"
-    return f"≤ {c['at']:.3g} (the first T)" if c["after"] is None else f"{c['after']:.3g} to {c['at']:.3g}"
-
-
-def crossing_span(levels, scheme):
-    """"2.05 and 4.16": over all levels, the smallest T x KL where the scheme's mean ESS still
-    held 10% of the batch and the largest where it had fallen below."""
-    points = [level["collapse"][scheme]["ess_share"] for level in levels]
-    return f"{min(c['after'] for c in points):.1g} and {max(c['at'] for c in points):.1g}"
+    text = (f"≤ {c['at']:.3g} (the first T)" if c["after"] is None
+            else f"{c['after']:.3g} to {c['at']:.3g}")
+    if "resolved" in c and c["after"] is not None:
+        text += (f" ({c['value_after']:.3g} ± {c['se_after']:.2g} to {c['value_at']:.3g} ± "
+                 f"{c['se_at']:.2g}" + ("" if c["resolved"] else ", unresolved") + ")")
+    return text
 
 
 def lowest_token_ess(levels):
@@ -1033,6 +1080,7 @@ TABLE_ROWS = {
         # the two levels of the default run: 8 lengths each (lab.experiments.length_grid)
         *[length_row(level, i) for level in (0, 1) for i in range(8)],
         *[collapse_row(scheme, level) for scheme in COLLAPSE_ROWS for level in (0, 1)],
+        *[length_rmse_row(level, i) for level in (0, 1) for i in range(8)],
     ],
     "docs/gpu-model.md": [
         *[compared_row(name, part, i) for part, counts in COMPARED.items()
