@@ -80,7 +80,7 @@ PART_SECONDS = {"memory": 0.01, "scheduling": 0.8, "drop_stale": 0.4, "equal_har
                 "timeline": 0.2, "gpu_model": 11.0, "gpu_sweep": 25.0, "mismatch": 1.3,
                 "c_sweep": 0.3,
                 "masking": 0.9, "length_sweep": 11.0, "staleness": 5.0,
-                "learning_curves": 45.0, "step_grid": 90.0}
+                "learning_curves": 60.0, "step_grid": 80.0}
 
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")
 

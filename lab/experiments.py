@@ -472,8 +472,9 @@ def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
 
 def train_cells(tis, tags, times, steps, draws, mismatches, target, C, noise, kl=None):
     """Train every trace at every mismatch with every scheme and step (one pass) until each
-    run reaches the target, at each of `steps`, or, with `kl`, each update's step set so
-    that it moves exactly kl nats per token (training.kl_steps; then give one step).
+    run reaches the target, at each of `steps`, or, where `kl` (one per step, NaN for none)
+    gives one, with each update's step set so that it moves exactly that many nats per
+    token (training.kl_steps).
     Returns (time, reached, kl, steps, last_J), each (n_steps, n_mismatches, n_traces,
     n_schemes, n_seeds): the time to target (a run that never reaches it counts at its last
     update), whether it did, its mean KL per update, its mean step and its J at its last
@@ -526,9 +527,9 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
                                               train_time, sigma)
     step = staleness.step_for_kl(staleness.TARGET_KL)
     draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
-    runs = {name: tuple(x[0] for x in train_cells(tis, tags, times, [step], draws, mismatches,
-                                                  target, C, noise, control))
-            for name, control in (("equal_kl", kl), ("1x", None))}
+    both = train_cells(tis, tags, times, [step, step], draws, mismatches, target, C, noise,
+                       [kl, np.nan])  # equal KL and 1x in one pass
+    runs = {name: tuple(x[i] for x in both) for i, name in enumerate(("equal_kl", "1x"))}
     cells, sorted_times = [], {}
     for m, mismatch in enumerate(mismatches):
         for i, s in enumerate(settings):

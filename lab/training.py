@@ -154,11 +154,12 @@ def kl_steps(thetas, directions, kl, iterations=30, rtol=1e-9):
     above. A zero direction (a batch without reward) gets s = 0: it cannot move."""
     logp = log_softmax_rows(thetas)
     p, visits = np.exp(logp), row_visits(thetas)
+    kl = np.broadcast_to(np.asarray(kl, dtype=float), len(p))  # one kl, or one per run
     mean = (p * directions).sum(axis=-1, keepdims=True)
     curvature = (visits * (p * (directions - mean)**2).sum(axis=-1)).sum(axis=1)  # f''(0)
     moves = curvature > 1e-300
     s = np.zeros(len(p))
-    s[moves] = np.sqrt(2 * kl / curvature[moves])
+    s[moves] = np.sqrt(2 * kl[moves] / curvature[moves])
     for _ in range(iterations):
         logq = log_softmax_rows(thetas + s[:, None, None] * directions)
         f = (visits * (p * (logp - logq)).sum(axis=-1)).sum(axis=1) - kl
@@ -182,8 +183,9 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     With a target, a run stops once its J >= target and it has made n_always updates.
     Returns J (n_settings, n_schemes, n_steps, n_seeds, n_updates + 1), exact, with
     J[..., 0] = J(THETA) and J[..., u + 1] the J of version u + 1 (NaN once stopped);
-    With kl_per_update, a KL-controlled step: every update's step is set (kl_steps) so that it
-    moves the policy by exactly kl_per_update nats per token, and `steps` are not used.
+    With kl_per_update (one number, or one per step, NaN for "not controlled"), a
+    KL-controlled step: every update's step is set (kl_steps) so that it moves the policy by
+    exactly that many nats per token, in place of the step size of `steps`.
     with_kl: also KL and the step used, each (..., n_updates): update_kls(version u,
     version u + 1) and u's step (NaN once stopped).
     """
@@ -205,6 +207,9 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     used = np.full((R, n_updates), np.nan)
     step_of_run = np.broadcast_to(np.asarray(steps, dtype=float),
                                   shape[:3])[setting, scheme, step]
+    kl_of_run = np.broadcast_to(np.asarray(np.nan if kl_per_update is None else kl_per_update,
+                                           dtype=float), shape[2:3])[step]
+    controlled = np.isfinite(kl_of_run)
     runs = np.arange(R)  # the runs still training
     reached = J[:, 0] >= target if target is not None else None
     for u in range(n_updates):
@@ -235,8 +240,10 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
         rewards = toy.reward(tokens.reshape(-1, T)).reshape(len(runs), B)
         g = batch_estimates(pg_estimate, here, rewards, tokens, previous, weights)
         g = g.reshape(-1, V + 1, V)
-        used[runs, u] = (step_of_run[runs] if kl_per_update is None
-                         else kl_steps(here, g, kl_per_update))
+        used[runs, u] = step_of_run[runs]
+        mine = controlled[runs]
+        if mine.any():
+            used[runs[mine], u] = kl_steps(here[mine], g[mine], kl_of_run[runs[mine]])
         theta[runs] = here + used[runs, u, None, None] * g
         J[runs, u + 1] = expected_rewards(theta[runs])
         if with_kl:
