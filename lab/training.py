@@ -83,7 +83,7 @@ def sample_tokens(sampler_cdf, slots, runs, draws):
     of its row's cumulative probabilities that the uniform exceeds (toy.sample_responses'
     rule)."""
     columns = sampler_cdf.reshape(V - 1, -1)
-    first = (slots * sampler_cdf.shape[2] + runs[:, None]) * (V + 1)  # row START - START
+    first = (slots * sampler_cdf.shape[2] + runs[:, None]) * (V + 1)  # + previous: the row
     tokens = np.empty(draws.shape, dtype=int)
     previous = np.empty_like(tokens)
     prev = np.full(slots.shape, START)
@@ -176,13 +176,12 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     """Train the toy from toy.THETA in every combination at once; return J after each update.
 
     tags (n_settings, n_updates, B): the batches of each setting's simulate trace (from
-    batch_tags); schemes: Task 3a scheme names; steps: step sizes, (n_steps,) for every
-    setting and scheme, or (n_settings, n_schemes, n_steps), a step per cell; draws (n_seeds,
+    batch_tags); schemes: Task 3a scheme names; steps: step sizes; draws (n_seeds,
     n_updates, B, T) uniforms, one set per seed, shared by every setting, scheme and step;
     mismatch: the engine mismatch, one number or one per setting (n_settings,).
     With a target, a run stops once its J >= target and it has made n_always updates.
     Returns J (n_settings, n_schemes, n_steps, n_seeds, n_updates + 1), exact, with
-    J[..., 0] = J(THETA) and J[..., u + 1] the J of version u + 1 (NaN once stopped);
+    J[..., 0] = J(THETA) and J[..., u + 1] the J of version u + 1 (NaN once stopped).
     With kl_per_update (one number, or one per step, NaN for "not controlled"), a
     KL-controlled step: every update's step is set (kl_steps) so that it moves the policy by
     exactly that many nats per token, in place of the step size of `steps`.
@@ -190,7 +189,7 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     version u + 1) and u's step (NaN once stopped).
     """
     n_settings, n_updates, B = tags.shape
-    shape = (n_settings, len(schemes), np.shape(steps)[-1], len(draws))
+    shape = (n_settings, len(schemes), len(steps), len(draws))
     setting, scheme, step, seed = (axis.ravel() for axis in np.indices(shape))
     R = len(seed)
     theta = np.broadcast_to(toy.THETA, (R, V + 1, V)).copy()
@@ -205,8 +204,7 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     J[:, 0] = expected_rewards(theta)
     KL = np.full((R, n_updates), np.nan)
     used = np.full((R, n_updates), np.nan)
-    step_of_run = np.broadcast_to(np.asarray(steps, dtype=float),
-                                  shape[:3])[setting, scheme, step]
+    step_of_run = np.asarray(steps, dtype=float)[step]
     kl_of_run = np.broadcast_to(np.asarray(np.nan if kl_per_update is None else kl_per_update,
                                            dtype=float), shape[2:3])[step]
     controlled = np.isfinite(kl_of_run)
