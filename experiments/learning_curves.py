@@ -1,44 +1,55 @@
 """--learning-curves (Tasks 2 and 3): the toy trained on each k's simulate trace, timed to a target.
 
-The trainer is training.py; here the experiment runs Task 2's simulate at each k, trains
-the toy on its traces with each of Task 3's schemes, prints and draws
-rl_systems_learning_curves.png: one row per engine mismatch; left three panels the mean J
-against simulated time, one per scheme, one line per setting (k), with a band of +- 2
-standard errors over the seeds; right panel the time to the target J against k.
+Two set-ups answer the two halves of the question: 16 lanes, where generation is the
+bottleneck (what asynchrony buys in throughput), and 64 lanes, more than B, where the
+trainer is, so k = 2, 4 and 8 run at one throughput and k sets only the lag (what one
+more version of staleness costs, and which correction buys it back). The trainer is
+training.py; here the experiment simulates each setting, trains the toy on its traces
+with each of Task 3's schemes until J reaches the target, prints the tables and draws
+rl_systems_learning_curves.png: one row per set-up and engine mismatch; left three panels,
+one per scheme, the fraction of seeds at the target against simulated time, at the
+headline step (equal movement per update), one line per setting (k), each with a dot at
+its mean time, the number the table prints; right panel the mean time to the target
+against k, +- 2 standard errors, at equal movement per update, at the common step and
+(with --step-grid) at each cell's best step.
 """
-import textwrap
-
 import numpy as np
 
 import grading
 import toy
-from experiments import staleness_maths
-from experiments import training
+from experiments import staleness_maths, training
 from experiments.part2_scheduling import simulation_work
 from experiments.part3_mismatch import LARGE_MISMATCH
+from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
 from experiments.staleness import STALENESS_KS, STALENESS_SCHEMES
-from experiments.plotting import COLORS, MARKERS, placeholder
 
 KEY, LABEL, TASK, FLAG = "learning_curves", "Learning curves", "3", "learning_curves"
-SECONDS = 40.0
+SECONDS = 60.0
 NEEDS = "scheduling"  # it trains on Part 2's traces: run.py checks Part 2 ran first
-LEARNING_TARGET = 0.5   # the J to reach, fixed before running (J(THETA) = 0.208, at most 1)
-# A harder target, added after the first results as a check: 0.5 is reached within two to
-# five updates, so it says little about the later, staler ones. Read off the same runs (step 1x).
-LEARNING_CHECK_TARGET = 0.9
+# Fixed before the runs of issue 34 (the earlier J >= 0.5 was reached in 2 to 5 updates,
+# before most stale updates happened):
+LEARNING_TARGET = 0.9   # the J to reach (J(THETA) = 0.208, at most 1)
+# The headline gives every cell the same movement per update, as a PPO clip or a
+# KL-controlled step bounds a real update: each update's step is set so that it moves the
+# policy by EQUAL_KL nats per token (KL(old || new), exactly; measured again on the runs),
+# the KL an on-policy update of B = 32 moves at THETA at the common step (--staleness, k = 0:
+# 0.0256 +- 0.0003). The sensitivities: the common step (1x: eta = step_for_kl(TARGET_KL)
+# for every update) and each cell's best constant step (--step-grid).
+EQUAL_KL = 0.0256
 LEARNING_SEEDS = 200    # seeds of the toy's sampling, the same in every setting and scheme
-LEARNING_UPDATES = 32   # updates every run makes (the curves)
-LEARNING_MAX_UPDATES = 128  # a run that has not reached the target by then goes on up to this
+LEARNING_HORIZON = 300  # updates simulated: a seed that has not reached the target by then
+                        # counts at its last update (the output says how many)
 LEARNING_SEED = 24      # the seed of the uniform draws
-STEP_SCALES = (0.5, 1.0, 2.0)   # the grid of step sizes, times the rule's step
+TRAINER_LANES = 64      # the trainer-bound set-up: more lanes than B, so k binds
 LEARNING_MISMATCHES = (0.0, LARGE_MISMATCH)
 
 
 def arguments(p):
     p.add_argument("--learning-curves", action="store_true",
-                   help="also train the toy on each k's simulate trace and time how soon J "
-                        "reaches 0.5 (a PNG of its own)")
+                   help="also train the toy on each k's simulate trace, at 16 and 64 lanes, "
+                        "and time how soon J reaches 0.9, at equal movement per update and at "
+                        "one common step (a PNG of its own)")
 
 
 def work(args):
@@ -51,87 +62,150 @@ def run(args, results):
                            noise=args.noise)
 
 
-def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
-                    n_updates=LEARNING_UPDATES, max_updates=LEARNING_MAX_UPDATES,
-                    n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET,
-                    mismatches=LEARNING_MISMATCHES, scales=STEP_SCALES, C=2.0,
-                    noise="student_t"):
-    """Train the toy (experiments/training.py) on each setting's simulate trace (k in STALENESS_KS,
-    then k = 1 with drop_stale), with each scheme of STALENESS_SCHEMES, at each mismatch and
-    step scale, n_seeds seeds each; from Task 2's `scheduler` and Task 3's `tis`.
+def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
+    """The settings of each set-up (its number of lanes, in set_ups): k in STALENESS_KS, then
+    k = 1 with drop_stale, each simulated once for `horizon` updates. Returns (settings, tags (n_traces, horizon, B), times (n_traces,
+    horizon + 1)): each setting a dict with its trace's index `trace` (settings with the
+    same trace, k = 2, 4, 8 when generation binds, share it)."""
+    settings, tags, times = [], [], []
+    for lanes in set_ups:
+        for k, drop in [(k, False) for k in STALENESS_KS] + [(1, True)]:
+            run = scheduler.simulate(lanes, B, k, n_steps=horizon, train_time=train_time,
+                                     sigma=sigma, drop_stale=drop)
+            t = training.batch_tags(run["trace"], B, horizon)
+            clock = np.array([0.0] + [end for _, end in run["updates"]])
+            same = next((i for i, (a, b) in enumerate(zip(tags, times))
+                         if np.array_equal(a, t) and np.array_equal(b, clock)), None)
+            if same is None:
+                same = len(tags)
+                tags.append(t)
+                times.append(clock)
+            lags = [r["lag"] for r in run["trace"] if r["lag"] is not None]
+            settings.append(dict(lanes=lanes, B=B, k=k, drop_stale=drop,
+                                 throughput=run["throughput"], mean_lag=float(np.mean(lags)),
+                                 trace=same))
+    return settings, np.array(tags), np.array(times)
 
-    The step rule: step = scale x staleness_maths.step_for_kl(TARGET_KL), the step that moves
-    THETA by 0.01 nats per token along the exact gradient, the same for every setting.
-    Every run makes n_updates updates; one that has not reached the target by then goes on
-    until it does, up to max_updates (the trace is simulated that long).
-    Per setting, scheme, scale and mismatch: the time to reach J >= target (mean and
-    standard error over the seeds, how many reached it), and at scale 1 the mean J and its
-    standard error after each update, at the update's end time, and the time to the harder
-    LEARNING_CHECK_TARGET (a run stops once past n_updates and the target, so a seed that
-    has not reached it by then counts at its last update, a lower bound). Per mismatch and scale,
-    the best cell (least mean time) and every cell's paired difference from it over the
-    same seeds: significant when the mean difference exceeds 2 standard errors.
+
+def train_cells(tis, tags, times, steps, draws, mismatches, target, C, noise, kl=None):
+    """Train every trace at every mismatch with every scheme and step (one pass) until each
+    run reaches the target, at each of `steps`, or, where `kl` (one per step, NaN for none)
+    gives one, with each update's step set so that it moves exactly that many nats per
+    token (training.kl_steps).
+    Returns (time, reached, kl, steps, last_J), each (n_steps, n_mismatches, n_traces,
+    n_schemes, n_seeds): the time to target (a run that never reaches it counts at its last
+    update), whether it did, its mean KL per update, its mean step and its J at its last
+    update."""
+    n_m, n_t, n_s = len(mismatches), len(tags), len(STALENESS_SCHEMES)
+    J, KL, used = training.train(tis.importance_weights, tis.pg_estimate,
+                                 np.tile(tags, (n_m, 1, 1)), STALENESS_SCHEMES, steps, draws,
+                                 np.repeat(mismatches, n_t), C, noise, target, with_kl=True,
+                                 kl_per_update=kl)
+    J, KL, used = (np.moveaxis(x.reshape(n_m, n_t, n_s, len(steps), len(draws), -1), 3, 0)
+                   for x in (J, KL, used))
+    time, reached = training.time_to_target(J, times[:, None, None], target)
+    last = J.shape[-1] - 1 - np.argmax(np.isfinite(J)[..., ::-1], axis=-1)
+    return (time, reached, np.nanmean(KL, axis=-1), np.nanmean(used, axis=-1),
+            np.take_along_axis(J, last[..., None], axis=-1)[..., 0])
+
+
+def cell_row(s, scheme, mismatch, step, scale, target, run, m, j):
+    """One row of learning_curves' tables: a setting s, scheme and mismatch at one step,
+    from train_cells' `run` at mismatch index m and scheme index j."""
+    time, reached, kls, steps, last_J = (x[m, s["trace"], j] for x in run)
+    return dict(lanes=s["lanes"], B=s["B"], k=s["k"], drop_stale=s["drop_stale"], scheme=scheme,
+                mismatch=mismatch, step=step, scale=scale, target=target, **mean_se(time),
+                reached=int(reached.sum()), seeds=len(time), kl_per_update=float(kls.mean()),
+                mean_step=float(steps.mean()),
+                stalled_J=float(last_J[~reached].mean()) if (~reached).any() else None)
+
+
+def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
+                    trainer_lanes=TRAINER_LANES, horizon=LEARNING_HORIZON,
+                    n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET, kl=EQUAL_KL,
+                    mismatches=LEARNING_MISMATCHES, C=2.0, noise="student_t"):
+    """Train the toy (lab/training.py) on each setting's simulate trace, in two set-ups:
+    n_lanes lanes (generation-bound at the defaults: what asynchrony buys) and trainer_lanes
+    (more lanes than B: the trainer is the bottleneck, so k = 2, 4, 8 run at one throughput
+    and k sets the lag); k in STALENESS_KS and k = 1 with drop_stale; each scheme of
+    STALENESS_SCHEMES at each mismatch, n_seeds seeds; from Task 2's `scheduler` and Task 3's
+    `tis`. Every run trains until J >= target (up to `horizon` updates).
+
+    Two steps per cell: "equal_kl" (the headline), every update's step set so that it moves
+    the policy by exactly `kl` nats per token (training.kl_steps), and "1x", the common
+    step staleness_maths.step_for_kl(TARGET_KL) for every update of every cell.
+    Returns per cell (set-up, setting, scheme, mismatch, step) the time to target (mean,
+    standard error, seeds that reached it, the mean KL per update measured), in the lists
+    `trainer_bound` and `generation_bound`; the headline's sorted times per cell (the
+    fraction of seeds that have reached the target against time); and paired comparisons
+    over the same seeds (`costs`, learning_costs).
     """
-    settings = [(k, False) for k in STALENESS_KS] + [(1, True)]
-    runs = [scheduler.simulate(n_lanes, B, k, n_steps=max_updates, train_time=train_time,
-                               sigma=sigma, drop_stale=drop) for k, drop in settings]
-    tags = [training.batch_tags(r["trace"], B, max_updates) for r in runs]
-    times = [[0.0] + [end for _, end in r["updates"]] for r in runs]
-    # k = 2, 4, 8 give the same trace here (generation is the bottleneck): train it once
-    unique = []
-    for i in range(len(settings)):
-        if not any(np.array_equal(tags[i], tags[j]) and times[i] == times[j] for j in unique):
-            unique.append(i)
-    same = [next(j for j in unique if np.array_equal(tags[i], tags[j])) for i in
-            range(len(settings))]
+    settings, tags, times = learning_settings(scheduler, (n_lanes, trainer_lanes), B, horizon,
+                                              train_time, sigma)
     step = staleness_maths.step_for_kl(staleness_maths.TARGET_KL)
-    steps = [scale * step for scale in scales]
-    draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, max_updates, B, toy.T))
-    levels = []
-    for mismatch in mismatches:
-        J = training.train(tis.importance_weights, tis.pg_estimate, np.array([tags[i] for i in
-                           unique]), STALENESS_SCHEMES, steps, draws, mismatch, C, noise,
-                           target, n_updates)
-        J = J[[unique.index(j) for j in same]]  # back to one row per setting
-        reach = [[[training.time_to_target(J[i, s, e], times[i], target) for e in
-                   range(len(scales))] for s in range(len(STALENESS_SCHEMES))]
-                 for i in range(len(settings))]
-        rows = []
-        for i, ((k, drop), r) in enumerate(zip(settings, runs)):
-            row = dict(k=k, drop_stale=drop, throughput=r["throughput"],
-                       times=times[i][:n_updates + 1], schemes={})
-            for s, scheme in enumerate(STALENESS_SCHEMES):
-                at_1 = J[i, s, list(scales).index(1.0)] if 1.0 in scales else J[i, s, 0]
-                row["schemes"][scheme] = dict(
-                    time=[mean_se(t) for t, _ in reach[i][s]],
-                    n_reached=[int(ok.sum()) for _, ok in reach[i][s]],
-                    updates_needed=[int(np.isfinite(J[i, s, e]).sum(axis=-1).max() - 1)
-                                    for e in range(len(scales))],
-                    J=[float(x) for x in at_1[:, :n_updates + 1].mean(axis=0)],
-                    J_se=[float(x) for x in at_1[:, :n_updates + 1].std(axis=0, ddof=1)
-                          / np.sqrt(n_seeds)])
-                check, reached = training.time_to_target(at_1, times[i], LEARNING_CHECK_TARGET)
-                row["schemes"][scheme].update(time_check=mean_se(check),
-                                              n_reached_check=int(reached.sum()))
-            rows.append(row)
-        best = []
-        for e in range(len(scales)):
-            cells = [(i, s) for i in range(len(settings)) for s in range(len(STALENESS_SCHEMES))]
-            bi, bs = min(cells, key=lambda c: (reach[c[0]][c[1]][e][0].mean(), c))
-            diffs = {}
-            for i, s in cells:
-                d = mean_se(reach[i][s][e][0] - reach[bi][bs][e][0])
-                diffs[f"{i} {STALENESS_SCHEMES[s]}"] = dict(
-                    mean=d["mean"], se=d["se"], significant=d["mean"] > 2 * d["se"])
-            best.append(dict(scale=scales[e], row=bi, scheme=STALENESS_SCHEMES[bs],
-                             differences=diffs))
-        levels.append(dict(mismatch=mismatch, rows=rows, best=best))
-    return dict(n_lanes=n_lanes, B=B, train_time=train_time, sigma=sigma, n_updates=n_updates,
-                max_updates=max_updates, n_seeds=n_seeds, target=target,
-                check_target=LEARNING_CHECK_TARGET,
-                J_start=staleness_maths.expected_reward(toy.THETA),
-                step=step, kl=staleness_maths.TARGET_KL, scales=list(scales), C=C, noise=noise,
-                schemes=list(STALENESS_SCHEMES), levels=levels)
+    draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
+    both = train_cells(tis, tags, times, [step, step], draws, mismatches, target, C, noise,
+                       [kl, np.nan])  # equal KL and 1x in one pass
+    runs = {name: tuple(x[i] for x in both) for i, name in enumerate(("equal_kl", "1x"))}
+    cells, sorted_times = [], {}
+    for m, mismatch in enumerate(mismatches):
+        for i, s in enumerate(settings):
+            for j, scheme in enumerate(STALENESS_SCHEMES):
+                for name, run in runs.items():
+                    cells.append(cell_row(s, scheme, mismatch, name, 1.0 if name == "1x" else None,
+                                          target, run, m, j))
+                    if name == "equal_kl":
+                        sorted_times[f"{mismatch} {i} {scheme}"] = np.sort(
+                            run[0][m, s["trace"], j]).tolist()
+    per_seed = {name: run[0] for name, run in runs.items()}
+    return dict(n_lanes=n_lanes, trainer_lanes=trainer_lanes, B=B, train_time=train_time,
+                sigma=sigma, horizon=horizon, n_seeds=n_seeds, target=target,
+                J_start=staleness_maths.expected_reward(toy.THETA), step=step,
+                step_kl=staleness_maths.TARGET_KL, equal_kl=kl, C=C, noise=noise,
+                schemes=list(STALENESS_SCHEMES), mismatches=list(mismatches),
+                settings=[{key: v for key, v in s.items() if key != "trace"} for s in settings],
+                trainer_bound=[c for c in cells if c["lanes"] == trainer_lanes],
+                generation_bound=[c for c in cells if c["lanes"] == n_lanes],
+                sorted_times=sorted_times,
+                costs=learning_costs(settings, per_seed, mismatches, n_lanes, trainer_lanes))
+
+
+def paired(x, y):
+    """The paired difference x - y over the same seeds: dict(mean, se, significant), where
+    significant means |mean| > 2 se."""
+    d = mean_se(np.asarray(x) - np.asarray(y))
+    return dict(d, significant=bool(abs(d["mean"]) > 2 * d["se"]))
+
+
+def learning_costs(settings, per_seed, mismatches, n_lanes, trainer_lanes):
+    """The comparisons the conclusions rest on, paired over the seeds, for each step and
+    mismatch (per_seed[step]: times (n_mismatches, n_traces, n_schemes, n_seeds)):
+      per_version: per scheme, (time at k = 8 - time at k = 2) / 6 at trainer_lanes, where
+        k = 2, 4, 8 share one throughput: the cost of one more version of staleness;
+      recovered: per correction, none's per-version cost minus the correction's;
+      asynchrony: per scheme, time at k = 1 - time at k = 0, at n_lanes;
+      drop: per set-up and scheme, time at k = 1 dropping stale - time at k = 1 keeping."""
+    def at(lanes, k, drop=False):
+        return next(s["trace"] for s in settings
+                    if (s["lanes"], s["k"], s["drop_stale"]) == (lanes, k, drop))
+
+    out = []
+    for name, time in per_seed.items():
+        for m, mismatch in enumerate(mismatches):
+            t = time[m]
+            per = {s: paired(t[at(trainer_lanes, 8), j] / 6, t[at(trainer_lanes, 2), j] / 6)
+                   for j, s in enumerate(STALENESS_SCHEMES)}
+            versions = (t[at(trainer_lanes, 8)] - t[at(trainer_lanes, 2)]) / 6
+            out.append(dict(
+                step=name, mismatch=mismatch, per_version=per,
+                recovered={s: paired(versions[0], versions[j])
+                           for j, s in enumerate(STALENESS_SCHEMES) if j},
+                asynchrony={s: paired(t[at(n_lanes, 1), j], t[at(n_lanes, 0), j])
+                            for j, s in enumerate(STALENESS_SCHEMES)},
+                drop={str(lanes): {s: paired(t[at(lanes, 1, True), j], t[at(lanes, 1), j])
+                                   for j, s in enumerate(STALENESS_SCHEMES)}
+                      for lanes in (n_lanes, trainer_lanes)}))
+    return out
 
 
 def mean_se(x):
@@ -139,139 +213,183 @@ def mean_se(x):
     return dict(mean=float(np.mean(x)), se=float(np.std(x, ddof=1) / np.sqrt(len(x))))
 
 
+# ---------------------------------------------------------------- printed
+
+
 def show(c):
-    say(f"Learning curves: the toy trained on each k's simulate trace ({c['n_lanes']} lanes, "
-          f"B = {c['B']}, sigma = {c['sigma']}, {c['n_updates']} updates, {c['n_seeds']} seeds)")
-    print(f"  step rule: eta = scale x {c['step']:.4g} (one exact-gradient step of {c['kl']:g} "
-          f"nats/token at THETA), C = {c['C']}")
-    print(f"  time to reach J >= {c['target']:g} (J(THETA) = {c['J_start']:.3f}), mean +- SE over "
-          "the seeds; (n) = seeds that reached it,\n  if not all (the others count at the "
-          "run's end: a lower bound); throughput of these runs")
-    names = {n: n for n in c["schemes"]}
-    for level in c["levels"]:
-        for e, scale in enumerate(c["scales"]):
-            print(f"  engine mismatch {level['mismatch']}, step {scale:g}x:")
-            print(f"  {'k':>8}{'throughput':>11}"
-                  + "".join(f"{names[n]:>22}" for n in c["schemes"]))
-            for row in level["rows"]:
-                cells = [f"{v['time'][e]['mean']:.2f} +- {v['time'][e]['se']:.2f}"
-                         + (f" ({v['n_reached'][e]})" if v["n_reached"][e] < c["n_seeds"] else "")
-                         for v in row["schemes"].values()]
-                print(f"  {row_name(row):>8}{row['throughput']:>11.2f}"
-                      + "".join(f"{cell:>22}" for cell in cells))
-            best = level["best"][e]
-            winner = cell_name(level, best["row"], best["scheme"], names)
-            ties = [cell_name(level, int(cell.split()[0]), cell.split()[1], names)
-                    for cell, d in best["differences"].items() if not d["significant"]]
-            print(textwrap.fill(f"best: {winner}; not significantly slower (paired difference "
-                                f"<= 2 SE): " + (", ".join(t for t in ties if t != winner)
-                                                 or "none"), 98, initial_indent="  ",
-                                subsequent_indent="    "))
+    say(f"Learning curves: the toy trained until J >= {c['target']:g} (J(THETA) = "
+        f"{c['J_start']:.3f}) on each k's simulate trace (B = {c['B']}, sigma = {c['sigma']}, "
+        f"{c['n_seeds']} seeds, up to {c['horizon']} updates)")
+    say(f"  a time unit is the mean response's generation time (one update trains in "
+        f"{c['train_time']:g}); throughput = responses trained per time unit. Steps: equal_kl "
+        f"(the headline, fixed before running) = each update's step set so that it moves the "
+        f"policy by {c['equal_kl']:g} nats/token; 1x = eta {c['step']:.4g} for every update "
+        f"(one exact-gradient step of {c['step_kl']:g} nats/token at THETA). Time to the "
+        f"target, mean +- SE; (n) = seeds that reached it, if not all (the others count at "
+        f"their last update: a lower bound)")
+    for name, rows in (("generation-bound", c["generation_bound"]),
+                       ("trainer-bound", c["trainer_bound"])):
+        for mismatch in c["mismatches"]:
+            print_learning_table(c, [r for r in rows if r["mismatch"] == mismatch],
+                                 f"{rows[0]['lanes']} lanes ({name}), engine mismatch {mismatch:g}")
+    say("  paired differences over the same seeds (time units; * = beyond 2 SE):")
+    for d in c["costs"]:
+        say(f"  mismatch {d['mismatch']:g}, step {d['step']}: one more version at "
+            f"{c['trainer_lanes']} lanes (k = 2 -> 8, / 6): " + paired_cells(d["per_version"])
+            + "; recovered of none's: " + paired_cells(d["recovered"])
+            + f"; k = 1 - k = 0 at {c['n_lanes']} lanes: " + paired_cells(d["asynchrony"])
+            + "".join(f"; dropping - keeping at k = 1, {lanes} lanes: " + paired_cells(drop)
+                      for lanes, drop in d["drop"].items()))
 
 
-    say(f"  a harder target as a check (added after the results above; step 1x, the same runs): "
-        f"time to J >= {c['check_target']:g}, (n) = seeds that reached it within the run")
-    print(f"  {'mismatch, k':>14}" + "".join(f"{n:>22}" for n in c["schemes"]))
-    for level in c["levels"]:
-        for row in level["rows"]:
-            cells = [f"{v['time_check']['mean']:.2f} +- {v['time_check']['se']:.2f}"
-                     + (f" ({v['n_reached_check']})" if v["n_reached_check"] < c["n_seeds"] else "")
-                     for v in row["schemes"].values()]
-            print(f"  {format(level['mismatch'], 'g') + ', ' + row_name(row):>14}"
-                  + "".join(f"{cell:>22}" for cell in cells))
+def print_learning_table(c, rows, title):
+    """One set-up at one mismatch: a line per setting and step, a column per scheme; then
+    each cell's mean KL per update (nats/token)."""
+    print(f"  {title}:")
+    print(f"  {'k':>6}{'throughput':>11}{'lag':>6}{'step':>9}"
+          + "".join(f"{n:>22}" for n in c["schemes"]))
+    kls = {"equal_kl": [], "1x": []}
+    for row in rows[::len(c["schemes"]) * 2]:  # each setting: its schemes, two steps each
+        for step in ("equal_kl", "1x"):
+            mine = [r for r in rows if (r["k"], r["drop_stale"], r["step"]) ==
+                    (row["k"], row["drop_stale"], step)]
+            setting = next(s for s in c["settings"] if (s["lanes"], s["k"], s["drop_stale"]) ==
+                           (row["lanes"], row["k"], row["drop_stale"]))
+            first = (f"{row_name(row):>6}{setting['throughput']:>11.2f}"
+                     f"{setting['mean_lag']:>6.2f}" if step == "equal_kl" else " " * 23)
+            print(f"  {first}{step:>9}" + "".join(f"{time_cell(r):>22}" for r in mine))
+            kls[step].append(f"k = {row_name(row)}: " + " / ".join(f"{r['kl_per_update']:.4f}"
+                                                              for r in mine))
+    for step, cells in kls.items():
+        say(f"    KL per update at {step} ({' / '.join(c['schemes'])}): " + ", ".join(cells))
 
 
-def cell_name(level, i, scheme, names):
-    """"token_tis at k = 1" or "... at k = 1 drop"."""
-    return f"{names[scheme]} at k = {row_name(level['rows'][i])}"
+def time_cell(r):
+    """ "12.34 +- 0.56", and " (197)" if not every seed reached the target."""
+    return (f"{r['mean']:.2f} +- {r['se']:.2f}"
+            + (f" ({r['reached']})" if r["reached"] < r["seeds"] else ""))
 
+
+def paired_cells(d):
+    """ "none 5.85 +- 0.16*, token_tis 0.35 +- 0.05*" from {scheme: paired difference}."""
+    return ", ".join(f"{s} {v['mean']:+.2f} +- {v['se']:.2f}" + ("*" if v["significant"] else "")
+                     for s, v in d.items())
+
+
+# ---------------------------------------------------------------- drawn
 
 NAMES = {"none": "none (stale as on-policy)", "token_tis": "token_tis", "seq_tis": "seq_tis"}
 SETTING_COLORS = ["black", "tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:red"]
-SETTING_STYLES = ["-", "-", "--", ":", "-.", "-"]  # lines that nearly coincide stay visible
+SETTING_STYLES = ["-", "-", "--", ":", "-.", "-"]
+STEP_STYLES = {"equal_kl": ("-", "equal KL per update"), "1x": ("--", "common step 1x"),
+               "best": (":", "own best step")}
+
+
+def setting_name(s):
+    return f"k = {s['k']}" + (" dropping stale" if s["drop_stale"] else "")
 
 
 def draw(results, path):
     """Save the figure of results["learning_curves"] (or placeholders) to `path`."""
     from matplotlib.figure import Figure
     c = results["learning_curves"]
-    levels = c["levels"] if c else [None]
-    fig = Figure(figsize=(17, 4.6 * len(levels)))
-    axes = fig.subplots(len(levels), 4, squeeze=False)
-    for row_axes, level in zip(axes, levels):
-        if level is None:
-            for ax, title in zip(row_axes, ("J against simulated time: none",
-                                            "J against simulated time: token_tis",
-                                            "J against simulated time: seq_tis",
-                                            "Time to the target J against k")):
+    grid = results.get("step_grid")
+    panels = [(lanes, m) for lanes in (c["n_lanes"], c["trainer_lanes"])
+              for m in c["mismatches"]] if c else [None]
+    fig = Figure(figsize=(19, 4.4 * len(panels)))
+    axes = fig.subplots(len(panels), 4, squeeze=False)
+    for row_axes, panel in zip(axes, panels):
+        if panel is None:
+            for ax, title in zip(row_axes, ("Seeds at the target: none",
+                                            "Seeds at the target: token_tis",
+                                            "Seeds at the target: seq_tis",
+                                            "Time to the target against k")):
                 placeholder(ax, results["unavailable"][LABEL])
                 ax.set_title(f"{title} (Tasks 2 and 3)", fontsize=10)
             continue
+        lanes, mismatch = panel
         for ax, scheme in zip(row_axes, c["schemes"]):
-            curves_panel(ax, c, level, scheme)
-        target_panel(row_axes[3], c, level)
+            reached_panel(ax, c, lanes, mismatch, scheme)
+        k_panel(row_axes[3], c, grid, lanes, mismatch)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=80)
 
 
-def settings(level):
-    """(label, row) per distinct run: rows whose curves and times are the same as an earlier
-    row's (k = 2, 4, 8 when generation is the bottleneck) share one line and its label."""
+def distinct(c, lanes, mismatch, scheme):
+    """(label, sorted times, mean) per distinct setting of one set-up: settings whose times
+    are those of an earlier one (k = 2, 4, 8 when generation binds) share its line."""
     shown = []
-    for row in level["rows"]:
-        name = f"k = {row['k']}" + (" dropping stale" if row["drop_stale"] else "")
-        same = next((s for s in shown if s[1]["times"] == row["times"] and s[1]["schemes"] ==
-                     row["schemes"]), None)
+    for i, s in enumerate(c["settings"]):
+        if s["lanes"] != lanes:
+            continue
+        times = c["sorted_times"][f"{mismatch} {i} {scheme}"]
+        same = next((x for x in shown if x[1] == times), None)
         if same:
-            same[0].append(name.removeprefix("k = "))
+            same[0].append(setting_name(s).removeprefix("k = "))
         else:
-            shown.append(([name], row))
-    return [(" = ".join(names), row) for names, row in shown]
+            shown.append(([setting_name(s)], times))
+    return [(" = ".join(names), times) for names, times in shown]
 
 
-def curves_panel(ax, c, level, scheme):
-    """Mean J against time, +- 2 SE bands, one line per distinct setting."""
-    runs = settings(level)
-    end = min(row["times"][-1] for _, row in runs)  # every line drawn over the same window
-    for color, style, (label, row) in zip(SETTING_COLORS, SETTING_STYLES, runs):
-        v = row["schemes"][scheme]
-        low = [m - 2 * s for m, s in zip(v["J"], v["J_se"])]
-        high = [m + 2 * s for m, s in zip(v["J"], v["J_se"])]
-        # J changes only when an update ends: steps, not slopes
-        ax.plot(row["times"], v["J"], style, color=color, label=label, linewidth=1.6,
-                drawstyle="steps-post")
-        ax.fill_between(row["times"], low, high, color=color, alpha=0.2, linewidth=0,
-                        step="post")
-    ax.axhline(c["target"], color="gray", linestyle="--", linewidth=1)
-    ax.text(end, c["target"], f" target {c['target']:g}", va="bottom", ha="right", fontsize=8,
-            color="gray")
-    ax.set_xlim(0, end)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("simulated time (J read at each update's end)")
-    ax.set_ylabel("J, exact (mean over seeds, band +- 2 SE)")
-    ax.set_title(f"{NAMES[scheme]}, engine mismatch {level['mismatch']:g}, step 1x", fontsize=10)
+def reached_panel(ax, c, lanes, mismatch, scheme):
+    """The share of seeds at the target against time (an empirical distribution of the
+    first-passage times), a dot at each line's mean time."""
+    n = c["n_seeds"]
+    for color, style, (label, times) in zip(SETTING_COLORS, SETTING_STYLES,
+                                            distinct(c, lanes, mismatch, scheme)):
+        share = np.arange(1, n + 1) / n  # after the i-th time, i of the n seeds are there
+        ax.step(times, share, style, where="post", color=color, linewidth=1.5, label=label)
+        mean = float(np.mean(times))
+        ax.plot([mean], [np.searchsorted(times, mean, side="right") / n], "o", color=color,
+                markersize=5)
+    plain_log(ax, "x")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("simulated time (time units, log scale); dot: the mean time")
+    ax.set_ylabel(f"share of seeds with J >= {c['target']:g}")
+    ax.set_title(f"{NAMES[scheme]}, {lanes} lanes, mismatch {mismatch:g}, equal KL per update",
+                 fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
 
 
-def target_panel(ax, c, level):
-    """Time to reach the target J against k, mean +- 2 SE, per scheme, at step 1x; the
-    k = 1 run that drops stale responses as stars beside k = 1."""
-    e = c["scales"].index(1.0)
-    kept = [row for row in level["rows"] if not row["drop_stale"]]
-    dropped = [row for row in level["rows"] if row["drop_stale"]]
-    for shift, scheme in zip((-0.08, 0.0, 0.08), c["schemes"]):
-        for rows, marker, size in ((kept, MARKERS[scheme], 6), (dropped, "*", 12)):
-            x = [row["k"] + shift + (0.25 if row["drop_stale"] else 0) for row in rows]
-            y = [row["schemes"][scheme]["time"][e]["mean"] for row in rows]
-            err = [2 * row["schemes"][scheme]["time"][e]["se"] for row in rows]
-            ax.errorbar(x, y, yerr=err, fmt=marker + ("-" if rows is kept else ""),
-                        color=COLORS[scheme], markersize=size, capsize=3,
-                        label=NAMES[scheme] if rows is kept else None)
-    ax.plot([], [], "*", color="gray", markersize=12, label="k = 1 dropping stale (beside k = 1)")
-    ax.set_xscale("symlog", linthresh=1)
-    ax.set_xticks([row["k"] for row in kept], [str(row["k"]) for row in kept])
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("staleness bound k (versions ahead)")
-    ax.set_ylabel(f"time to reach J >= {c['target']:g} (mean +- 2 SE)")
-    ax.set_title(f"Time to target, engine mismatch {level['mismatch']:g}, step 1x", fontsize=10)
-    ax.legend(fontsize=8)
+def k_panel(ax, c, grid, lanes, mismatch):
+    """Time to target against k, mean +- 2 SE, per scheme and step; k = 1 dropping stale as
+    stars beside k = 1."""
+    from matplotlib.ticker import NullFormatter
+    sources = [("equal_kl", c[rows_key(c, lanes)]), ("1x", c[rows_key(c, lanes)])]
+    if grid:
+        sources.append(("best", grid[rows_key(grid, lanes)]))
+    for shift, scheme in zip((-0.06, 0.0, 0.06), c["schemes"]):
+        for step, rows in sources:
+            mine = [r for r in rows if r["mismatch"] == mismatch and r["scheme"] == scheme
+                    and (step == "best" or r["step"] == step)]
+            style, label = STEP_STYLES[step]
+            for drop in (False, True):
+                part = [r for r in mine if r["drop_stale"] == drop]
+                x = [max(r["k"], 0.5) * (1 + shift) * (1.25 if drop else 1) for r in part]
+                ax.errorbar(x, [r["mean"] for r in part], yerr=[2 * r["se"] for r in part],
+                            fmt=("*" if drop else MARKERS[scheme] + style),
+                            color=COLORS[scheme], markersize=9 if drop else 5, capsize=2,
+                            alpha=1.0 if step == "equal_kl" else 0.6,
+                            label=f"{scheme}, {label}" if not drop else None)
+    ax.set_xscale("log")
+    plain_log(ax, "y")
+    ks = sorted({r["k"] for r in c[rows_key(c, lanes)]})
+    ax.set_xticks([max(k, 0.5) for k in ks], [str(k) for k in ks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("staleness bound k (k = 0 drawn at 0.5; stars: k = 1 dropping stale)")
+    ax.set_ylabel(f"time to J >= {c['target']:g}, mean +- 2 SE (log)")
+    ax.set_title(f"Time to target against k, {lanes} lanes, mismatch {mismatch:g}", fontsize=10)
+    ax.legend(fontsize=6.5, ncol=1 if not grid else 2)
+
+
+def plain_log(ax, which):
+    """A log scale on axis `which` ("x" or "y") labelled with plain numbers (10, 100)."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_formatter(ScalarFormatter())
+    axis.set_minor_formatter(NullFormatter())
+
+
+def rows_key(c, lanes):
+    return "generation_bound" if lanes == c["n_lanes"] else "trainer_bound"

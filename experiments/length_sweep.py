@@ -82,8 +82,10 @@ def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
                      per-token log-ratio's variance is about 2 KL for a small mismatch),
                      and E[W]^2 / E[W^2] = exp(-variance) for a lognormal W
       ess_limit      N * E[W]^2 / E[W^2], exact (sequence_ess_limit): the large-batch ESS
-    and `collapse`: per scheme, where its mean ESS falls below ESS_SHARE * N and ESS_FLOOR,
-    and its cosine below COLLAPSE_COSINE (crossing)."""
+    and `collapse`: per scheme, where its mean ESS falls below ESS_SHARE * N and ESS_FLOOR
+    (with the ESS and its error at both ends and whether that is beyond the noise,
+    bracket), and its cosine below COLLAPSE_COSINE (crossing); `collapse_exact`: the same
+    ESS crossings of seq from the exact column ess_limit."""
     functions = {scheme: scheme_weights(tis, scheme, C) for scheme in SCHEMES}
     try:
         functions |= masked_functions(tis)
@@ -106,6 +108,11 @@ def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
             ess_limit=[sequence_ess_limit(T, mismatch, batch_size, noise) for T in lengths],
             collapse={scheme: collapse_points(stats, T_kl, batch_size)
                       for scheme, stats in schemes.items()}))
+        # seq's crossings from its exact large-batch ESS, not sampled: no bracket error
+        limit = levels[-1]["ess_limit"]
+        levels[-1]["collapse_exact"] = dict(
+            seq={key: crossing(limit, T_kl, value) for key, value in
+                 (("ess_share", ESS_SHARE * batch_size), ("ess_floor", ESS_FLOOR))})
     return dict(batch_size=batch_size, C=C, noise=noise, ess_share=ESS_SHARE,
                 ess_floor=ESS_FLOOR, collapse_cosine=COLLAPSE_COSINE, levels=levels,
                 masked_skipped=skipped)
@@ -130,10 +137,32 @@ def length_batches(T):
 def collapse_points(stats, T_kl, batch_size):
     """Where one scheme collapses, as crossing() of its mean ESS below ESS_SHARE * batch_size
     and below ESS_FLOOR, and of its cosine below COLLAPSE_COSINE:
-    dict(ess_share=..., ess_floor=..., cosine=...)."""
-    return dict(ess_share=crossing(stats["ess"], T_kl, ESS_SHARE * batch_size),
-                ess_floor=crossing(stats["ess"], T_kl, ESS_FLOOR),
-                cosine=crossing(stats["cosine"], T_kl, COLLAPSE_COSINE))
+    dict(ess_share=..., ess_floor=..., cosine=...). With the ESS's standard errors in
+    stats["ess_stderr"], each ESS crossing also holds the ESS and its error at both ends of
+    its bracket (bracket)."""
+    ess = {key: crossing(stats["ess"], T_kl, level) for key, level in
+           (("ess_share", ESS_SHARE * batch_size), ("ess_floor", ESS_FLOOR))}
+    if "ess_stderr" in stats:
+        ess = {key: bracket(c, stats["ess"], stats["ess_stderr"], T_kl,
+                            ESS_SHARE * batch_size if key == "ess_share" else ESS_FLOOR)
+               for key, c in ess.items()}
+    return dict(ess, cosine=crossing(stats["cosine"], T_kl, COLLAPSE_COSINE))
+
+
+def bracket(c, values, stderrs, T_kl, level):
+    """A crossing c of sampled values, with the value and standard error at each end of its
+    bracket (None where there is no end) and `resolved`: both ends lie more than 2 standard
+    errors from `level`, so the crossing is between them beyond the sampling noise (an exact
+    value has error 0). Example: values 9 +- 1, 5 +- 2 at T x KL 1, 2, level 6.4 -> at 2,
+    after 1, resolved False (5 + 2 x 2 > 6.4)."""
+    ends = {}
+    for end in ("at", "after"):
+        i = T_kl.index(c[end]) if c[end] is not None else None
+        ends[f"value_{end}"] = None if i is None else values[i]
+        ends[f"se_{end}"] = None if i is None else stderrs[i]
+    resolved = all(ends[f"value_{end}"] is None or
+                   abs(ends[f"value_{end}"] - level) > 2 * ends[f"se_{end}"] for end in ("at", "after"))
+    return dict(c, **ends, resolved=resolved)
 
 
 def crossing(values, T_kl, level):
@@ -416,13 +445,24 @@ def print_length_level(level, s):
         for group in LENGTH_GROUPS:
             print_length_table(level, key, [n for n in group if n in level["schemes"]])
     print("    where each scheme collapses, as T x KL: from the last T where it held to the "
-          "first where not")
+          "first where not\n    (? = not resolved: an end's sampled mean ESS is within 2 SE of "
+          "the level; the ends below)")
     print(f"    {'scheme':<12}{'mean ESS < ' + format(s['ess_share'] * s['batch_size'], 'g'):>18}"
           f"{'mean ESS < ' + format(s['ess_floor'], 'g'):>18}"
           f"{'cosine < ' + format(s['collapse_cosine'], 'g'):>18}")
     for scheme, c in level["collapse"].items():
         print(f"    {scheme:<12}" + "".join(f"{collapse_text(c[key]):>18}"
                                             for key in ("ess_share", "ess_floor", "cosine")))
+    for scheme, c in level["collapse"].items():
+        for key, label in (("ess_share", "10% of the batch"), ("ess_floor", format(s["ess_floor"], "g"))):
+            ends = [f"{c[key][f'value_{end}']:.3g} +- {c[key][f'se_{end}']:.2g} at "
+                    f"{c[key][end]:.3g}" for end in ("after", "at") if c[key][end] is not None]
+            if c[key]["at"] is not None and not c[key]["resolved"]:
+                print(f"    {scheme} below {label}? mean ESS " + ", then ".join(ends))
+    for scheme, c in level.get("collapse_exact", {}).items():
+        print(f"    {scheme} by its exact large-batch ESS: < "
+              f"{format(s['ess_share'] * s['batch_size'], 'g')} {collapse_text(c['ess_share'])}, "
+              f"< {format(s['ess_floor'], 'g')} {collapse_text(c['ess_floor'])}")
 
 
 def print_length_table(level, key, schemes):
@@ -443,10 +483,12 @@ def print_length_table(level, key, schemes):
 
 
 def collapse_text(c):
-    """"0.96 to 1.92", "<= 0.16" (already at the first T) or "none to 16.4"."""
+    """"0.96 to 1.92", "<= 0.16" (already at the first T) or "none to 16.4"; "?" after a
+    crossing that the sampling noise does not resolve."""
     if c["at"] is None:
         return f"none to {c['after']:.3g}"
-    return f"{c['after']:.3g} to {c['at']:.3g}" if c["after"] is not None else f"<= {c['at']:.3g}"
+    text = f"{c['after']:.3g} to {c['at']:.3g}" if c["after"] is not None else f"<= {c['at']:.3g}"
+    return text + (" ?" if not c.get("resolved", True) else "")
 
 
 # ---------------------------------------------------------------- drawn

@@ -15,10 +15,11 @@ from experiments.length_sweep import (collapse_points, crossing, effective_sampl
 from experiments.model_shapes import MODELS, ROUND_7B
 from experiments.part1_memory import lanes_per_gpu
 from experiments.part2_scheduling import lag_counts, scheduling_sweep
-from experiments.staleness import staleness_sweep
+from experiments.learning_curves import train_cells
+from experiments.staleness import STALENESS_SCHEMES, staleness_sweep
 from experiments.timeline import timeline
-from scheduler_core import SchedulerError, run_simulation
-from test_given import StandInScheduler
+from scheduler_core import SchedulerError, lognormal_lengths, run_simulation
+from test_given import StandInScheduler, admit
 
 
 # ---------------------------------------------------------------- the length sweep
@@ -110,6 +111,15 @@ def test_length_sweep_grid_and_collapse_points():
     assert collapse_points(stats, T_kl, 64) == dict(ess_share=dict(at=4, after=2),
                                                     ess_floor=dict(at=8, after=4),
                                                     cosine=dict(at=8, after=4))
+    # with standard errors: a bracket whose end lies within 2 SE of the level is unresolved
+    stats["ess_stderr"] = [1.0, 2.0, 0.5, 0.1]
+    c = collapse_points(stats, T_kl, 64)
+    assert c["ess_share"] == dict(at=4, after=2, value_at=5, se_at=0.5, value_after=30,
+                                  se_after=2.0, resolved=True)
+    assert c["ess_floor"]["resolved"] and c["cosine"] == dict(at=8, after=4)
+    stats["ess_stderr"] = [1.0, 2.0, 1.0, 0.3]
+    assert not collapse_points(stats, T_kl, 64)["ess_share"]["resolved"]  # 5 + 2 > 6.4
+    assert not collapse_points(stats, T_kl, 64)["ess_floor"]["resolved"]  # 1.5 + 0.6 > 2
 
 
 def test_effective_sample_size_counts_responses():
@@ -401,3 +411,70 @@ def test_training_batch_tags_and_time_to_target():
     time, reached = training.time_to_target(np.array([[0.2, 0.6, 0.4], [0.2, 0.3, 0.4]]),
                                             [0.0, 2.0, 5.0], 0.5)
     assert time.tolist() == [2.0, 5.0] and reached.tolist() == [True, False]
+
+
+def oldest_tag_first(finished, version, k, B, drop_stale):
+    """A stand-in take_batch that trains the B responses of the lowest tags."""
+    if len(finished) < B:
+        return None, []
+    batch = sorted(finished, key=lambda r: r["tag"])[:B]
+    for r in batch:
+        finished.remove(r)
+        r["lag"] = version - r["tag"]
+    return batch, []
+
+
+def test_a_seed_that_never_reaches_the_target_counts_at_its_last_update():
+    # a run stopped early is NaN after its last update: it counts there, not at the end
+    J = np.array([[0.2, 0.6, np.nan, np.nan], [0.2, 0.3, np.nan, np.nan], [0.2, 0.3, 0.4, 0.45]])
+    time, reached = training.time_to_target(J, [0.0, 2.0, 5.0, 9.0], 0.5)
+    assert time.tolist() == [2.0, 2.0, 9.0] and reached.tolist() == [True, False, False]
+    # and through the trainer: no seed reaches J >= 0.99 in 3 updates, so each counts at the
+    # end time of its third update, and none is counted as having reached it
+    tags = np.repeat(np.arange(3)[:, None], 4, axis=1)[None]
+    draws = np.random.default_rng(8).random((3, 3, 4, toy.T))
+    clock = np.array([[0.0, 1.5, 2.5, 4.0]])
+    time, reached, kl, steps, last_J = (x[0] for x in train_cells(
+        StandInTis, tags, clock, [5.0], draws, [0.0], 0.99, 2.0, "student_t"))
+    assert (time == 4.0).all() and not reached.any()
+    assert np.allclose(last_J, training.train(StandInTis.importance_weights,
+                                              StandInTis.pg_estimate, tags, STALENESS_SCHEMES,
+                                              (5.0,), draws)[0, :, 0, :, -1])
+
+
+def test_best_step_search_returns_an_interior_point():
+    # quadratic stand-ins in log2(scale): best at 6 (inside the first grid), at 40 (above
+    # it) and at 0.1 (below it); the grid must grow until each best has worse on both sides
+    optima = np.array([6.0, 40.0, 0.1])
+    grid, times, best = training.best_step(
+        lambda scales: [(np.log2(s) - np.log2(optima))**2 for s in scales], (0.25, 0.5, 1.0))
+    assert list(grid) == sorted(grid) and ((0 < best) & (best < len(grid) - 1)).all()
+    for cell, b in enumerate(best):
+        assert times[b - 1, cell] > times[b, cell] < times[b + 1, cell]
+        assert abs(np.log2(grid[b]) - np.log2(optima[cell])) <= 0.5  # the nearest scale
+
+
+def test_kl_steps_move_exactly_the_kl_asked():
+    rng = np.random.default_rng(9)
+    thetas = toy.THETA + rng.normal(size=(5, toy.V + 1, toy.V))
+    directions = rng.normal(size=thetas.shape)
+    directions[0] = 0.0  # a batch without reward cannot move
+    s = training.kl_steps(thetas, directions, 0.0256)
+    assert s[0] == 0.0
+    for theta, d, step in zip(thetas[1:], directions[1:], s[1:]):
+        assert staleness_maths.per_token_kl(theta, theta + step * d) == pytest.approx(0.0256, rel=1e-8)
+    moved = training.update_kls(thetas, thetas + s[:, None, None] * directions)
+    assert moved[1:] == pytest.approx(0.0256, rel=1e-8)
+
+
+def test_with_more_lanes_than_B_k_sets_the_lag():
+    """Past B lanes the trainer is the bottleneck: k = 2, 4, 8 give different batches, at
+    one throughput, with a mean lag that grows with k (the trainer-bound set-up)."""
+    runs = {k: run_simulation(64, 32, k, 40, 1.0, lognormal_lengths(1.25, 0), admit,
+                              oldest_tag_first, False) for k in (2, 4, 8)}
+    tags = [training.batch_tags(runs[k]["trace"], 32, 40) for k in (2, 4, 8)]
+    assert not np.array_equal(tags[0], tags[1]) and not np.array_equal(tags[1], tags[2])
+    lags = [np.mean([r["lag"] for r in runs[k]["trace"] if r["lag"] is not None])
+            for k in (2, 4, 8)]
+    assert lags[0] < lags[1] < lags[2], f"mean lags {lags} must grow with k"
+    assert runs[2]["throughput"] == pytest.approx(runs[8]["throughput"], rel=0.02)

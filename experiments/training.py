@@ -24,7 +24,9 @@ Many runs (seeds, schemes, step sizes, settings) train at once, as arrays with a
 first; the seeds differ only in their uniform draws, and every setting, scheme and step
 uses the same draws (common random numbers), so paired differences are meaningful.
 A run can stop once it has reached a target J (train's `target`), so that the few slow
-seeds can go on for many more updates at little cost.
+seeds can go on for many more updates at little cost. train can also return the KL each
+update moves the policy (update_kls), the measure by which learning_curves gives every
+scheme the same movement per update.
 """
 import inspect
 
@@ -74,22 +76,21 @@ def batch_tags(trace, B, n_updates):
 
 def sample_tokens(sampler_cdf, slots, runs, draws):
     """Each response drawn from the version that tagged it: (r, B, T) tokens and their
-    previous tokens (START first), for the runs `runs` (r,). sampler_cdf (L, R, V + 1, V - 1)
+    previous tokens (START first), for the runs `runs` (r,). sampler_cdf (V - 1, L, R, V + 1)
     holds recent versions' cumulative next-token probabilities for every run (the last, 1,
-    left out); slots (r, B) says where each response's version sits; draws (r, B, T)
-    uniforms. A token is the number of its row's cumulative probabilities that the uniform
-    exceeds (toy.sample_responses' rule)."""
-    R = sampler_cdf.shape[1]
-    # one flat column per cumulative probability, row (slot * R + run) * (V + 1) + previous
-    columns = [sampler_cdf[..., b].ravel() for b in range(V - 1)]
-    first = (slots * R + runs[:, None]) * (V + 1)
+    left out), one array per token b (so each is read with one flat index); slots (r, B)
+    says where each response's version sits; draws (r, B, T) uniforms. A token is the number
+    of its row's cumulative probabilities that the uniform exceeds (toy.sample_responses'
+    rule)."""
+    columns = sampler_cdf.reshape(V - 1, -1)
+    first = (slots * sampler_cdf.shape[2] + runs[:, None]) * (V + 1)  # + previous: the row
     tokens = np.empty(draws.shape, dtype=int)
     previous = np.empty_like(tokens)
     prev = np.full(slots.shape, START)
     for t in range(T):
         previous[..., t] = prev
         row, u = first + prev, draws[..., t]
-        prev = tokens[..., t] = sum(u > column[row] for column in columns)
+        prev = tokens[..., t] = sum((u > column[row]).astype(int) for column in columns)
     return tokens, previous
 
 
@@ -124,40 +125,102 @@ def batch_estimates(pg_estimate, thetas, rewards, tokens, previous, weights):
         for g, w in ((grads[i:i + BLOCK], summed[i:i + BLOCK]) for i in range(0, R, BLOCK))])
 
 
+def row_visits(thetas):
+    """How often each run's policy visits each row over the T positions, divided by T:
+    (R, V + 1), summing to 1. The first token's row is START; the next row is the token
+    just drawn (never START)."""
+    p = np.exp(log_softmax_rows(thetas))
+    at = np.zeros((len(p), V + 1))
+    at[:, START] = 1.0
+    visits = np.zeros_like(at)
+    for _ in range(T):
+        visits += at
+        at = np.concatenate([np.einsum("ra,rab->rb", at, p), np.zeros((len(p), 1))], axis=1)
+    return visits / T
+
+
+def update_kls(before, after):
+    """KL(pi_before || pi_after) per token for each of R pairs of policies (R,), exactly,
+    by staleness.per_token_kl's chain rule: the rows' KLs weighted by how often pi_before
+    visits them. Example: equal thetas give 0."""
+    logp, logq = log_softmax_rows(before), log_softmax_rows(after)
+    return ((np.exp(logp) * (logp - logq)).sum(axis=-1) * row_visits(before)).sum(axis=1)
+
+
+def kl_steps(thetas, directions, kl, iterations=30, rtol=1e-9):
+    """For each run, the step s >= 0 with update_kls(theta, theta + s d) = kl (R,), to rtol,
+    by Newton's method from the quadratic guess s = sqrt(2 kl / f''(0)). Along the ray the KL
+    f(s) is convex with f(0) = f'(0) = 0, so a Newton step that overshoots comes back from
+    above. A zero direction (a batch without reward) gets s = 0: it cannot move."""
+    logp = log_softmax_rows(thetas)
+    p, visits = np.exp(logp), row_visits(thetas)
+    kl = np.broadcast_to(np.asarray(kl, dtype=float), len(p))  # one kl, or one per run
+    mean = (p * directions).sum(axis=-1, keepdims=True)
+    curvature = (visits * (p * (directions - mean)**2).sum(axis=-1)).sum(axis=1)  # f''(0)
+    moves = curvature > 1e-300
+    s = np.zeros(len(p))
+    s[moves] = np.sqrt(2 * kl[moves] / curvature[moves])
+    for _ in range(iterations):
+        logq = log_softmax_rows(thetas + s[:, None, None] * directions)
+        f = (visits * (p * (logp - logq)).sum(axis=-1)).sum(axis=1) - kl
+        if (~moves | (abs(f) <= rtol * kl)).all():
+            break
+        slope = (visits * ((np.exp(logq) - p) * directions).sum(axis=-1)).sum(axis=1)
+        new = np.where(moves, s - f / np.where(moves, slope, 1.0), 0.0)
+        s = np.maximum(new, s / 2)
+    return s
+
+
 def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch=0.0, C=2.0,
-          noise="student_t", target=None, n_always=0):
+          noise="student_t", target=None, n_always=0, with_kl=False, kl_per_update=None):
     """Train the toy from toy.THETA in every combination at once; return J after each update.
 
     tags (n_settings, n_updates, B): the batches of each setting's simulate trace (from
     batch_tags); schemes: Task 3a scheme names; steps: step sizes; draws (n_seeds,
-    n_updates, B, T) uniforms, one set per seed, shared by every setting, scheme and step.
+    n_updates, B, T) uniforms, one set per seed, shared by every setting, scheme and step;
+    mismatch: the engine mismatch, one number or one per setting (n_settings,).
     With a target, a run stops once its J >= target and it has made n_always updates.
     Returns J (n_settings, n_schemes, n_steps, n_seeds, n_updates + 1), exact, with
     J[..., 0] = J(THETA) and J[..., u + 1] the J of version u + 1 (NaN once stopped).
+    With kl_per_update (one number, or one per step, NaN for "not controlled"), a
+    KL-controlled step: every update's step is set (kl_steps) so that it moves the policy by
+    exactly that many nats per token, in place of the step size of `steps`.
+    with_kl: also KL and the step used, each (..., n_updates): update_kls(version u,
+    version u + 1) and u's step (NaN once stopped).
     """
     n_settings, n_updates, B = tags.shape
     shape = (n_settings, len(schemes), len(steps), len(draws))
     setting, scheme, step, seed = (axis.ravel() for axis in np.indices(shape))
     R = len(seed)
     theta = np.broadcast_to(toy.THETA, (R, V + 1, V)).copy()
-    engine = mismatch * toy.PERTURBATIONS[noise]  # the sampler's logits: theta_tag + engine
+    # the sampler's logits: theta_tag + engine, the engine's offset per run
+    engine = (np.broadcast_to(np.asarray(mismatch, dtype=float), (n_settings,))[setting, None, None]
+              * toy.PERTURBATIONS[noise])
     # the samplers of the last L versions, version j in slot j % L: every lag is below L
     L = int((np.arange(n_updates)[:, None] - tags).max()) + 1
     sampler_logp = np.empty((L, R, V + 1, V))
-    sampler_cdf = np.empty((L, R, V + 1, V - 1))
+    sampler_cdf = np.empty((V - 1, L, R, V + 1))
     J = np.full((R, n_updates + 1), np.nan)
     J[:, 0] = expected_rewards(theta)
+    KL = np.full((R, n_updates), np.nan)
+    used = np.full((R, n_updates), np.nan)
     step_of_run = np.asarray(steps, dtype=float)[step]
+    kl_of_run = np.broadcast_to(np.asarray(np.nan if kl_per_update is None else kl_per_update,
+                                           dtype=float), shape[2:3])[step]
+    controlled = np.isfinite(kl_of_run)
     runs = np.arange(R)  # the runs still training
+    reached = J[:, 0] >= target if target is not None else None
     for u in range(n_updates):
-        if target is not None and u >= n_always:
-            runs = runs[~(J[runs, :u + 1] >= target).any(axis=1)]
-            if not len(runs):
-                break
+        if target is not None:
+            reached[runs] |= J[runs, u] >= target
+            if u >= n_always:
+                runs = runs[~reached[runs]]
+                if not len(runs):
+                    break
         here = theta[runs]
-        sampler_logp[u % L, runs] = log_softmax_rows(here + engine)  # version u, as sampled
-        sampler_cdf[u % L, runs] = np.cumsum(np.exp(sampler_logp[u % L, runs][..., :V - 1]),
-                                             axis=-1)
+        sampler_logp[u % L, runs] = log_softmax_rows(here + engine[runs])  # version u, as sampled
+        sampler_cdf[:, u % L, runs] = np.moveaxis(
+            np.cumsum(np.exp(sampler_logp[u % L, runs][..., :V - 1]), axis=-1), -1, 0)
         slots = tags[setting[runs], u] % L  # (r, B)
         tokens, previous = sample_tokens(sampler_cdf, slots, runs, draws[seed[runs], u])
         # flat indices: (slot * R + run) * (V + 1) * V + previous * V + token
@@ -174,15 +237,53 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
                 weights[mine] = np.asarray(w, dtype=float).reshape(-1, B, T)
         rewards = toy.reward(tokens.reshape(-1, T)).reshape(len(runs), B)
         g = batch_estimates(pg_estimate, here, rewards, tokens, previous, weights)
-        theta[runs] = here + step_of_run[runs, None, None] * g.reshape(-1, V + 1, V)
+        g = g.reshape(-1, V + 1, V)
+        used[runs, u] = step_of_run[runs]
+        mine = controlled[runs]
+        if mine.any():
+            used[runs[mine], u] = kl_steps(here[mine], g[mine], kl_of_run[runs[mine]])
+        theta[runs] = here + used[runs, u, None, None] * g
         J[runs, u + 1] = expected_rewards(theta[runs])
-    return J.reshape(*shape, n_updates + 1)
+        if with_kl:
+            KL[runs, u] = update_kls(here, theta[runs])
+    J = J.reshape(*shape, n_updates + 1)
+    if with_kl:
+        return J, KL.reshape(*shape, n_updates), used.reshape(*shape, n_updates)
+    return J
 
 
 def time_to_target(J, times, target):
     """For each run, the first time at which J >= target: times (n_updates + 1,) are the
-    times of J's columns (0, then each update's end). Returns (time, reached): a run that
-    never reaches it gets the last time (a lower bound) and reached False."""
+    times of J's columns (0, then each update's end), or any shape that broadcasts to J's.
+    Returns (time, reached): a run that
+    never reaches it gets the time of its last update (its last J that is not NaN: a run
+    stopped early is NaN after it) and reached False; its time is then a lower bound.
+    Example: J [0.2, 0.3, NaN] at times [0, 2, 5], target 0.5 -> (2.0, False)."""
     hit = J >= target
-    first = np.where(hit.any(axis=-1), hit.argmax(axis=-1), J.shape[-1] - 1)
-    return np.asarray(times)[first], hit.any(axis=-1)
+    last = J.shape[-1] - 1 - np.argmax(np.isfinite(J)[..., ::-1], axis=-1)
+    first = np.where(hit.any(axis=-1), hit.argmax(axis=-1), last)
+    clock = np.broadcast_to(np.asarray(times, dtype=float), J.shape)  # times may be per run
+    return np.take_along_axis(clock, first[..., None], axis=-1)[..., 0], hit.any(axis=-1)
+
+
+def best_step(evaluate, scales=(0.25, 0.5, 1.0), factor=2.0, max_scales=16):
+    """The grid search for each cell's best step: evaluate(new_scales) gives the mean time to
+    target of every cell at each of new_scales, (len(new_scales), n_cells). The grid starts at
+    `scales` and grows by `factor` at whichever end a cell's least time still sits, until every
+    cell's least time has a larger one on both sides (at most max_scales scales).
+    Returns (grid (n,), times (n, n_cells), best (n_cells,) indices into grid).
+    Example: a cell whose time is (log2(scale) - 2)**2 gets grid 0.25 .. 8 and best 4."""
+    grid, times = [], []
+
+    def add(new):
+        order = sorted(list(grid) + list(new))
+        got = dict(zip(grid, times)) | dict(zip(new, np.asarray(evaluate(list(new)), float)))
+        return order, [got[s] for s in order]
+
+    grid, times = add([float(s) for s in scales])
+    while True:
+        best = np.argmin(np.array(times), axis=0)
+        low, high = (best == 0).any(), (best == len(grid) - 1).any()
+        if not (low or high) or len(grid) >= max_scales:
+            return np.array(grid), np.array(times), best
+        grid, times = add(([grid[0] / factor] if low else []) + ([grid[-1] * factor] if high else []))

@@ -58,6 +58,7 @@ RUNS = {
     "staleness_kl_0.1": ["--staleness", "--staleness-kl", "0.1"],
     "staleness_mismatch_0.6": ["--staleness", "--staleness-mismatch", "0.6"],
     "learning_curves": ["--learning-curves"],
+    "step_grid": ["--step-grid"],
     "gpu_model": ["--preset", "all", "--gpu-sweep"],
 }
 
@@ -167,10 +168,10 @@ def second_order_speedup(rows, i, scheme):
 
 def overstatement(rows):
     """How far the second-order gain per update lies above the exact one, over all cells:
-    "1–3%"."""
+    "0.8–2.8%"."""
     over = [v["gain_per_update"] / v["exact_gain"] - 1 for row in rows
             for v in row["schemes"].values()]
-    return f"{min(over):.0%}–{max(over):.0%}".replace("%–", "–")
+    return f"{min(over):.1%}–{max(over):.1%}".replace("%–", "–")
 
 
 def exact_cell(v):
@@ -230,104 +231,134 @@ def kl_row(i):
     return "| {} |" + " {} / {} / {} |" * 2, cells
 
 
-# The learning curves: level 0 has no engine mismatch, level 1 the mismatch 0.6.
-def lc_cell(level, row, scheme):
-    """The path of one cell of the learning curves (level, row, scheme)."""
-    return f"learning_curves.levels.{level}.rows.{row}.schemes.{scheme}"
+# The learning curves (--learning-curves) and their step grid (--step-grid): rows of the
+# lists trainer_bound / generation_bound, found by their setting, scheme, mismatch and step.
+def lc_find(rows, k, scheme, mismatch, step, drop=False):
+    return next(r for r in rows if (r["k"], r["drop_stale"], r["scheme"], r["mismatch"])
+                == (k, drop, scheme, mismatch) and (step is None or r["step"] == step))
 
 
-def check_cell(v):
-    """Time to the harder check target: "14.49 ± 0.32"."""
-    return f"{v['time_check']['mean']:.2f} ± {v['time_check']['se']:.2f}"
+def lc_time(r):
+    """A time to target as the docs quote it: "12.81 ± 0.35", and " (147)" (the seeds that
+    reached it) if not all did."""
+    return f"{r['mean']:.2f} ± {r['se']:.2f}" + (f" ({r['reached']})"
+                                                 if r["reached"] < r["seeds"] else "")
 
 
-def learning_cell(v, e, n_seeds=200):
-    """Time to target at step scale e: "7.88 ± 0.14", and "(199)" if not every seed reached
-    it."""
-    t = v["time"][e]
-    return f"{t['mean']:.2f} ± {t['se']:.2f}" + (f" ({v['n_reached'][e]})"
-                                                 if v["n_reached"][e] < n_seeds else "")
+def lc(setup, k, scheme, mismatch, step, drop=False, fmt=lc_time, snapshot="learning_curves"):
+    """A cell of the learning curves (or, snapshot "step_grid", of its grid, step None)."""
+    return (snapshot, f"{snapshot}.{setup}",
+            lambda rows: fmt(lc_find(rows, k, scheme, mismatch, step, drop)))
 
 
-NAMES = {"none": "no correction", "token_tis": "`token_tis`", "seq_tis": "`seq_tis`"}
+def lc_setting(setup, k, drop=False):
+    """(throughput, mean lag) of a setting, as "31.96 | 3.96"."""
+    lanes = {"generation_bound": "n_lanes", "trainer_bound": "trainer_lanes"}[setup]
+    return ("learning_curves", "learning_curves", lambda c: next(
+        f"{s['throughput']:.2f} | {s['mean_lag']:.2f}" for s in c["settings"]
+        if (s["lanes"], s["k"], s["drop_stale"]) == (c[lanes], k, drop)))
 
 
-def cell_name(level, row, scheme):
-    """"`token_tis` at k = 2" or "... at k = 1 dropping stale"."""
-    r = level["rows"][row]
-    return f"{NAMES[scheme]} at k = {r['k']}" + (" dropping stale" if r["drop_stale"] else "")
+LC_SETTINGS = [(0, False), (1, False), (2, False), (4, False), (8, False), (1, True)]
 
 
-def best_cell(c, level, e):
-    """The learning curves' best cell at mismatch level `level` and step scale e."""
-    best = c["levels"][level]["best"][e]
-    return cell_name(c["levels"][level], best["row"], best["scheme"])
+def lc_label(k, drop):
+    return f"{k}" + (", drop stale" if drop else "")
 
 
-def ties(c, level, e):
-    """The cells not significantly slower than the best (paired, 2 SE), or "none"."""
-    lv = c["levels"][level]
-    best = lv["best"][e]
-    names = [cell_name(lv, int(cell.split()[0]), cell.split()[1])
-             for cell, d in best["differences"].items() if not d["significant"]]
-    return ", ".join(n for n in names if n != best_cell(c, level, e)) or "none"
+def lc_table_row(setup, mismatch, k, drop):
+    """A row of a time-to-target table: | k | throughput | lag | three schemes at equal KL |
+    the same at 1x |."""
+    cells = [lc_setting(setup, k, drop)]
+    cells += [lc(setup, k, s, mismatch, step, drop) for step in ("equal_kl", "1x")
+              for s in SCHEME_KEYS]
+    return f"| {lc_label(k, drop)} |" + " {} |" * 7, cells
 
 
-def time_share(c, level, e, row, scheme):
-    """A cell's time to target as a share of k = 0's, same scheme: "48%"."""
-    rows = c["levels"][level]["rows"]
-    times = [rows[j]["schemes"][scheme]["time"][e]["mean"] for j in (row, 0)]
-    return f"{times[0] / times[1]:.0%}"
+def grid_table_row(mismatch, k, drop):
+    """A row of the best-step table: | k | each scheme's time at its best scale [scale] |."""
+    fmt = lambda r: f"{lc_time(r)} [{r['scale']:g}×]"
+    return (f"| {lc_label(k, drop)} |" + " {} |" * 3,
+            [lc("trainer_bound", k, s, mismatch, None, drop, fmt, "step_grid")
+             for s in SCHEME_KEYS])
 
 
-def async_share_range(c):
-    """The least and the most time to target of an asynchronous cell as a share of the
-    synchronous one, over every level, scale, scheme and k >= 1: "36–53%"."""
-    shares = [row["schemes"][s]["time"][e]["mean"] / lv["rows"][0]["schemes"][s]["time"][e]["mean"]
-              for lv in c["levels"] for row in lv["rows"][1:] for s in row["schemes"]
-              for e in range(len(c["scales"]))]
+def lc_paired(v):
+    return f"{v['mean']:+.2f} ± {v['se']:.2f}"
+
+
+def lc_cost(step, mismatch, part, *keys):
+    """A paired difference of learning_curves' costs: "+5.73 ± 0.15"."""
+    def get(c):
+        d = next(d for d in c["costs"] if (d["step"], d["mismatch"]) == (step, mismatch))[part]
+        for key in keys:
+            d = d[key if not key.endswith("_lanes") else str(c[key])]
+        return lc_paired(d)
+    return ("learning_curves", "learning_curves", get)
+
+
+def lc_range(rows, pick, key, fmt, join=" to "):
+    """The least and the most `key` over the rows `pick` accepts: "0.11 to 0.17"."""
+    values = [r[key] for r in rows if pick(r)]
+    return f"{fmt.format(min(values))}{join}{fmt.format(max(values))}"
+
+
+def lc_shares(c, step="equal_kl", mismatch=0.0):
+    """Each 16-lane asynchronous cell's time as a share of k = 0's, same scheme: "25–54%"."""
+    rows = [r for r in c["generation_bound"] if (r["step"], r["mismatch"]) == (step, mismatch)]
+    sync = {r["scheme"]: r["mean"] for r in rows if r["k"] == 0}
+    shares = [r["mean"] / sync[r["scheme"]] for r in rows if r["k"] > 0]
     return f"{min(shares):.0%}–{max(shares):.0%}".replace("%–", "–")
 
 
-def paired(c, level, e, row, scheme):
-    """A cell's paired difference from the best cell: "0.63 ± 0.10"."""
-    d = c["levels"][level]["best"][e]["differences"][f"{row} {scheme}"]
-    return f"{d['mean']:.2f} ± {d['se']:.2f}"
+def lc_async_factor(c):
+    """k = 0's time over k = 1's at 16 lanes at equal KL, no mismatch, for no correction and
+    for token_tis (the least and the most): "2 to 4"."""
+    sync = lc_find(c["generation_bound"], 0, "none", 0.0, "equal_kl")["mean"]
+    return " to ".join(f"{sync / lc_find(c['generation_bound'], 1, s, 0.0, 'equal_kl')['mean']:.0f}"
+                       for s in ("none", "token_tis"))
 
 
-def unreached(c):
-    """The cells where some seed never reached the target within max_updates, or "none"."""
-    out = []
-    for lv in c["levels"]:
-        for i, row in enumerate(lv["rows"]):
-            for scheme, v in row["schemes"].items():
-                for e, scale in enumerate(c["scales"]):
-                    if v["n_reached"][e] < c["n_seeds"]:
-                        out.append(f"{cell_name(lv, i, scheme)}, step {scale:g}×, mismatch "
-                                   f"{lv['mismatch']:g} ({c['n_seeds'] - v['n_reached'][e]} "
-                                   f"of {c['n_seeds']})")
-    return "; ".join(out) or "none"
+def lc_cost_value(c, step, mismatch, part, *keys):
+    """A paired difference without its sign: "5.73 ± 0.15"."""
+    return lc_cost(step, mismatch, part, *keys)[2](c).lstrip("+-")
 
 
-def learning_row(level, e, i):
-    """Row i of the time-to-target table at mismatch level `level` and step scale e."""
-    base = f"learning_curves.levels.{level}"
-    cells = [("learning_curves", "learning_curves",
-              lambda c: f"{c['levels'][level]['mismatch']:g}, {c['scales'][e]:g}×"),
-             ("learning_curves", f"{base}.rows.{i}", row_label),
-             ("learning_curves", f"{base}.rows.{i}.throughput", "{:.2f}")]
-    cells += [("learning_curves", f"{base}.rows.{i}.schemes.{scheme}",
-               lambda v, e=e: learning_cell(v, e)) for scheme in SCHEME_KEYS]
-    return "| {} | {} | {} | {} | {} | {} |", cells
+def lc_recovered_share(c, scheme, step="equal_kl", mismatch=0.0):
+    """The share of the uncorrected per-version cost a correction recovers: "94%"."""
+    d = next(d for d in c["costs"] if (d["step"], d["mismatch"]) == (step, mismatch))
+    return f"{d['recovered'][scheme]['mean'] / d['per_version']['none']['mean']:.0%}"
 
 
-def grid_row(level, e):
-    """The best cell and its ties at one mismatch level and step scale."""
-    return ("| {} | {} | {} |",
-            [("learning_curves", "learning_curves",
-              lambda c: f"{c['levels'][level]['mismatch']:g}, {c['scales'][e]:g}×"),
-             ("learning_curves", "learning_curves", lambda c: best_cell(c, level, e)),
-             ("learning_curves", "learning_curves", lambda c: ties(c, level, e))])
+def lc_setting_value(c, lanes_key, k, key, fmt, drop=False):
+    s = next(s for s in c["settings"] if (s["lanes"], s["k"], s["drop_stale"]) ==
+             (c[lanes_key], k, drop))
+    return fmt.format(s[key])
+
+
+STEP_NAMES = {"equal_kl": "equal KL", "1x": "1×"}
+
+
+def version_row(step, mismatch):
+    """| step, mismatch | one more version: none, token_tis, seq_tis | recovered: token_tis,
+    seq_tis |"""
+    cells = ([lc_cost(step, mismatch, "per_version", s) for s in SCHEME_KEYS]
+             + [lc_cost(step, mismatch, "recovered", s) for s in SCHEME_KEYS[1:]])
+    return f"| {STEP_NAMES[step]}, {mismatch:g} |" + " {} |" * 5, cells
+
+
+def async_drop_row(step, mismatch):
+    """| step, mismatch | k = 1 - k = 0 at 16 lanes (3) | dropping - keeping at k = 1, 16 and
+    64 lanes (3 each) |"""
+    cells = ([lc_cost(step, mismatch, "asynchrony", s) for s in SCHEME_KEYS]
+             + [lc_cost(step, mismatch, "drop", lanes, s) for lanes in ("n_lanes", "trainer_lanes")
+                for s in SCHEME_KEYS])
+    return f"| {STEP_NAMES[step]}, {mismatch:g} |" + " {} |" * 9, cells
+
+
+def span(c):
+    """A crossing's bracket: "1.02 and 2.05"."""
+    return f"{c['after']:.3g} and {c['at']:.3g}"
 
 
 # Per doc (a path from the repository's root): (its words, with {} where the number goes;
@@ -552,11 +583,35 @@ QUOTES = {
          "length_sweep.levels.1.mean_abs_log_ratio", "{:.3g}"),
         ("| this toy, KL 0.16 (Part 3's scale) | {} |", "length_sweep",
          "length_sweep.levels.0.mean_abs_log_ratio", "{:.3g}"),
-        ("`seq`'s mean ESS falls below 6.4 of 64 between\n  T × KL {} at both levels",
-         "length_sweep",
-         "length_sweep.levels", lambda levels: crossing_span(levels, 'seq')),
-        ('holds its ESS longer (below 6.4\n  between {}).', "length_sweep",
-         "length_sweep.levels", lambda levels: crossing_span(levels, 'seq_tis')),
+        ("`seq` falls below 6.4 of 64 between T × KL {} at the realistic KL", "length_sweep",
+         "length_sweep.levels.1.collapse_exact.seq.ess_share", span),
+        ("(between T = {} and", "length_sweep", "length_sweep.levels.1",
+         lambda level: f"{level['T'][level['T_kl'].index(level['collapse_exact']['seq']['ess_share']['after'])]:,}"),
+        ("and between {} at Part 3's KL, and below 2", "length_sweep",
+         "length_sweep.levels.0.collapse_exact.seq.ess_share", span),
+        ("and below 2 by T × KL {}. The sampled", "length_sweep", "length_sweep.levels",
+         lambda levels: " and ".join(f"{level['collapse_exact']['seq']['ess_floor']['at']:.3g}"
+                                     for level in levels[::-1])),
+        ("stays above 6.4 longer ({} at T × KL 2.05", "length_sweep",
+         "length_sweep.levels.1.schemes.seq.ess.4", "{:.3g}"),
+        ("falls below 6.4 between T × KL {} at Part 3's KL", "length_sweep",
+         "length_sweep.levels.0.collapse.seq_tis.ess_share", span),
+        ("and between {} at the realistic KL, where", "length_sweep",
+         "length_sweep.levels.1.collapse.seq_tis.ess_share", span),
+        ("leave it unresolved ({})", "length_sweep", "length_sweep.levels.1.collapse.seq_tis.ess_share",
+         lambda c: f"{c['value_at']:.3g} ± {c['se_at']:.2g}" if not c["resolved"] else "resolved"),
+        ('rejects {} of the responses at T = 128 (T × KL 0.128)', "length_sweep",
+         "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.0", "{:.0%}"),
+        ("wide: {} of the tokens at T = 1, under 0.5%", "length_sweep",
+         "length_sweep.levels.0.schemes.geo_mask.zero_weight_share.0", "{:.0%}"),
+        ("(relative RMSE {} against", "length_sweep", "length_sweep.levels.1.schemes.geo_mask.rmse.0",
+         "{:.3f}"),
+        ("against {} at T = 128 at the realistic KL", "length_sweep",
+         "length_sweep.levels.1.schemes.none.rmse.0", "{:.3f}"),
+        ("cosine {} against 0.89 at T = 3", "length_sweep",
+         "length_sweep.levels.0.schemes.geo_mask.cosine.2", "{:.2f}"),
+        ("against {} at T = 3 at Part 3's KL", "length_sweep",
+         "length_sweep.levels.0.schemes.none.cosine.2", "{:.2f}"),
         ("`seq`'s cosine dips to {} at T × KL 4.16", "length_sweep",
          "length_sweep.levels.0.schemes.seq.cosine.5", "{:.2f}"),
         ('and is back at\n  {} at 8.16', "length_sweep",
@@ -573,7 +628,7 @@ QUOTES = {
          "length_sweep.levels.1.schemes.seq.ess.4", "{:.3g}"),
         ('where the prediction is {}), and', "length_sweep",
          "length_sweep.levels.1.ess_lognormal.4", "{:.3g}"),
-        ('at KL 0.001 it rejects {} of the responses at T = 256', "length_sweep",
+        ('(T × KL 0.128), {} at T = 256', "length_sweep",
          "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.1", "{:.0%}"),
         ('and {} at T = 1,024 (at KL 0.16', "length_sweep",
          "length_sweep.levels.1.schemes.seq_mask.zero_weight_share.3", "{:.0%}"),
@@ -721,65 +776,155 @@ QUOTES = {
                   "{:.0%}"),
     ],
     "docs/staleness.md": [
-        # the answer, from the learning curves (level 0: no mismatch, 1: mismatch 0.6)
-        ("the synchronous run takes {} time units", "learning_curves",
-         lc_cell(0, 0, "token_tis"),
-         lambda v: learning_cell(v, 1)),
-        ("at k = 1 the uncorrected run takes {}, `token_tis`", "learning_curves",
-         lc_cell(0, 1, "none"),
-         lambda v: learning_cell(v, 1)),
-        ("`token_tis` {} and `seq_tis`", "learning_curves", lc_cell(0, 1, "token_tis"),
-         lambda v: learning_cell(v, 1)),
-        ("and `seq_tis` {}. **The best", "learning_curves", lc_cell(0, 1, "seq_tis"),
-         lambda v: learning_cell(v, 1)),
-        ("**The best setting is {}**", "learning_curves", "learning_curves",
-         lambda c: best_cell(c, 0, 1)),
-        ("stays best: {} at k = 1 against", "learning_curves", lc_cell(1, 1, "token_tis"),
-         lambda v: learning_cell(v, 1)),
-        ("at k = 1 against {} synchronous", "learning_curves", lc_cell(1, 0, "token_tis"),
-         lambda v: learning_cell(v, 1)),
-        ("`seq_tis` runs take {} and", "learning_curves", lc_cell(1, 1, "none"),
-         lambda v: learning_cell(v, 1)),
-        ("and {} at k = 1.", "learning_curves", lc_cell(1, 1, "seq_tis"),
-         lambda v: learning_cell(v, 1)),
-        ("reaches J = 0.5 in {} of the synchronous run's", "learning_curves", "learning_curves",
-         async_share_range),
-        # the learning curves' set-up
-        ("σ = 1.25), for {} updates", "learning_curves", "learning_curves.n_updates", "{}"),
-        ("goes on until it does, up to {} updates", "learning_curves",
-         "learning_curves.max_updates", "{}"),
-        ("Version 0 is `THETA` (J = {})", "learning_curves", "learning_curves.J_start", "{:.3f}"),
-        ("the same for every setting: η = {}, the step", "learning_curves",
+        # the learning curves (--learning-curves) and the step grid (--step-grid)
+        ("the learning curves simulate {} updates (15.99", "learning_curves",
+         "learning_curves.horizon", "{}"),
+        ("simulate 300 updates ({} at k = 1, 16 lanes)", "learning_curves", "learning_curves",
+         lambda c: lc_setting_value(c, "n_lanes", 1, "throughput", "{:.2f}")),
+        ("the one-step tables below 200 ({}).", "staleness", "staleness.rows.1.throughput",
+         "{:.2f}"),
+        ("k = 2, 4 and 8 give one and the same trace (throughput {}, mean lag", "learning_curves",
+         "learning_curves", lambda c: lc_setting_value(c, "n_lanes", 2, "throughput", "{:.2f}")),
+        ("(throughput 16.12, mean lag {}), and k = 1", "learning_curves", "learning_curves",
+         lambda c: lc_setting_value(c, "n_lanes", 2, "mean_lag", "{:.2f}")),
+        ("k = 1 has {} times the throughput of k = 0", "learning_curves", "learning_curves",
+         lambda c: f"{float(lc_setting_value(c, 'n_lanes', 1, 'throughput', '{}')) / float(lc_setting_value(c, 'n_lanes', 0, 'throughput', '{}')):.1f}"),
+        ("the throughput of k = 0 ({} against", "learning_curves", "learning_curves",
+         lambda c: lc_setting_value(c, "n_lanes", 1, "throughput", "{:.2f}")),
+        ("(15.99 against {}).", "learning_curves", "learning_curves",
+         lambda c: lc_setting_value(c, "n_lanes", 0, "throughput", "{:.2f}")),
+        ("k = 2, 4 and 8 run at one throughput ({}) with mean lags", "learning_curves",
+         "learning_curves", lambda c: lc_setting_value(c, "trainer_lanes", 2, "throughput",
+                                                       "{:.2f}")),
+        ("with mean lags {}. The difference", "learning_curves", "learning_curves",
+         lambda c: ", ".join(lc_setting_value(c, "trainer_lanes", k, "mean_lag", "{:.2f}")
+                             for k in (2, 4)) + " and "
+         + lc_setting_value(c, "trainer_lanes", 8, "mean_lag", "{:.2f}")),
+        ("moves the policy by exactly {} nats per token (KL", "learning_curves",
+         "learning_curves.equal_kl", "{:g}"),
+        ("the one-step table's k = 0 row, {})", "staleness", "staleness.rows.0.schemes.none",
+         lambda v: f"{v['update_kl']:.4f} ± {v['update_kl_se']:.4f}"),
+        ("the common step (1×, η = {} for every update", "learning_curves",
          "learning_curves.step", "{:.3f}"),
-        ("fixed before running: J ≥ {}. A seed's", "learning_curves",
+        ("**Asynchrony buys a factor of {}**", "learning_curves", "learning_curves",
+         lc_async_factor),
+        ("J ≥ 0.9 in {} time units uncorrected", *lc("generation_bound", 1, "none", 0.0, "equal_kl")),
+        ("uncorrected, {} with `token_tis` and", *lc("generation_bound", 1, "token_tis", 0.0, "equal_kl")),
+        ("with `token_tis` and {} with `seq_tis`, against", *lc("generation_bound", 1, "seq_tis", 0.0, "equal_kl")),
+        ("against {} synchronously (the 16-lane", *lc("generation_bound", 0, "none", 0.0, "equal_kl")),
+        ("costs {} time units uncorrected**", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "per_version", "none")),
+        ("paired over the seeds: {} at k = 2,", *lc("trainer_bound", 2, "none", 0.0, "equal_kl",
+                                                   fmt=lambda r: f"{r['mean']:.2f}")),
+        ("28.36 at k = 2, {} at k = 8)", *lc("trainer_bound", 8, "none", 0.0, "equal_kl",
+                                             fmt=lambda r: f"{r['mean']:.2f}")),
+        ("**{} with `seq_tis` and", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "per_version", "seq_tis")),
+        ("with `seq_tis` and {} with `token_tis`**", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "per_version", "token_tis")),
+        ("with `token_tis`** ({} to", *lc("trainer_bound", 2, "token_tis", 0.0, "equal_kl",
+                                         fmt=lambda r: f"{r['mean']:.2f}")),
+        ("(10.79 to {}).", *lc("trainer_bound", 8, "token_tis", 0.0, "equal_kl",
+                               fmt=lambda r: f"{r['mean']:.2f}")),
+        ("**`token_tis` buys back {} of it**", "learning_curves", "learning_curves",
+         lambda c: lc_recovered_share(c, "token_tis")),
+        ("of it** ({} time units per version", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "recovered", "token_tis")),
+        ("per version of the uncorrected {}), `seq_tis`", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "per_version", "none").split(" ")[0]),
+        ("uncorrected 5.73), `seq_tis` {} (", "learning_curves", "learning_curves",
+         lambda c: lc_recovered_share(c, "seq_tis")),
+        ("`seq_tis` 51% ({}).", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "recovered", "seq_tis")),
+        ("k = 1 it saves {} uncorrected and", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "drop", "trainer_lanes", "none")),
+        ("uncorrected and {} with `seq_tis`, and costs", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "drop", "trainer_lanes", "seq_tis")),
+        ("and costs `token_tis` {}; at 16 lanes", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "drop", "trainer_lanes", "token_tis")),
+        ("at 16 lanes it costs `token_tis` {} and", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "drop", "n_lanes", "token_tis")),
+        ("(one version costs it {}; asynchrony", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.6, "per_version", "token_tis")),
+        ("asynchrony gives {} at k = 1 against", *lc("generation_bound", 1, "token_tis", 0.6, "equal_kl")),
+        ("at k = 1 against {}), and the other", *lc("generation_bound", 0, "token_tis", 0.6, "equal_kl")),
+        ("stuck, at a J of {} on average", "learning_curves", "learning_curves",
+         lambda c: lc_range(c["trainer_bound"] + c["generation_bound"], lambda r: (
+             r["scheme"], r["mismatch"], r["step"]) == ("none", 0.6, "equal_kl"), "stalled_J", "{:.2f}")),
+        ("on average ({} of the 200, in every cell", "learning_curves", "learning_curves",
+         lambda c: lc_range([dict(r, short=r["seeds"] - r["reached"]) for r in
+                             c["trainer_bound"] + c["generation_bound"]], lambda r: (
+             r["scheme"], r["mismatch"], r["step"]) == ("none", 0.6, "equal_kl"), "short", "{}")),
+        ("larger k ({} of 200 arrive at k = 8)", *lc("trainer_bound", 8, "seq_tis", 0.6, "equal_kl",
+                                                       fmt=lambda r: str(r["reached"]))),
+        ("one version costs {} uncorrected, ", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "1x", 0.0, "per_version", "none")),
+        ("uncorrected, {} with `seq_tis` (which", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "1x", 0.0, "per_version", "seq_tis")),
+        ("buys back nothing: {}) and", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "1x", 0.0, "recovered", "seq_tis")),
+        ("and {} with `token_tis`. At one η", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "1x", 0.0, "per_version", "token_tis")),
+        ("corrected ones: {} nats per token on", "learning_curves", "learning_curves.trainer_bound",
+         lambda rows: lc_range(rows, lambda r: (r["scheme"], r["mismatch"], r["step"], r["drop_stale"])
+                               == ("none", 0.0, "1x", False) and r["k"] > 0, "kl_per_update", "{:.2f}")),
+        ("against {} for `token_tis` (the KL", "learning_curves", "learning_curves.trainer_bound",
+         lambda rows: lc_range(rows, lambda r: (r["scheme"], r["mismatch"], r["step"], r["drop_stale"])
+                               == ("token_tis", 0.0, "1x", False) and r["k"] > 0, "kl_per_update", "{:.3f}")),
+        ("(the one-step table: {} against", "staleness", "staleness.rows.1.schemes.none.update_kl",
+         "{:.3f}"),
+        ("0.014 against {} at k = 1)", "staleness", "staleness.rows.1.schemes.token_tis.update_kl",
+         "{:.3f}"),
+        ("the uncorrected scheme's best step is {} the common one", "step_grid",
+         "step_grid.trainer_bound", lambda rows: lc_range(
+             rows, lambda r: r["scheme"] == "none" and r["k"] > 0 and not r["drop_stale"], "scale",
+             "{:g}×")),
+        ("(2.60 ± 0.24 against {} at k = 8 without", *lc("trainer_bound", 8, "token_tis", 0.0, None,
+                                                        snapshot="step_grid")),
+        ("({} against 4.58", *lc("trainer_bound", 8, "none", 0.0, None, snapshot="step_grid")),
+        ("without mismatch, {} against", *lc("trainer_bound", 8, "none", 0.6, None, snapshot="step_grid")),
+        ("2.58 ± 0.17 against {} with it)", *lc("trainer_bound", 8, "token_tis", 0.6, None,
+                                                  snapshot="step_grid")),
+        ("(in a check at {}×, 64 lanes", "step_grid", "step_grid.scales.-1", "{:g}"),
+        # the learning curves' set-up
+        ("runs once (σ = {}, 300", "learning_curves", "learning_curves.sigma", "{}"),
+        ("(σ = 1.25, {}   updates)", "learning_curves", "learning_curves.horizon", "{}"),
+        ("Version 0 is `THETA` (J = {})", "learning_curves", "learning_curves.J_start", "{:.3f}"),
+        ("KL(π_θ ‖ π_θ+ηĝ) = {} nats per token", "learning_curves", "learning_curves.equal_kl",
+         "{:g}"),
+        ("1×: η = {} for every update, the step", "learning_curves", "learning_curves.step",
+         "{:.3f}"),
+        ("`THETA` by {} nats per token along the exact gradient", "learning_curves",
+         "learning_curves.step_kl", "{:g}"),
+        ("**The target**, fixed before running: J ≥ {}, where", "learning_curves",
          "learning_curves.target", "{:g}"),
-        ("{} seeds vary only", "learning_curves", "learning_curves.n_seeds", "{}"),
-        ("Seeds that never reached it: {}", "learning_curves", "learning_curves", unreached),
-        ("uncorrected asynchrony needs {} of the synchronous time", "learning_curves",
-         "learning_curves", lambda c: time_share(c, 0, 1, 1, "none")),
-        ("the paired difference of `seq_tis` from the best cell is {} time units",
-         "learning_curves", "learning_curves", lambda c: paired(c, 0, 1, 1, "seq_tis")),
-        ("and of no correction {}.", "learning_curves", "learning_curves",
-         lambda c: paired(c, 0, 1, 1, "none")),
-        ("no correction ({} at k = 2) overtakes", "learning_curves", lc_cell(1, 2, "none"),
-         lambda v: learning_cell(v, 2)),
-        ("overtakes `seq_tis` ({})", "learning_curves", lc_cell(1, 2, "seq_tis"),
-         lambda v: learning_cell(v, 2)),
-        # the harder target, read off the same runs at step 1x
-        ("Read off the same runs at 1×, J ≥ {} (chosen", "learning_curves",
-         "learning_curves.check_target", "{:g}"),
-        ("Without mismatch it takes {} at k = 1", "learning_curves", lc_cell(0, 1, "token_tis"),
-         check_cell),
-        ("against {} uncorrected,", "learning_curves", lc_cell(0, 1, "none"), check_cell),
-        ("{} for `seq_tis` and", "learning_curves", lc_cell(0, 1, "seq_tis"), check_cell),
-        ("and {} synchronously", "learning_curves", lc_cell(0, 0, "none"), check_cell),
-        ("With the mismatch `token_tis` takes {} at k = 1", "learning_curves",
-         lc_cell(1, 1, "token_tis"), check_cell),
-        ("({} and", "learning_curves", lc_cell(1, 1, "none") + ".n_reached_check", "{}"),
-        ("and {} of 200 reach it at", "learning_curves", lc_cell(1, 1, "seq_tis") + ".n_reached_check",
-         "{}"),
-        ("their means of {} and", "learning_curves", lc_cell(1, 1, "none"), check_cell),
-        ("and {} are lower bounds", "learning_curves", lc_cell(1, 1, "seq_tis"), check_cell),
+        ("or for the {} updates simulated", "learning_curves", "learning_curves.horizon", "{}"),
+        ("- **Seeds.** {} seeds vary only", "learning_curves", "learning_curves.n_seeds", "{}"),
+        ("a larger one on both sides, here up to {}; 50", "step_grid", "step_grid.scales.-1", "{:g}"),
+        ("up to 256; {} seeds, the first", "step_grid", "step_grid.n_seeds", "{}"),
+        ("the first 50 of the 200, up to {} updates", "step_grid", "step_grid.horizon", "{}"),
+        ("(`--step-grid`, {} seeds) the headline", "step_grid", "step_grid.n_seeds", "{}"),
+        # the one-step section's words on dropping, and AReaL's
+        ("dropping stale comes first for the uncorrected scheme ({}× against", "staleness",
+         "staleness.rows", lambda rows: exact_speedup(rows, 5, "none")),
+        ("against {}× keeping them)", "staleness", "staleness.rows",
+         lambda rows: exact_speedup(rows, 1, "none")),
+        ("corrected ones ({}× and", "staleness", "staleness.rows",
+         lambda rows: exact_speedup(rows, 5, "token_tis")),
+        ("3.42× and {}× against", "staleness", "staleness.rows",
+         lambda rows: exact_speedup(rows, 5, "seq_tis")),
+        ("against {}× and 3.74×)", "staleness", "staleness.rows",
+         lambda rows: exact_speedup(rows, 1, "token_tis")),
+        ("3.63× and {}×). The", "staleness", "staleness.rows",
+         lambda rows: exact_speedup(rows, 1, "seq_tis")),
+        ("cost of dropping   ({} time units)", "learning_curves", "learning_curves",
+         lambda c: lc_cost_value(c, "equal_kl", 0.0, "drop", "n_lanes", "token_tis")),
+        ("grows steadily with k ({} at k = 2 to", *lc("trainer_bound", 2, "none", 0.0, "equal_kl")),
+        ("at k = 2 to {} at k = 8 at equal", *lc("trainer_bound", 8, "none", 0.0, "equal_kl")),
+        ("`token_tis`'s barely ({} to", *lc("trainer_bound", 2, "token_tis", 0.0, "equal_kl")),
+        ("to {}), the same direction", *lc("trainer_bound", 8, "token_tis", 0.0, "equal_kl")),
+        ("reach J ≥ 0.9 in {} of the synchronous time", "learning_curves", "learning_curves",
+         lc_shares),
         # one update
         ("The default is {} nats per token", "staleness", "staleness.kl", "{:g}"),
         ("That gives η = {}.", "staleness", "staleness.step", "{:.3f}"),
@@ -826,8 +971,6 @@ QUOTES = {
          "staleness.rows.0.schemes.none.update_kl", "{:.3f}"),
         ("against {} for an uncorrected update at k = 1", "staleness_kl_0.1",
          "staleness.rows.1.schemes.none.update_kl", "{:.3f}"),
-        ("target reward in {} of the synchronous time", "learning_curves", "learning_curves",
-         async_share_range),
         ("it wins everywhere: {}× at k = 1", "staleness_kl_0.1", "staleness.rows",
          lambda rows: exact_speedup(rows, 1, "none")),
         ("at k = 1 and {}× from k = 2 on", "staleness_kl_0.1", "staleness.rows",
@@ -874,28 +1017,46 @@ def length_row(level, i):
             cells)
 
 
-def collapse_row(scheme, level):
-    """A row of the collapse table: the scheme, the level's KL and its three crossings."""
+def length_rmse_row(level, i):
+    """Row i of level `level` of docs/long-responses.md's second table: relative RMSE (none,
+    token_tis, seq_tis, geo mask), cosine (seq, token, token mask), weights below 1e-6 (token
+    mask, seq mask, geo mask), mean ESS (token, token_tis)."""
     path = f"length_sweep.levels.{level}"
+    cells = [("length_sweep", f"{path}.kl", "{:g}"), ("length_sweep", f"{path}.T.{i}", "{:,}")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.rmse.{i}", "{:.3f}")
+              for s in ("none", "token_tis", "seq_tis", "geo_mask")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.cosine.{i}", "{:.2f}")
+              for s in ("seq", "token", "token_mask")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.zero_weight_share.{i}", zero_share)
+              for s in ("token_mask", "seq_mask", "geo_mask")]
+    cells += [("length_sweep", f"{path}.schemes.{s}.ess.{i}", "{:.3g}") for s in ("token", "token_tis")]
+    return "| {} | {} | {} / {} / {} / {} | {} / {} / {} | {} / {} / {} | {} / {} |", cells
+
+
+def collapse_row(scheme, level):
+    """A row of the collapse table: the scheme, the level's KL and its three crossings; seq's
+    ESS crossings from the exact large-batch ESS, the others' with their ends' mean ESS."""
+    path = f"length_sweep.levels.{level}"
+    exact = scheme == "seq"
+    ess = (f"{path}.collapse_exact.seq" if exact else f"{path}.collapse.{scheme}")
     return (f"| {COLLAPSE_ROWS[scheme]} | {{}} | {{}} | {{}} | {{}} |",
             [("length_sweep", f"{path}.kl", "{:g}")]
-            + [("length_sweep", f"{path}.collapse.{scheme}.{key}", collapse_cell)
-               for key in ("ess_share", "ess_floor", "cosine")])
+            + [("length_sweep", f"{ess}.{key}", collapse_cell) for key in ("ess_share", "ess_floor")]
+            + [("length_sweep", f"{path}.collapse.{scheme}.cosine", collapse_cell)])
 
 
 def collapse_cell(c):
     """A crossing as the table says it: "2.05 to 4.1", "≤ 0.16 (the first T)", "none up to
-    16.4"."""
+    16.4"; a sampled ESS crossing with the mean ESS ± SE at its ends, "(unresolved)" if an
+    end lies within 2 SE of the level."""
     if c["at"] is None:
         return f"none up to {c['after']:.3g}"
-    return f"≤ {c['at']:.3g} (the first T)" if c["after"] is None else f"{c['after']:.3g} to {c['at']:.3g}"
-
-
-def crossing_span(levels, scheme):
-    """"2.05 and 4.16": over all levels, the smallest T x KL where the scheme's mean ESS still
-    held 10% of the batch and the largest where it had fallen below."""
-    points = [level["collapse"][scheme]["ess_share"] for level in levels]
-    return f"{min(c['after'] for c in points):.1g} and {max(c['at'] for c in points):.1g}"
+    text = (f"≤ {c['at']:.3g} (the first T)" if c["after"] is None
+            else f"{c['after']:.3g} to {c['at']:.3g}")
+    if "resolved" in c and c["after"] is not None:
+        text += (f" ({c['value_after']:.3g} ± {c['se_after']:.2g} to {c['value_at']:.3g} ± "
+                 f"{c['se_at']:.2g}" + ("" if c["resolved"] else ", unresolved") + ")")
+    return text
 
 
 def lowest_token_ess(levels):
@@ -928,6 +1089,7 @@ TABLE_ROWS = {
         # the two levels of the default run: 8 lengths each (lab.experiments.length_grid)
         *[length_row(level, i) for level in (0, 1) for i in range(8)],
         *[collapse_row(scheme, level) for scheme in COLLAPSE_ROWS for level in (0, 1)],
+        *[length_rmse_row(level, i) for level in (0, 1) for i in range(8)],
     ],
     "docs/gpu-model.md": [
         *[compared_row(name, i) for name, n in COMPARED.items() for i in range(n)],
@@ -948,8 +1110,11 @@ TABLE_ROWS = {
                                   ("implied_peak_tb_s", "implied peak, TB/s", "{:.2f}"))],
     ],
     "docs/staleness.md": [
-        *[learning_row(level, e, i) for level in (0, 1) for e in (0, 1, 2) for i in range(6)],
-        *[grid_row(level, e) for level in (0, 1) for e in (0, 1, 2)],
+        *[lc_table_row(setup, m, k, drop) for setup in ("generation_bound", "trainer_bound")
+          for m in (0.0, 0.6) for k, drop in LC_SETTINGS],
+        *[grid_table_row(m, k, drop) for m in (0.0, 0.6) for k, drop in LC_SETTINGS],
+        *[version_row(step, m) for step in ("equal_kl", "1x") for m in (0.0, 0.6)],
+        *[async_drop_row(step, m) for step in ("equal_kl", "1x") for m in (0.0, 0.6)],
         *[staleness_row(i) for i in range(6)],
         *[gain_row("staleness", i) for i in (0, 1, 2, 5)],
         *[time_row("staleness", i) for i in (0, 1, 2, 5)],
