@@ -174,11 +174,18 @@ class Child:
             self.wait = CALL_LIMIT
 
     def stop(self):
+        """End the child and all it started: its process group, and where there is one the
+        kill cgroup (in the box, the root processes around it too, so its namespace ends)."""
         if self.process is not None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            if os.environ.get("LAB_REMOTE_KILL_CGROUP") and os.geteuid() == 0:
+                try:
+                    student.end_group(os.environ["LAB_REMOTE_KILL_CGROUP"])
+                except OSError as error:
+                    self.log.append(f"could not end the kill cgroup: {error}")
             self.process.wait()
             self.process = None
 
