@@ -231,13 +231,22 @@ def the_student(reports, cgroups):
     made are added to `cgroups` (for the caller to remove whatever happens)."""
     name = child_user()
     entry = pwd.getpwnam(name)
+    env = dict(LAB_REMOTE_USER=name)
+    box, why_not = box_works() if BOX else (None, "AUTOGRADER_BOX=off")
+    if box:
+        env["LAB_REMOTE_BOX"] = str(box)
+        print(f"the child runs in a box ({box.name}): PID and IPC namespaces of its own")
+    else:  # POSIX queues then live here: mounted, /dev/mqueue is one of the places
+        print(f"no box ({why_not}): the child runs in this machine's PID and IPC namespaces; "
+              "its System V objects are found in /proc/sysvipc, its POSIX message queues "
+              f"in /dev/mqueue ({student.mount_queues()})")
     user = student.User(name, student.places(entry.pw_uid, entry.pw_gid))
     user.before = set(user.owned())
     print(f"{name} may write to: {', '.join(user.places)}; owns there already: "
           f"{', '.join(sorted(user.before)) or 'nothing'}")
     places = Path(reports, "places.json")
     places.write_text(json.dumps(dict(places=user.places, before=sorted(user.before))))
-    env = dict(LAB_REMOTE_USER=name, LAB_REMOTE_PLACES=str(places))
+    env["LAB_REMOTE_PLACES"] = str(places)
     cgroup, why_not = student.memory_cgroup(f"lab-grade-{secrets.token_hex(4)}", STUDENT_MEMORY)
     if cgroup:
         cgroups.append(cgroup)
@@ -255,14 +264,6 @@ def the_student(reports, cgroups):
     else:
         print(f"no kill cgroup ({why_not}): the processes of {name} are found by their "
               "real uid and killed one by one")
-    box, why_not = box_works() if BOX else (None, "AUTOGRADER_BOX=off")
-    if box:
-        env["LAB_REMOTE_BOX"] = str(box)
-        print(f"the child runs in a box ({box.name}): PID and IPC namespaces of its own")
-    else:
-        print(f"no box ({why_not}): the child runs in this machine's PID and IPC namespaces; "
-              "its IPC objects are found in /proc/sysvipc (POSIX message queues only where "
-              "/dev/mqueue is mounted)")
     return user, env
 
 
