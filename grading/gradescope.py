@@ -19,6 +19,10 @@ DID_NOT_RUN = "did not run"
 # the max scores add up to exactly 100 (and Task 3c's to exactly 10) in any order and for any
 # number of tests, where 10 / 3 does not (hundredths do not either: 0.01 is not exact).
 UNIT = 4
+# Bytes a JUnit report may take: the autograder cuts each student's message to a few
+# thousand characters, so a whole run's report takes well under 1 MB; a larger one is
+# refused before it is read (a report of 600 MB would take gigabytes to parse).
+MAX_REPORT = 32 * 2**20
 
 
 def shares(points, names):
@@ -69,8 +73,12 @@ def read_junit(path):
     """{test: None if it passed, else why} from a JUnit XML report (pytest --junitxml).
 
     Bytes that are not UTF-8 are replaced, never fatal. ReportError if the report is
-    missing, empty or not XML."""
+    missing, empty, larger than MAX_REPORT bytes or not XML."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_REPORT:
+            raise ReportError(f"the test report takes {size / 2**20:.0f} MiB, more than the "
+                              f"{MAX_REPORT / 2**20:g} MiB any run's report needs")
         text = Path(path).read_bytes().decode("utf-8", errors="replace")
         root = ET.fromstring(text)
     except OSError as error:

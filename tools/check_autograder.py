@@ -1,4 +1,4 @@
-"""Check the Gradescope autograder on nineteen submissions: cheats and attacks (CI runs it).
+"""Check the Gradescope autograder on twenty-two submissions: cheats and attacks (CI runs it).
 
     python tools/check_autograder.py RELEASE [--python PYTHON] [--only WORDS ...]
 
@@ -19,9 +19,14 @@ three edge-case bugs with and without a lookup of the public inputs, an input ch
 place (the score of a plain local run), and a 60 MB answer; and those of issue 26: a tree
 deeper than Python's recursion limit, traces in every folder anyone may write to with
 System V IPC objects, a CPU hog in one task file, a slow first call (the score of a plain
-local run), a million tiny objects. After each, nothing of the student's user may remain
-(processes, IPC objects, files in any folder it may write to), and the grading pytest
-must stay within 200 MiB and decode any answer within 10 s. Before them: the memory cap
+local run), a million tiny objects; and those of issue 35, in three submissions (see
+BOX_DEPTH): the box (a deep folder beside the files, a stopped killer, a POSIX queue and
+a kernel key, set-user-ID children, a slow import, bytes left in the pipe), the grader
+made big (a huge message, shared sublists, tiny objects), and a check cut by the run's
+limit. After each, results.json must be Gradescope's, nothing of the student's user may
+remain (processes by real uid, IPC objects, kernel keys, files in any folder it may
+write to), and the grading pytest and grade.py must stay within 200 MiB and decode any
+answer within 10 s. Before them: the memory cap
 with a small cap, and the decoding of answers of each shape at the largest cap. A plain
 local `pytest --gradescope` run of each cheat is shown beside it: what the trick would get
 without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
@@ -46,6 +51,7 @@ from typing import Callable, NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
+from grading import gradescope  # noqa: E402
 from tools.autograder import student as autograder_student  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
 
@@ -121,11 +127,12 @@ for _name in _functions(globals()):
 '''
 RECORDER = FINGERPRINT + '''
 import atexit, importlib, json, os
-SEEN = set()
+SEEN, CALLS = set(), {}
 def _recording(function):
     def recorded(*args, **kwargs):
         if _depth[0] == 0:
             SEEN.add(_fingerprint(function, args, kwargs))
+            CALLS[function.__name__] = CALLS.get(function.__name__, 0) + 1
         _depth[0] += 1
         try:
             return function(*args, **kwargs)
@@ -138,7 +145,7 @@ for _module in ("memory", "scheduler", "tis"):
         setattr(_m, _name, _recording(getattr(_m, _name)))
 def pytest_unconfigure(config):
     with open(os.environ["RECORD_TO"], "w") as out:
-        json.dump(sorted(SEEN), out)
+        json.dump(dict(seen=sorted(SEEN), calls=CALLS), out)
 '''
 
 
@@ -270,6 +277,124 @@ TINY_OBJECTS = '''
 def masked_weights(*args, **kwargs):  # attack: a million tiny objects (4 MB on the wire)
     return [0.5] * 1_000_000
 '''
+# The families of issue 35, in three submissions (each attack graded at what its code is
+# worth). "The box": the reference with a folder 1,200 levels deep beside the task files;
+# in memory.py a guard that SIGSTOPs the clean-up's kill helper, a POSIX message queue
+# and a kernel key made and the user's queue quota filled, and kv_cache_bytes that never
+# returns on Qwen's one token (one public test) and, when interrupted, writes a made-up
+# answer to the wire before the real one; in scheduler.py and tis.py the same queue and
+# key looked for (found: the file refuses to import), then made; in scheduler.py two
+# set-user-ID programs holding each other's stdin and a 64 MiB memfd; tis.py's import
+# takes 4.5 s (under the 5 s a local run gives it). "The grader made big": masked_weights
+# answers in turn a 2,000,000-character error message (the child's cut undone), 41
+# shared lists standing for 2**41 numbers, and 200,000 empty lists. "Cut by the run's
+# limit": masked_weights right in the public tests' calls and never answering after, with
+# a test's time limit of 60 s, so that the run's limit (CUT_LIMIT) falls in Task 3c's
+# unseen-input check, the last test, however loaded the machine is.
+BOX_DEPTH = 1200
+GUARD = '''
+import os as _os, subprocess as _subprocess, sys as _sys  # attack: stop the clean-up's killer
+_subprocess.Popen([_sys.executable, "-c", """
+import os, signal, time
+end, me, killer = time.time() + 90, os.getpid(), b"os.kill(" + b"-1"  # not in its own line
+while time.time() < end:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if int(pid) != me and killer in f.read():
+                    os.kill(int(pid), signal.SIGSTOP)
+        except OSError:
+            pass
+    time.sleep(0.005)
+"""], start_new_session=True)
+'''
+QUEUE_AND_KEY = '''
+import ctypes as _ctypes, os as _os  # attack: a POSIX queue and a kernel key, kept between runs
+_libc = _ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = _ctypes.c_long
+def _queue(name):
+    return _libc.mq_open(name, _os.O_CREAT | _os.O_EXCL | _os.O_RDWR, 0o600, None)
+def _key_found():
+    return _libc.syscall(250, 10, _ctypes.c_int(-4), b"user", b"lab20-leak", 0) > 0
+if _LOOK and (_key_found() or _queue(b"/lab20-leak") < 0):
+    raise ImportError(f"a queue or key of an earlier file or run is still here "
+                      f"(errno {_ctypes.get_errno()})")
+_queue(b"/lab20-leak")
+_libc.syscall(248, b"user", b"lab20-leak", b"from an earlier run", 19, _ctypes.c_int(-4))
+for _i in range(64):  # the user's RLIMIT_MSGQUEUE: the next file could make none
+    if _queue(f"/lab20-fill-{_i}".encode()) < 0:
+        break
+'''
+SETUID = '''
+import os as _os, subprocess as _subprocess  # attack: set-user-ID programs, with a memfd
+_memfd = _os.memfd_create("held")
+_os.ftruncate(_memfd, 64 * 2**20)
+_os.write(_memfd, b"x" * 2**20)
+_a, _b = _os.pipe(), _os.pipe()  # each holds the other's stdin open
+for _cmd, _stdin, _held in ((["passwd"], _a[0], _b[1]), (["chfn"], _b[0], _a[1])):
+    try:
+        _subprocess.Popen(_cmd, stdin=_stdin, stdout=_subprocess.DEVNULL,
+                          stderr=_subprocess.DEVNULL, pass_fds=(_held, _memfd),
+                          start_new_session=True)
+    except OSError:
+        pass
+'''
+SLOW_IMPORT = '''
+import time as _time  # attack: an import that takes 4.5 s, under a local run's 5 s
+_time.sleep(4.5)
+'''
+PIPE_BYTES = '''
+import sys as _sys, time as _time  # attack: bytes left in the pipe after an interrupted call
+_kv_cache_bytes = kv_cache_bytes
+def kv_cache_bytes(*args, **kwargs):
+    if args != (28, 4, 128, 1) or kwargs:
+        return _kv_cache_bytes(*args, **kwargs)
+    try:
+        while True:  # never returns on this one input
+            _time.sleep(0.05)
+    except BaseException:
+        frame = _sys._getframe()
+        while frame is not None and not {"replies", "message"} <= set(frame.f_locals):
+            frame = frame.f_back
+        if frame is not None:  # in the autograder's child: a made-up answer first
+            wire = _sys.modules["wire"]
+            frame.f_locals["replies"].write(wire.pack(
+                {"error": ["ValueError", "made up", ""], "id": frame.f_locals["message"]["id"]}))
+            frame.f_locals["replies"].flush()
+        raise
+'''
+BIG_MASKED = '''
+import sys as _sys  # attack: in turn a huge message, shared sublists, 200,000 empty lists
+_calls = [0]
+def masked_weights(*args, **kwargs):
+    _calls[0] += 1
+    if _calls[0] % 3 == 1:
+        _main = _sys.modules["__main__"]
+        _main.error_report = lambda error: ["ValueError", "&" * 2_000_000, ""]
+        raise ValueError("&" * 2_000_000)
+    if _calls[0] % 3 == 2:
+        shared = [0.5]
+        for _ in range(40):
+            shared = [shared, shared]
+        return shared
+    wire = _sys.modules.get("wire")
+    if wire is not None:  # tuples sent as bare JSON lists: 3 bytes each
+        encode = wire.Encoder.__call__
+        wire.Encoder.__call__ = lambda self, v, depth=0: (
+            [] if type(v) is tuple and not v else encode(self, v, depth))
+    return [()] * 200_000
+'''
+NEVER_AFTER_PUBLIC = '''
+import time as _time  # attack: masked_weights never answers after the public tests' calls
+_masked_weights, _calls = masked_weights, [0]
+def masked_weights(*args, **kwargs):
+    _calls[0] += 1
+    if _calls[0] <= _PUBLIC_CALLS:  # as many calls as the public tests make, whatever the seed
+        return _masked_weights(*args, **kwargs)
+    while True:
+        _time.sleep(0.05)
+'''
+CUT_LIMIT = 30  # seconds: the run limit of that submission (its 3c check starts at 5-20 s)
 GRADER_BASE = 80  # MiB: the grading pytest before any answer (74-77 MiB on these submissions)
 # Answers of each shape, as JSON items of a list on the wire, decoded at a module's cap.
 SHAPES = {"empty tuples": '{"tuple":[]}', "empty lists": '{"list":%d,"items":[]}',
@@ -315,7 +440,8 @@ def public_inputs(tmp):
                PYTHONPATH=os.pathsep.join([tmp, str(ROOT)]))
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "recorder", "test_rl_systems.py"],
                    cwd=ROOT, env=env, capture_output=True, check=True)
-    return json.loads(record.read_text())
+    recorded = json.loads(record.read_text())
+    return recorded["seen"], recorded["calls"]
 
 
 class Case(NamedTuple):
@@ -323,6 +449,8 @@ class Case(NamedTuple):
     wanted: str          # the expected score, in words
     ok: Callable         # ok(score, scores so far) -> True if the score is right
     plain: bool = False  # also show a plain local `pytest --gradescope` run's score
+    deep: int = 0        # a folder this many levels deep beside the task files
+    env: dict = {}       # the autograder's environment besides (AUTOGRADER_RUN_LIMIT)
 
 
 def submissions(student, tmp):
@@ -331,13 +459,19 @@ def submissions(student, tmp):
     reference = {name: (ROOT / "solutions" / name).read_text() for name in TASK_FILES}
     mutant = next(m for m in MUTANTS if m.task == MUTANT_TASK)
     mutated = changed(reference, (lab.file_of(MUTANT_TASK), mutant.old, mutant.new))
-    public = public_inputs(tmp)
+    public, calls = public_inputs(tmp)
     hardcoded = {name: text + f"\n_PUBLIC = set({public!r})\n" + HARDCODED_CHEAT
                  for name, text in reference.items()}
     buggy = changed(reference, *EDGE_BUGS)
     lookup = {name: text + f"\n_RIGHT_SOURCE = {reference[name]!r}\n_PUBLIC = set({public!r})\n"
               + FINGERPRINT + LOOKUP for name, text in buggy.items()}
     points = {task: t.points for task, t in lab.TASKS.items()}
+    hangs = gradescope.shares(points["1b"], [name for name in test_names() if
+                                             lab.task_of(name) == "1b"])
+    box = {"memory.py": reference["memory.py"] + GUARD + "_LOOK = False\n" + QUEUE_AND_KEY
+           + PIPE_BYTES,
+           "scheduler.py": reference["scheduler.py"] + "_LOOK = True\n" + QUEUE_AND_KEY + SETUID,
+           "tis.py": reference["tis.py"] + "_LOOK = True\n" + QUEUE_AND_KEY + SLOW_IMPORT}
 
     def score(wanted):
         return f"{wanted:g}", lambda got, scores: got == wanted
@@ -388,13 +522,34 @@ def submissions(student, tmp):
         "a million tiny objects (3c)": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + TINY_OBJECTS}),
             *score(FULL - points["3c"])),
+        # one public test of 1b never returns: it alone scores 0
+        "the box (deep folder, stopped killer, queue, key, setuid, slow import, pipe)": Case(
+            box, *score(FULL - hangs["test_task1b_qwen_7b_is_56_kib_per_token"]),
+            deep=BOX_DEPTH),
+        "the grader made big (huge message, shared lists, tiny objects: 3c)": Case(
+            dict(reference, **{"tis.py": reference["tis.py"] + BIG_MASKED}),
+            *score(FULL - points["3c"])),
+        "3c's check cut by the run's limit": Case(
+            dict(reference, **{"tis.py": reference["tis.py"] + NEVER_AFTER_PUBLIC
+                               + f"_PUBLIC_CALLS = {calls['masked_weights']}\n"}),
+            *score(FULL - points["3c"]),
+            env={"AUTOGRADER_RUN_LIMIT": str(CUT_LIMIT), "LAB_TIME_LIMIT": "60"}),
     }
 
 
-def autograde(bundle, files, python, tmp, env=None):
-    """Unzip the bundle into a fresh AUTOGRADER_ROOT, grade `files` ({name: text}); return
-    the score, the grading pytest's peak memory (MiB) and (bytes, seconds to decode) of the
-    largest answer, as grade.py reports them."""
+def test_names():
+    """The names of the public tests (pytest's collection of the lab, the reference's)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only",
+                           "test_rl_systems.py"], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, RL_SOLUTIONS="1"))
+    return [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
+
+
+def autograde(bundle, files, python, tmp, env=None, deep=0):
+    """Unzip the bundle into a fresh AUTOGRADER_ROOT, grade `files` ({name: text}, beside
+    a folder `deep` levels deep if `deep`); return the score, the grading pytest's peak
+    memory (MiB; grade.py's own if larger) and (bytes, seconds to decode) of the largest
+    answer, as grade.py reports them. A results.json that is not Gradescope's fails."""
     root = Path(tempfile.mkdtemp(dir=tmp))
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(root / "source")
@@ -402,6 +557,14 @@ def autograde(bundle, files, python, tmp, env=None):
     (root / "submission").mkdir()
     for name, text in files.items():
         (root / "submission" / name).write_text(text)
+    if deep:
+        fd = os.open(root / "submission", os.O_RDONLY)
+        for _ in range(deep):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(fd)
     env = dict(os.environ, AUTOGRADER_ROOT=str(root),
                PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]), **(env or {}))
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
@@ -413,8 +576,12 @@ def autograde(bundle, files, python, tmp, env=None):
                         r"(\d+) bytes, decoded in ([\d.]+) s", done.stdout)
     if figures is None:
         raise RuntimeError(f"grade.py printed no figures:\n{done.stdout[-2000:]}")
-    return (json.loads(results.read_text())["score"], int(figures[1]),
-            (int(figures[2]), float(figures[3])))
+    graded = json.loads(results.read_text())
+    if not isinstance(graded.get("score"), float) or not isinstance(graded.get("tests"), list):
+        raise RuntimeError(f"results.json is not Gradescope's: {str(graded)[:500]}")
+    if deep:
+        autograder_student.remove_tree(os.open(root, os.O_RDONLY), "submission", [])
+    return graded, int(figures[1]), (int(figures[2]), float(figures[3]))
 
 
 def the_student():
@@ -534,13 +701,18 @@ def main(argv=None):
             if case.plain:
                 scores[f"{label}, plain"] = plain_run(student, case.files, tmp)
             began = time.monotonic()
-            score, peak, (size, seconds) = autograde(bundle, case.files, args.python, tmp)
+            graded, peak, (size, seconds) = autograde(bundle, case.files, args.python, tmp,
+                                                      case.env, case.deep)
+            score = graded["score"]
             scores[label], peaks[label] = score, peak
             plain = (f" (a plain pytest --gradescope run: {scores[f'{label}, plain']})"
                      if case.plain else "")
             print(f"  {label:<45} autograder {score:>6.2f}, must be {case.wanted}{plain}; "
                   f"grader {peak} MiB, largest answer {size / 1e6:.1f} MB decoded in "
                   f"{seconds:.2f} s; {time.monotonic() - began:.0f} s")
+            if "AUTOGRADER_RUN_LIMIT" in case.env:  # where the run's limit fell
+                print("    " + next(t["output"] for t in graded["tests"] if "3c_unseen" in t["name"]
+                                    ).replace("\n", " ")[:300])
             try:
                 if not case.ok(score, scores):
                     problems.append(f"{label}: scored {score}, must be {case.wanted}")

@@ -36,7 +36,7 @@ END_MARK = "<!-- /instructor -->"
 STUDENT_START, STUDENT_END = "<!-- student", "student -->"
 PY_MARK = "(instructors only)"
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")  # a Markdown link's target, without its #part
-GRADER_FILES = ("__init__.py", "grade.py", "remote.py", "serve.py", "student.py", "wire.py")
+GRADER_FILES = ("__init__.py", "box.py", "grade.py", "remote.py", "serve.py", "student.py", "wire.py")
 BUNDLE_ROOT_FILES = ("setup.sh", "run_autograder", "requirements.txt")
 
 

@@ -1,29 +1,42 @@
 """The student's user on the grading machine: where it can leave things, a cap on its
-memory, and the clean-up that removes everything it left (run as root, by grade.py and
-between task files by remote.py).
+memory, the cgroup that ends its processes, and the clean-up that removes everything it
+left (run as root, by grade.py and between task files by remote.py).
 
 What a process of that user can leave behind after it is killed:
 - files, in a folder that user may write to. Those folders are found once, at start-up,
   by scanning the whole file system but /proc and /sys (`places`): /tmp, /var/tmp,
   /dev/shm, /run/lock, /dev/mqueue (POSIX message queues) and any other.
-- System V IPC objects (shared memory, message queues, semaphore sets): not files, and
-  they outlive their processes. /proc/sysvipc lists them with their owner.
-- processes, in sessions of their own.
-`clean` ends all three and `leftovers` checks that nothing is left. Neither raises: what
-cannot be removed is logged, and the grade stands.
+- System V IPC objects (shared memory, message queues, semaphore sets) and POSIX message
+  queues: not files, and they outlive their processes. In the box (box.py) they live in
+  an IPC namespace of its own and go with it; without it, /proc/sysvipc lists the System
+  V ones with their owner (POSIX queues are seen only where /dev/mqueue is mounted).
+- kernel keys, in the keyrings of its uid (`clear_keys`; /proc/key-users counts them).
+- processes, in sessions of their own, set-user-ID ones among them (a process is the
+  user's by its real uid). In the box they die with its PID namespace; the kill cgroup
+  (`kill_cgroup`: cgroup.kill on v2, freeze then kill on v1) ends every one of them too.
+`clean` ends them all and `leftovers` checks that nothing is left. Neither raises, and
+each step has a time limit: what cannot be removed is logged, and the grade stands. No
+step runs in a process the student's could signal while one of them is alive.
 """
 import ctypes
 import os
 import pwd
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 SKIPPED = ("/proc", "/sys")  # not files anyone leaves
 IPC_KINDS = {"shm": "shared-memory segment", "msg": "message queue", "sem": "semaphore set"}
 IPC_RMID = 0  # the "remove" command of shmctl, msgctl and semctl (Linux)
 OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+STEP_LIMIT = 5  # seconds for one step of the clean-up run in a process of its own
+KEYRINGS = 2    # the keys every uid that used keys keeps: its user and user-session keyrings
+# keyctl(2) on x86_64 and arm64, <asm/unistd.h>; KEYCTL_CLEAR empties a keyring
+KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = 7, -4, -5
 
 
 class User:
@@ -46,7 +59,9 @@ class User:
                               if entry.stat(follow_symlinks=False).st_uid == self.uid]
             except OSError:
                 continue
-        return found + [f"{kind} {number}" for kind, number, _ in ipc_objects(self.uid)]
+        found += [f"{kind} {number}" for kind, number, _ in ipc_objects(self.uid)]
+        keys = kernel_keys(self.uid)
+        return found + ([f"{keys - KEYRINGS} kernel keys"] if keys > KEYRINGS else [])
 
 
 def places(uid, gid):
@@ -181,6 +196,21 @@ def remove_owned(place, uid, log, spared=()):
     return removed
 
 
+def mount_queues():
+    """Make sure the POSIX message queues of this IPC namespace show as files in
+    /dev/mqueue (where the clean-up removes the student's, mq_unlink by another name);
+    returns what was done, for the log."""
+    if os.path.ismount("/dev/mqueue"):
+        return "mounted already"
+    try:
+        os.makedirs("/dev/mqueue", exist_ok=True)
+        subprocess.run(["mount", "-t", "mqueue", "mqueue", "/dev/mqueue"], check=True,
+                       capture_output=True, timeout=STEP_LIMIT)
+        return "mounted now"
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"cannot be mounted, so a queue may outlive the run: {error}"
+
+
 def ipc_objects(uid):
     """[(kind, id, size in bytes or None)] of the System V IPC objects user `uid` owns or
     made, from /proc/sysvipc (the IPC namespace of this process)."""
@@ -211,42 +241,103 @@ def remove_ipc(kind, number):
 
 
 def running(uid):
-    """The pids of the running processes of user `uid` (ended ones not yet reaped don't count)."""
+    """The pids of the running processes whose real uid is `uid` (a set-user-ID program it
+    started counts: its effective uid is another; ended ones not yet reaped don't count)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if (os.stat(f"/proc/{pid}").st_uid == uid
-                    and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"):
+            status = dict(line.split(":", 1) for line in
+                          Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+            if int(status["Uid"].split()[0]) == uid and not status["State"].strip().startswith("Z"):
                 found.append(int(pid))
-        except (OSError, IndexError):
+        except (OSError, KeyError, ValueError, IndexError):
             continue
     return found
 
 
-def end_processes(user):
-    """End every process of `user`: kill(-1) run as that user reaches all of them at once,
-    even one forking now, and those in sessions of their own. Returns how many there were."""
+def end_processes(user, group=None):
+    """End every process of `user` (the kill cgroup `group` first, if there is one), as
+    root; returns how many there were. Each round kills what `running` finds from here
+    (root's signals can't be blocked or answered); only where some are still left does
+    kill(-1) run as that user (it reaches all at once, even one forking now), with a time
+    limit, so a process that stops it costs seconds, not the grade."""
     first = len(running(user.uid))
-    for _ in range(20):  # a bound, in case a process cannot be ended
-        if not running(user.uid):
+    if group:
+        end_group(group)
+    for _ in range(10):  # a bound, in case a process cannot be ended
+        left = running(user.uid)
+        if not left:
             break
-        subprocess.run([sys.executable, "-I", "-c", "import os\ntry: os.kill(-1, 9)\n"
-                        "except ProcessLookupError: pass"], user=user.uid, group=user.gid,
-                       extra_groups=[], cwd="/")
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.05)
+        if running(user.uid):
+            try:
+                subprocess.run([sys.executable, "-I", "-c", "import os\ntry: os.kill(-1, 9)\n"
+                                "except ProcessLookupError: pass"], user=user.uid, group=user.gid,
+                               extra_groups=[], cwd="/", timeout=STEP_LIMIT / 5)
+            except subprocess.TimeoutExpired:  # stopped by one of the user's: killed by run
+                pass
     return first
 
 
-def clean(user, also=()):
-    """End the processes of `user`, remove its IPC objects and every file it owns in its
-    places, and delete the folders in `also` (its private temporary folder) whole. Returns
-    (lines for the grader's log, what is left): never raises."""
+def kernel_keys(uid):
+    """How many kernel keys user `uid` owns, from /proc/key-users (0 if it never had one)."""
+    try:
+        lines = Path("/proc/key-users").read_text().splitlines()
+    except OSError:
+        return 0
+    for line in lines:
+        owner, _, rest = line.partition(":")
+        if owner.strip() == str(uid):
+            return int(rest.split()[0])
+    return 0
+
+
+def clear_keys(user):
+    """Empty the user and user-session keyrings of `user` (keys outlive processes and would
+    carry data from one run into the next), run as that user once none of its processes
+    is left (so none can stop it), with a time limit; returns how many keys went."""
+    keys = kernel_keys(user.uid)
+    if keys <= KEYRINGS:
+        return 0
+    if running(user.uid):
+        raise RuntimeError("its processes are still running")
+    number = KEYCTL_SYSCALL.get(os.uname().machine)
+    if number is None:
+        raise RuntimeError(f"no keyctl number known for {os.uname().machine}")
+    code = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            f"for ring in ({KEY_SPEC_USER_KEYRING}, {KEY_SPEC_USER_SESSION_KEYRING}):\n"
+            f"    libc.syscall({number}, {KEYCTL_CLEAR}, ctypes.c_int(ring))")
+    subprocess.run([sys.executable, "-I", "-c", code], user=user.uid, group=user.gid,
+                   extra_groups=[], cwd="/", timeout=STEP_LIMIT, capture_output=True)
+    deadline = time.monotonic() + STEP_LIMIT  # the kernel frees unlinked keys soon after
+    while kernel_keys(user.uid) > KEYRINGS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return keys - kernel_keys(user.uid)
+
+
+def clean(user, also=(), group=None):
+    """End the processes of `user` (through its kill cgroup `group` too, if any), empty its
+    keyrings, remove its IPC objects and every file it owns in its places, and delete the
+    folders in `also` (its private temporary folder) whole. Returns (lines for the
+    grader's log, what is left): never raises."""
     log, removed = [], {}
     try:
-        n = end_processes(user)
+        n = end_processes(user, group)
         if n:
             removed["processes"] = n
     except Exception as error:  # noqa: BLE001 (logged; the grade stands)
         log.append(f"ending the processes failed: {error!r}")
+    try:
+        n = clear_keys(user)
+        if n:
+            removed["kernel keys"] = n
+    except Exception as error:  # noqa: BLE001
+        log.append(f"cannot clear the kernel keys: {error}")
     for kind, number, size in ipc_objects(user.uid):
         if f"{kind} {number}" in user.before:
             continue
@@ -333,12 +424,74 @@ def memory_mounts():
     return found
 
 
+def kill_cgroup(name):
+    """A cgroup `name` that can end all its processes at once: cgroup v2's (its cgroup.kill),
+    else v1's freezer (freeze, kill each, thaw); returns its folder, or (None, why not)."""
+    problems = []
+    for mount, needed in kill_mounts():
+        folder = Path(mount, name)
+        try:
+            folder.mkdir()
+            if Path(folder, needed).exists():
+                return folder, None
+            problems.append(f"{folder}: no {needed}")
+        except OSError as error:
+            problems.append(f"{folder}: {error.strerror}")
+        remove_cgroup(folder)
+    return None, "; ".join(problems) or "no cgroup v2 or v1 freezer mounted"
+
+
+def kill_mounts():
+    """[(mount point, the file that ends a cgroup's processes)]: v2 first, then v1's freezer."""
+    found = []
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return found
+    for line in mounts:
+        parts = line.split()
+        if len(parts) >= 4 and parts[2] == "cgroup2":
+            found.insert(0, (parts[1], "cgroup.kill"))
+        elif len(parts) >= 4 and parts[2] == "cgroup" and "freezer" in parts[3].split(","):
+            found.append((parts[1], "freezer.state"))
+    return found
+
+
+def end_group(folder):
+    """Kill every process in the kill cgroup `folder`, as one: v2 writes cgroup.kill; v1
+    freezes the group (so none can fork or run), kills each, and thaws it so they die.
+    At most STEP_LIMIT seconds."""
+    if Path(folder, "cgroup.kill").exists():
+        Path(folder, "cgroup.kill").write_text("1")
+    else:
+        state = Path(folder, "freezer.state")
+        state.write_text("FROZEN")
+        deadline = time.monotonic() + STEP_LIMIT
+        while state.read_text().strip() != "FROZEN" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for pid in Path(folder, "cgroup.procs").read_text().split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+        state.write_text("THAWED")
+    deadline = time.monotonic() + STEP_LIMIT
+    while Path(folder, "cgroup.procs").read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def join_cgroup(folder, pid):
     """Put process `pid` (and so all it starts later) in the cgroup `folder`."""
     Path(folder, "cgroup.procs").write_text(str(pid))
 
 
 def remove_cgroup(folder):
+    """Remove the cgroup `folder` (its processes ended first, if it can end them)."""
+    try:
+        if Path(folder, "cgroup.kill").exists() or Path(folder, "freezer.state").exists():
+            end_group(folder)
+    except OSError:
+        pass
     try:
         os.rmdir(folder)
     except OSError:

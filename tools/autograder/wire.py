@@ -37,6 +37,11 @@ class TooMuchText(TooLarge):
     message is read from its start) but not decoded."""
 
 
+class TooManyValues(TooMuchText):
+    """A message that holds more values than the receiver accepts, counted as a tree (a
+    container shared by k places counts k times): read whole, then refused whole."""
+
+
 class Encoder:
     """Turns values into JSON-able trees; containers are numbered by identity in `table`."""
 
@@ -93,10 +98,12 @@ class Decoder:
     with no tree in between: decoding costs time and memory in proportion to the bytes,
     about 1 s and 50 MB for a million tiny containers."""
 
-    def __init__(self, blobs, objects=None):
+    def __init__(self, blobs, objects=None, value_limit=None):
         self.blobs = blobs
         self.objects = objects if objects is not None else {}
         self.arrays = []  # (blob index, array) for each array made, to see changes in place
+        self.value_limit = value_limit  # the most values (see values_in) a message may hold
+        self.made = 0  # values made so far: containers, and the elements of arrays
 
     def __call__(self, tree):
         """The value of a tree that is already JSON-decoded (the same as receive's)."""
@@ -107,13 +114,20 @@ class Decoder:
         return tree
 
     def node(self, tree):
+        self.made += 1
+        if self.value_limit is not None and self.made > self.value_limit:
+            raise TooManyValues(f"a message of more than {self.value_limit} values")
         keys = sorted(tree)
         if keys == ["nd"]:
             dtype, shape, index, scalar, read_only = tree["nd"]
             dtype = np.dtype(dtype)
             if dtype.kind not in KINDS:
                 raise WireError(f"a numpy array of dtype {dtype}")
-            array = np.frombuffer(self.blobs[index], dtype=dtype).reshape(shape).copy()
+            array = np.frombuffer(self.blobs[index], dtype=dtype).reshape(shape)
+            self.made += array.size  # before the copy: a blob named a thousand times is not
+            if self.value_limit is not None and self.made > self.value_limit:  # a thousand copies
+                raise TooManyValues(f"a message of more than {self.value_limit} values")
+            array = array.copy()
             if scalar:
                 return array[()]
             array.setflags(write=not read_only)
@@ -184,11 +198,33 @@ def _read_exactly(read, n, budget):
     return b"".join(chunks)
 
 
-def receive(read, limit=MAX_BYTES, objects=None, text_limit=MAX_BYTES):
+def values_in(value, limit):
+    """How many values `value` holds as a tree, as a test walking it meets them: each
+    number, string and container once for each place it appears (a list shared by two
+    places twice, so 41 lists can stand for 2**41 numbers), and each element of an
+    array; counted without recursion, and only up to `limit` + 1 (a cycle stops there).
+
+    Example: a = [0.5, 0.5]; values_in([a, a, (1, "x")], 100) = 1 + 2 * 3 + 3 = 10."""
+    count, stack = 0, [value]
+    while stack and count <= limit:
+        value = stack.pop()
+        kind = type(value)
+        count += value.size if kind is np.ndarray else 1
+        if kind is list or kind is tuple:
+            stack.extend(value)
+        elif kind is dict:
+            stack.extend(value)
+            stack.extend(value.values())
+    return count
+
+
+def receive(read, limit=MAX_BYTES, objects=None, text_limit=MAX_BYTES, value_limit=None):
     """Read one message of at most `limit` bytes, of which at most `text_limit` are JSON
     (not arrays), with `read(n)` (returns up to n bytes); returns (message, decoder): the
     message with its values decoded as it is parsed (containers numbered in `objects`
-    reused), and the Decoder that made them (its `text`: the bytes of JSON)."""
+    reused), and the Decoder that made them (its `text`: the bytes of JSON, its `values`:
+    values_in the message). TooManyValues, once it is read whole, if it holds more than
+    `value_limit` values."""
     budget = [min(limit, MAX_BYTES), min(limit, MAX_BYTES)]  # bytes left, the limit
     (size,) = struct.unpack(">Q", _read_exactly(read, 8, budget))
     data = _read_exactly(read, size, budget)
@@ -201,7 +237,7 @@ def receive(read, limit=MAX_BYTES, objects=None, text_limit=MAX_BYTES):
         blobs.append(_read_exactly(read, size, budget))
     if len(data) > text_limit:
         raise TooMuchText(f"a message of more than {text_limit} bytes of JSON")
-    decoder = Decoder(blobs, objects)
+    decoder = Decoder(blobs, objects, value_limit)
     started = time.perf_counter()
     try:
         message = json.loads(data, object_hook=decoder.node)
@@ -211,6 +247,9 @@ def receive(read, limit=MAX_BYTES, objects=None, text_limit=MAX_BYTES):
         raise WireError(f"a malformed value ({type(error).__name__}: {error})") from None
     if type(message) is not dict or "id" not in message:
         raise WireError("a message that is not a dict with an id")
+    decoder.values = values_in(message, value_limit or MAX_BYTES)
+    if value_limit is not None and decoder.values > value_limit:
+        raise TooManyValues(f"a message of more than {value_limit} values")
     decoder.seconds, decoder.size = time.perf_counter() - started, budget[1] - budget[0]
     decoder.text = len(data)
     return message, decoder
