@@ -12,7 +12,7 @@
 2. Every number README.md or a file of docs/ quotes from a run is listed in that run's
    .toml, under the doc, with the words around it (a table row, all its numbers at once,
    under [rows]); the snapshot's value, formatted as quoted, must appear there in that doc.
-   A number in neither is not checked, so add it when you write it.
+   A number not listed is not checked, so add it when you write it.
 3. The table of Task 3's claims on other draws of the toy (DRAWS_DOC) must hold the counts
    tools/check_draws.py computes now (DRAW_CLAIMS names its rows).
 4. --student-copy: a release's docs must be the ones tools/release.py makes, hold the same
