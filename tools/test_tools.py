@@ -166,3 +166,21 @@ def test_hint_precision_catches_a_wrong_hint(monkeypatch):
     problems = check_release.check_mutants()[0]
     assert any("near miss 'planted: ignores k'" in p and "ignored k" in p for p in problems)
     assert not any("mutant" in p and "Task 2a" in p for p in problems), problems
+
+
+def test_compare_runs_diffs_exactly_and_finds_an_untried_flag():
+    from tools.compare_runs import differences, flag_sets, json_differences, uncovered
+    assert json_differences({"x": [1.0, float("nan")]}, {"x": [1.0, float("nan")]}) == []
+    assert json_differences({"x": [1.0], "y": 1}, {"x": [1.0 + 1e-12], "y": 1.0}) == [
+        "x.0: 1.0 != 1.000000000001", "y: 1 != 1.0"]
+    assert json_differences({"a": 1}, {"b": 1}) == ["top: keys ['a', 'b'] in one only"]
+    run_a = (0, "gain 4.08\n", {"rl_systems.json": b'{"g": 4.08}'}, 1.0)
+    run_b = (0, "gain 4.09\n", {"rl_systems.json": b'{"g": 4.09}'}, 2.0)
+    assert differences(run_a, run_a) == []
+    assert differences(run_a, run_b) == ["output: @@ -1 +1 @@", "output: -gain 4.08",
+                                         "output: +gain 4.09", "rl_systems.json: g: 4.08 != 4.09"]
+    sets = flag_sets(["all"])
+    help_text = ("usage: run.py [-B BATCH] [--new-flag X]\n  -B BATCH, --batch BATCH  B\n"
+                 "  --preset {all}        x\n  --new-flag X          with\n"
+                 "                        --lanes (a wrapped line)\n")
+    assert uncovered(help_text, sets) == ["--new-flag"]
