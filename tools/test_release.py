@@ -21,7 +21,7 @@ from tools import release
 from tools.autograder import wire
 from tools.release import links, student_python, student_text
 from tools.snapshots import (QUOTES, RUNS, ROOT, SNAPSHOTS, TABLE_ROWS, checks, differences,
-                             docs, quote_problems)
+                             docs, quote_problems, quoted, registry)
 
 
 def test_student_text_drops_instructor_parts():
@@ -143,6 +143,35 @@ def test_doc_quotes_hold_the_snapshots_and_catch_a_changed_number():
     for doc, at_least in (("README.md", 2), ("docs/real-systems.md", 2)):
         problems, _ = quote_problems(doc, (ROOT / doc).read_text(), changed)
         assert len(problems) >= at_least and all("4.18" in problem for problem in problems)
+
+
+def test_snapshot_registry_reads_quotes_rows_and_expressions(tmp_path):
+    (tmp_path / "base.toml").write_text(
+        "flags = []\n[quotes]\n'README.md' = [\n  ['{} KiB', 'kv', '= f\"{v / 1024:g}\"'],\n]\n")
+    (tmp_path / "wide.toml").write_text(
+        "flags = ['--wide']\n[rows]\n'docs/x.md' = [\n"
+        "  ['| {} | {} |', ['a.1', '{:.2f}'], ['base', ['p.q', 0], '{}']],\n]\n")
+    runs, quotes, rows = registry(tmp_path)
+    snapshots = {"base": {"kv": 57344, "p.q": [7]}, "wide": {"a": [0, 2.5]}}
+    assert runs == {"base": [], "wide": ["--wide"]}
+    [(words, name, path, fmt)] = quotes["README.md"]
+    assert quoted(words, [(name, path, fmt)], snapshots) == "56 KiB"
+    [(words, cells)] = rows["docs/x.md"]
+    assert quoted(words, cells, snapshots) == "| 2.50 | 7 |"
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("flags = []\n[quotes]\n'README.md' = [['{} and {}', 'a', '{}']]\n",
+     r"base.toml: quote 1 of README.md: '\{\} and \{\}' has 2 \{\} for 1 numbers"),
+    ("flags = []\n[quotes]\n'README.md' = [['{}', 'a']]\n", r"want \[words, path, format\]"),
+    ("flags = []\n[rows]\n'README.md' = [['| {} |', ['other', 'a', '{}']]]\n",
+     r"row 1 of README.md: each cell is \[path, format\] or \[run, path, format\]"),
+    ("[quotes]\n", r"base.toml: has \['quotes'\]; allowed: flags \(required\)"),
+])
+def test_snapshot_registry_refuses_a_malformed_entry(tmp_path, text, problem):
+    (tmp_path / "base.toml").write_text(text)
+    with pytest.raises(ValueError, match=problem):
+        registry(tmp_path)
 
 
 def test_solutions_refused_in_a_copy_without_them(monkeypatch, tmp_path):
