@@ -64,8 +64,8 @@ def run(args, results):
 
 def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
     """The settings of each set-up (its number of lanes, in set_ups): k in STALENESS_KS, then
-    k = 1 with drop_stale, each simulated once for `horizon` updates. Returns (settings, tags (n_traces, horizon, B), times (n_traces,
-    horizon + 1)): each setting a dict with its trace's index `trace` (settings with the
+    k = 1 with drop_stale, each simulated once for `horizon` updates. Returns (settings,
+    tags (n_traces, horizon, B), times (n_traces, horizon + 1)): each setting a dict with its trace's index `trace` (settings with the
     same trace, k = 2, 4, 8 when generation binds, share it)."""
     settings, tags, times = [], [], []
     for lanes in set_ups:
@@ -124,7 +124,7 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
                     trainer_lanes=TRAINER_LANES, horizon=LEARNING_HORIZON,
                     n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET, kl=EQUAL_KL,
                     mismatches=LEARNING_MISMATCHES, C=2.0, noise="student_t"):
-    """Train the toy (lab/training.py) on each setting's simulate trace, in two set-ups:
+    """Train the toy (training.py) on each setting's simulate trace, in two set-ups:
     n_lanes lanes (generation-bound at the defaults: what asynchrony buys) and trainer_lanes
     (more lanes than B: the trainer is the bottleneck, so k = 2, 4, 8 run at one throughput
     and k sets the lag); k in STALENESS_KS and k = 1 with drop_stale; each scheme of

@@ -160,8 +160,9 @@ def bracket(c, values, stderrs, T_kl, level):
         i = T_kl.index(c[end]) if c[end] is not None else None
         ends[f"value_{end}"] = None if i is None else values[i]
         ends[f"se_{end}"] = None if i is None else stderrs[i]
-    resolved = all(ends[f"value_{end}"] is None or
-                   abs(ends[f"value_{end}"] - level) > 2 * ends[f"se_{end}"] for end in ("at", "after"))
+    resolved = all(ends[f"value_{end}"] is None
+                   or abs(ends[f"value_{end}"] - level) > 2 * ends[f"se_{end}"]
+                   for end in ("at", "after"))
     return dict(c, **ends, resolved=resolved)
 
 
@@ -454,7 +455,8 @@ def print_length_level(level, s):
         print(f"    {scheme:<12}" + "".join(f"{collapse_text(c[key]):>18}"
                                             for key in ("ess_share", "ess_floor", "cosine")))
     for scheme, c in level["collapse"].items():
-        for key, label in (("ess_share", "10% of the batch"), ("ess_floor", format(s["ess_floor"], "g"))):
+        for key, label in (("ess_share", "10% of the batch"),
+                           ("ess_floor", format(s["ess_floor"], "g"))):
             ends = [f"{c[key][f'value_{end}']:.3g} +- {c[key][f'se_{end}']:.2g} at "
                     f"{c[key][end]:.3g}" for end in ("after", "at") if c[key][end] is not None]
             if c[key]["at"] is not None and not c[key]["resolved"]:

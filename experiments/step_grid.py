@@ -73,7 +73,8 @@ def step_grid(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
                 b = grid[best[m, s["trace"], j]]
                 cells.append(dict(cell_row(s, scheme, mismatch, float(b), float(b), target,
                                            runs[b], m, j),
-                                  grid=[dict(scale=float(g), **mean_se(runs[g][0][m, s["trace"], j]),
+                                  grid=[dict(scale=float(g),
+                                             **mean_se(runs[g][0][m, s["trace"], j]),
                                              reached=int(runs[g][1][m, s["trace"], j].sum()))
                                         for g in grid]))
     return dict(n_lanes=n_lanes, trainer_lanes=trainer_lanes, B=B, horizon=horizon,
