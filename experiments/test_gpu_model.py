@@ -337,7 +337,7 @@ def test_gpu_length_distribution_has_its_moments():
         pytest.approx(2000)
 
 
-SMALL = dict(name="small", gpus=32, gen_gpus=24, prompts=64, group_size=2, max_len=64,
+SMALL = dict(name="small", gpus=8, gen_gpus=4, prompts=16, group_size=2, max_len=64,
              median_len=10.0, n_steps=100, sync_hours=1.0, async_hours=0.5)
 
 
@@ -366,7 +366,7 @@ def test_gpu_walk_costs_change_the_step_by_their_stated_amount(monkeypatch):
 
 
 def test_gpu_comparison_on_a_small_preset(monkeypatch):
-    """A cluster of 24 one-GPU engines, run end to end with stand-ins: the walk starts at
+    """A cluster of 4 one-GPU engines, run end to end with stand-ins: the walk starts at
     the bound and ends at the prediction, never below the bound; the hours are the seconds
     per step times the steps, the ratios divide by the published numbers."""
     small = PRESETS["areal-1.5b"]._replace(curve=((0, 1e5), (1, 2e5)), **SMALL)
@@ -397,7 +397,7 @@ def test_gpu_colocated_steps_split_into_their_phases(monkeypatch):
     update_actor, the two trainer phases in the ratio 1 : 4 (a forward against forward,
     backward and the checkpointed forward); every published row gets a prediction."""
     small = PRESETS["verl-7b"]._replace(
-        name="small", gpus=32, gen_gpus=16, prompts=16, group_size=2, max_len=64,
+        name="small", gpus=32, gen_gpus=16, prompts=8, group_size=2, max_len=64,
         median_len=10.0, scaling=({16: dict(step=2.0, gen=1.0, old_log_prob=0.2,
                                             update_actor=0.8, hours=1.0),
                                    32: dict(step=1.0, gen=0.5, old_log_prob=0.1,

@@ -15,13 +15,16 @@ which works in three layers, each catching what gets past the one before:
    Windows): this catches code that switched the alarm off.
 3. BACKSTOP seconds after the limit the watchdog gives up on the student's
    code: it reports which piece of code was stuck, saves what can be saved,
-   and ends the process. faulthandler does the same a little later in case
-   even the watchdog cannot run.
+   and ends the process. faulthandler (`last_resort`) does the same a little
+   later in case even the watchdog cannot run: code that holds Python's lock
+   (one long C call, such as sum(range(10**12))) lets no thread but
+   faulthandler's own run.
 
 Inside, os._exit raises StudentExit, so a stray exit fails one test instead of
 ending grading silently. The rest of this file: where an error came from (a
 task file or given code), and writing files whole or not at all.
 """
+import contextlib
 import ctypes
 import faulthandler
 import os
@@ -131,11 +134,15 @@ class time_limit:
     """Run the code inside for at most `limit` seconds (see the module docstring).
 
     `label` names the code for the backstop's message. Without a watchdog only the
-    alarm signal is used (and nothing at all where there is none)."""
+    alarm signal is used (and nothing at all where there is none). With one, the code
+    also runs under its own `last_resort`, unless `last_resort=False` says an enclosing
+    one covers it (grading/plugin.py arms one per test for its three phases: each
+    arming waits for faulthandler's thread to stop, a millisecond on a busy machine)."""
 
-    def __init__(self, label="", watchdog=None, limit=None):
+    def __init__(self, label="", watchdog=None, limit=None, last_resort=True):
         self.label, self.watchdog = label, watchdog
         self.limit = TIME_LIMIT if limit is None else limit
+        self.armed = watchdog is not None and last_resort
 
     def __enter__(self):
         self.alarm = _has_alarm()
@@ -144,8 +151,8 @@ class time_limit:
             signal.setitimer(signal.ITIMER_REAL, self.limit, REFIRE)
         if self.watchdog:
             self.watchdog.enter(self.label, self.limit, self.alarm)
-            faulthandler.dump_traceback_later(self.limit + BACKSTOP + 5, exit=True,
-                                              file=sys.__stderr__)
+        if self.armed:
+            arm_last_resort(self.limit + BACKSTOP + 5)
         os._exit = _refuse_exit
         return self
 
@@ -154,10 +161,29 @@ class time_limit:
         if self.alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self.previous)
-        if self.watchdog:
+        if self.armed:
             faulthandler.cancel_dump_traceback_later()
+        if self.watchdog:
             self.watchdog.leave()
         return False
+
+
+def arm_last_resort(seconds, file=None):
+    """In `seconds`, unless cancelled first (faulthandler.cancel_dump_traceback_later),
+    print every thread's traceback to `file` (a file or a descriptor; sys.__stderr__ if
+    None) and end the process: faulthandler's own thread does it, without Python's lock,
+    so it works when nothing else can (layer 3)."""
+    faulthandler.dump_traceback_later(seconds, exit=True, file=file or sys.__stderr__)
+
+
+@contextlib.contextmanager
+def last_resort(seconds, file=None):
+    """arm_last_resort(seconds, file) for the code inside, cancelled when it ends."""
+    arm_last_resort(seconds, file)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 class shorter_limit:

@@ -110,6 +110,9 @@ def pytest_configure(config):
     config.lab_overran = {}   # task -> (its function, the test) that first ran past the limit
     config.lab_limit = TIME_LIMIT  # the limit of the test phase running now
     config.lab_watchdog = harness.Watchdog(lambda label, seconds: abort(config, label, seconds))
+    # The terminal's stderr for the last resort: while a test runs, pytest points
+    # descriptor 2 at a file of its own, which an ended process never shows.
+    config.lab_stderr = os.dup(2)
 
 
 def pytest_report_header(config):
@@ -170,14 +173,32 @@ def overran(item, error):
                    else f"Task {task}", item.name))
 
 
+def graded_here(item):
+    """True for every test but the tools' own, which run whole pytest sessions
+    (tools/test_harness.py) under limits of their own."""
+    return item.path.parent.name != "tools"
+
+
 def limited(item):
-    """The time limit for one phase of a test: all but the tools' own tests, which run
-    whole pytest sessions (tools/test_harness.py)."""
-    if item.path.parent.name == "tools":
+    """The time limit for one phase of a test (graded_here); the test's last resort
+    (pytest_runtest_protocol) covers all three phases."""
+    if not graded_here(item):
         return contextlib.nullcontext()
     item.lab_limit = limit_of(item)
     item.config.lab_limit = item.lab_limit[0]
-    return time_limit(label(item), item.config.lab_watchdog, item.lab_limit[0])
+    return time_limit(label(item), item.config.lab_watchdog, item.lab_limit[0],
+                      last_resort=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """faulthandler's last resort (grading/harness.py), armed once for the test's setup,
+    call and teardown: each a phase of at most TIME_LIMIT + BACKSTOP seconds."""
+    if not graded_here(item):
+        yield
+        return
+    with harness.last_resort(3 * (TIME_LIMIT + harness.BACKSTOP) + 5, item.config.lab_stderr):
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -297,6 +318,8 @@ def pytest_sessionfinish(session):
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     """A thread the student's code left running would keep Python from exiting: exit anyway."""
+    if hasattr(config, "lab_stderr"):
+        os.close(config.lab_stderr)
     if any(t.is_alive() and not t.daemon for t in threading.enumerate()
            if t is not threading.main_thread()):
         print("Lab 20: your code left a thread running; stopping it.", flush=True)

@@ -55,6 +55,8 @@ def may_start(n_started, n_dropped, version, k, B):
             pass
 """
 IMPORT_LOOP = "\nwhile True:\n    pass\n"
+# One C call that never gives up Python's lock: no alarm handler, no watchdog can run.
+HOLDS_THE_LOCK = "\ndef rl_memory_gb(*args, **kwargs):\n    return sum(range(10**15))\n"
 SLOW_CALL = "\nprint(simulate(16, 32, 1, n_steps=30000))\n"  # a debug call at the bottom
 BARE_ASSERT = "\ndef kv_cache_bytes(*args, **kwargs):\n    assert False\n"
 BARE_RAISE = "\ndef kv_cache_bytes(*args, **kwargs):\n    raise NotImplementedError\n"
@@ -225,6 +227,16 @@ def test_backstop_ends_a_session_that_ignores_the_limit(tmp_path):
     assert len(stuck) == 1 and "ignored" in results["output"]
     assert task_points(tests, "test_task1") == 35
     assert tests["test_task3_best_C_is_inside_the_sweep"][2] == "did not run"
+
+
+def test_last_resort_ends_code_that_holds_the_lock_and_shows_where(tmp_path):
+    """faulthandler's exit, 3 * (1 + 1) + 5 s into the test at LAB_TIME_LIMIT=1, printed to
+    the terminal (not into pytest's capture of descriptor 2): the student's line is named."""
+    dest = lab_copy(tmp_path, memory=HOLDS_THE_LOCK)
+    code, out, seconds = run(dest, "-m", "pytest", "-q", "-k", "task1c")
+    assert code == 1 and 10 < seconds < 30, (code, seconds, out)
+    assert "Timeout (0:00:11)!" in out and "memory.py\", line" in out, out
+    assert "in rl_memory_gb" in out, out
 
 
 # ---------------------------------------------------------------- pytest: scores
