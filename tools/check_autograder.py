@@ -1,6 +1,7 @@
 """Check the Gradescope autograder on twenty-two submissions: cheats and attacks (CI runs it).
 
     python tools/check_autograder.py RELEASE [--python PYTHON] [--only WORDS ...]
+                                             [--part untimed|timed]
 
 RELEASE is a folder tools/release.py wrote. Each submission is graded by the bundle as
 Gradescope would, unzipped into a temporary folder (run_autograder with AUTOGRADER_ROOT):
@@ -32,7 +33,12 @@ local `pytest --gradescope` run of each cheat is shown beside it: what the trick
 without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
 user can run (not under /root). AUTOGRADER_USER, if set, is that user (grade.py ends all
 its processes). --only grades the submissions whose label contains one of WORDS (during
-development). Exits 1 if any outcome is wrong.
+development). --part splits the check in two for CI: `untimed`, the submissions whose
+outcome does not depend on the machine's speed, which CI grades while its other jobs
+run; `timed`, the memory cap, the decoding times and the six submissions that race a
+limit (a CPU hog, a slow first call, the tiny objects, the box with its slow import, the
+grader made big, the check cut by the run's limit), graded with the machine to
+themselves. Exits 1 if any outcome is wrong.
 """
 import argparse
 import json
@@ -95,6 +101,7 @@ class Case(NamedTuple):
     plain: bool = False  # also show a plain local `pytest --gradescope` run's score
     deep: int = 0        # a folder this many levels deep beside the task files
     env: dict = {}       # the autograder's environment besides (AUTOGRADER_RUN_LIMIT)
+    timed: bool = False  # its outcome depends on how fast the machine is (see --part)
 
 
 def submissions(student, tmp):
@@ -159,25 +166,27 @@ def submissions(student, tmp):
         "traces outside the temporary folders, IPC": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + TRACES}), *score(FULL)),
         "a CPU hog in memory.py": Case(
-            dict(reference, **{"memory.py": reference["memory.py"] + CPU_HOG}), *score(FULL)),
+            dict(reference, **{"memory.py": reference["memory.py"] + CPU_HOG}), *score(FULL),
+            timed=True),
         "a slow first call (3a)": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + SLOW_FIRST}), "the plain run's",
-            lambda got, scores: got == scores["a slow first call (3a), plain"], plain=True),
+            lambda got, scores: got == scores["a slow first call (3a), plain"], plain=True,
+            timed=True),
         "a million tiny objects (3c)": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + TINY_OBJECTS}),
-            *score(FULL - points["3c"])),
+            *score(FULL - points["3c"]), timed=True),
         # one public test of 1b never returns: it alone scores 0
         "the box (deep folder, stopped killer, queue, key, setuid, slow import, pipe)": Case(
             box, *score(FULL - hangs["test_task1b_qwen_7b_is_56_kib_per_token"]),
-            deep=BOX_DEPTH),
+            deep=BOX_DEPTH, timed=True),
         "the grader made big (huge message, shared lists, tiny objects: 3c)": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + BIG_MASKED}),
-            *score(FULL - points["3c"])),
+            *score(FULL - points["3c"]), timed=True),
         "3c's check cut by the run's limit": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + NEVER_AFTER_PUBLIC
                                + f"_PUBLIC_CALLS = {calls['masked_weights']}\n"}),
             *score(FULL - points["3c"]),
-            env={"AUTOGRADER_RUN_LIMIT": str(CUT_LIMIT), "LAB_TIME_LIMIT": "60"}),
+            env={"AUTOGRADER_RUN_LIMIT": str(CUT_LIMIT), "LAB_TIME_LIMIT": "60"}, timed=True),
     }
 
 
@@ -317,6 +326,18 @@ def plain_run(student, files, tmp):
         return None
 
 
+def check_caps(user, python):
+    """Print the memory cap's and the decoding's figures; return their problems."""
+    problem, seen = check_memory_cap(user, python)
+    print(f"  the memory cap on the student's user: {seen}")
+    cap = max(remote_answer_limits().values())
+    found, lines = check_decoding(cap)
+    print(f"  decoding an answer of {cap / 2**20:g} MiB (the largest cap) in the grader, by shape:"
+          f"\n    {'shape':<20} {'objects':>9} {'time':>9} {'memory added':>10}")
+    print("\n".join("    " + line for line in lines))
+    return ([problem] if problem else []) + found
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("release", type=Path, help="a folder tools/release.py wrote")
@@ -324,23 +345,22 @@ def main(argv=None):
                         help="the Python that runs the bundle (python3 on PATH in run_autograder)")
     parser.add_argument("--only", metavar="WORDS", nargs="+",
                         help="grade only the submissions whose label contains one of WORDS")
+    parser.add_argument("--part", choices=("untimed", "timed"),
+                        help="untimed: only the submissions whose outcome does not depend on "
+                             "the machine's speed (CI grades them while other jobs run); "
+                             "timed: the memory cap, the decoding times and the rest")
     args = parser.parse_args(argv)
     bundle, student = args.release / "autograder.zip", args.release / "student"
     problems, scores, peaks, start = [], {}, {}, time.monotonic()
     user = the_student()
-    problem, seen = check_memory_cap(user, args.python)
-    print(f"  the memory cap on the student's user: {seen}")
-    problems += [problem] if problem else []
-    cap = max(remote_answer_limits().values())
-    found, lines = check_decoding(cap)
-    print(f"  decoding an answer of {cap / 2**20:g} MiB (the largest cap) in the grader, by shape:"
-          f"\n    {'shape':<20} {'objects':>9} {'time':>9} {'memory added':>10}")
-    print("\n".join("    " + line for line in lines))
-    problems += found
+    if args.part != "untimed":
+        problems += check_caps(user, args.python)
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp).chmod(0o755)  # the unprivileged user reads the work folders below it
         for label, case in submissions(student, tmp).items():
             if args.only and not any(words in label for words in args.only):
+                continue
+            if args.part and case.timed != (args.part == "timed"):
                 continue
             if case.plain:
                 scores[f"{label}, plain"] = plain_run(student, case.files, tmp)
