@@ -72,8 +72,9 @@ def lab_copy(tmp_path, **files):
     """A copy of the lab in tmp_path with the stubs, and each files[module] (a text appended
     to the reference, or None for the reference itself) as that student file."""
     dest = tmp_path / "lab20"
+    # (not the quick start's .venv either: in CI's copy it is a 200 MB folder)
     shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
-        ".git", "__pycache__", "rl_systems.*", "*.egg-info", "build"))
+        ".git", ".venv", "__pycache__", "rl_systems.*", "*.egg-info", "build"))
     for module, extra in files.items():
         source = (ROOT / "solutions" / f"{module}.py").read_text()
         (dest / f"{module}.py").write_text(source + "\nimport time\n" + (extra or ""))
