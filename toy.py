@@ -185,7 +185,7 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
     A response with reward 0 gives g(y) = 0, so only the rewarded ones matter.
     """
     logp_sampler = token_logprobs(sampler_logits)
-    q = np.exp(logp_sampler.sum(axis=1))  # pi_sampler(y), the sampling probability
+    q = np.exp(logp_sampler[REWARDED].sum(axis=1))  # pi_sampler(y) of each rewarded y
     weights = np.asarray(importance_weights(LOGP_TRAIN, logp_sampler, scheme, C), dtype=float)
 
     def estimate(batch):  # pg_estimate on the responses with these indices
@@ -200,7 +200,7 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
             f"pg_estimate (Task 3b) on {N_COPIES} copies of one response gave "
             f"{np.linalg.norm(copies) / np.linalg.norm(one):.4g} times that response's own "
             "estimate; it must average over the batch (divide by N), not sum")
-    return q[REWARDED], one_response_estimates(pg_estimate, weights)
+    return q, one_response_estimates(pg_estimate, weights)
 
 
 # ---------------------------------------------------------------- shared by the experiments
