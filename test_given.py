@@ -185,7 +185,8 @@ def test_toy_checks_averaging_on_a_few_copies():
 
 
 def test_toy_is_a_distribution():
-    assert toy.SEQUENCES.shape == (4096, toy.T) and len(set(map(tuple, toy.SEQUENCES))) == 4096
+    assert toy.SEQUENCES.shape == (4096, toy.T)
+    assert len(set(map(tuple, toy.SEQUENCES.tolist()))) == 4096  # tolist: numpy ints hash slowly
     for noise in toy.NOISES:
         for mismatch in (0.0, 0.6):
             total = toy.sequence_probs(toy.THETA + mismatch * toy.PERTURBATIONS[noise]).sum()
@@ -202,8 +203,9 @@ def test_toy_gradients_match_finite_differences():
         down = toy.token_logprobs(toy.THETA - step.reshape(toy.THETA.shape))
         numeric = (up - down)[rows] / (2 * eps)
         assert np.allclose(toy.GRAD_LOGP[rows, :, d], numeric, atol=1e-6)
-        j_up = toy.sequence_probs(toy.THETA + step.reshape(toy.THETA.shape)) @ toy.REWARDS
-        j_down = toy.sequence_probs(toy.THETA - step.reshape(toy.THETA.shape)) @ toy.REWARDS
+        # J from the log-probabilities above (sequence_probs would work them out again)
+        j_up = np.exp(up.sum(axis=1)) @ toy.REWARDS
+        j_down = np.exp(down.sum(axis=1)) @ toy.REWARDS
         assert abs(toy.TRUE_GRAD[d] - (j_up - j_down) / (2 * eps)) < 1e-6
 
 
@@ -278,19 +280,19 @@ class StandInScheduler:
 
 
 def test_core_reports_the_lag_tail():
-    keep = StandInScheduler.simulate(16, 32, 1, n_steps=40)
+    keep = StandInScheduler.simulate(16, 32, 1, n_steps=20)
     lags = sorted(r["lag"] for r in keep["trace"] if r["lag"] is not None)
     assert keep["max_lag"] == lags[-1] > 1, "k = 1 bounds admission, not lag: the tail exceeds k"
     assert keep["lag_p95"] == lags[math.ceil(0.95 * len(lags)) - 1]
     assert keep["lag_p95"] <= keep["max_lag"]
-    drop = StandInScheduler.simulate(16, 32, 1, n_steps=40, drop_stale=True)
+    drop = StandInScheduler.simulate(16, 32, 1, n_steps=20, drop_stale=True)
     assert drop["max_lag"] <= 1, "dropping stale responses keeps every trained lag <= k"
 
 
 def test_core_records_the_updates():
     for k in (0, 1, 3):
-        r = StandInScheduler.simulate(8, 16, k, n_steps=30, train_time=0.7)
-        assert len(r["updates"]) == 30, "one update per version reached"
+        r = StandInScheduler.simulate(8, 16, k, n_steps=10, train_time=0.7)
+        assert len(r["updates"]) == 10, "one update per version reached"
         for start, end in r["updates"]:
             assert end - start == pytest.approx(0.7)
         for (_, end), (start, _) in zip(r["updates"], r["updates"][1:]):
@@ -300,13 +302,13 @@ def test_core_records_the_updates():
 
 def test_assign_lanes_never_overlaps_and_uses_at_most_n_lanes():
     for k, n_lanes in ((0, 16), (1, 16), (2, 5)):
-        trace = StandInScheduler.simulate(n_lanes, 32, k, n_steps=40)["trace"]
+        trace = StandInScheduler.simulate(n_lanes, 32, k, n_steps=10)["trace"]
         lanes = assign_lanes(trace)
         assert len(lanes) == len(trace) and max(lanes) < n_lanes
-        for lane in set(lanes):
-            spans = [(r["start"], r["end"]) for r, x in zip(trace, lanes) if x == lane]
-            for (_, end), (start, _) in zip(spans, spans[1:]):
-                assert end <= start, f"two responses overlap on lane {lane}"
+        ends = {}  # each lane's last end so far (the trace is in start order)
+        for r, lane in zip(trace, lanes):
+            assert ends.get(lane, 0.0) <= r["start"], f"two responses overlap on lane {lane}"
+            ends[lane] = r["end"]
     assert assign_lanes([dict(start=0, end=1), dict(start=0, end=2), dict(start=1, end=3)]) == [0, 1, 0]
 
 
@@ -338,7 +340,7 @@ def test_a_hint_that_cannot_be_checked_is_not_shown():
     assert TOY_MISTAKES.hint(fails) == ""
     # the same task with a shorter limit: here it only ever cuts the loop short
     quick = KnownMistakes(TOY_MISTAKES.right, TOY_MISTAKES.mistakes, TOY_MISTAKES.probes,
-                          limit=0.02)
+                          limit=0.005)
     start = time.monotonic()
     assert quick.hint(loops) == ""
     assert time.monotonic() - start < 0.5, "the probe outlived its limit"

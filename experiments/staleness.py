@@ -63,13 +63,14 @@ def staleness_sweep(scheduler, tis, n_lanes, B, ks=STALENESS_KS, n_steps=200, tr
     estimates = {scheme: staleness_maths.lag_estimates(tis.importance_weights, tis.pg_estimate,
                                                  scheme, versions, mismatch, C, noise)
                  for scheme in STALENESS_SCHEMES}
+    moments = {scheme: staleness_maths.lag_moments(estimates[scheme], H)  # the same in every row
+               for scheme in STALENESS_SCHEMES}
     rows = []
     for (k, drop), r, c in zip(settings, runs, counts):
         row = dict(k=k, drop_stale=drop, throughput=r["throughput"], mean_lag=r["mean_lag"],
                    lag_p95=r["lag_p95"], max_lag=r["max_lag"], schemes={})
         for scheme in STALENESS_SCHEMES:
-            stats = staleness_maths.staleness_stats(
-                staleness_maths.lag_moments(estimates[scheme], H), c, step, H)
+            stats = staleness_maths.staleness_stats(moments[scheme], c, step, H)
             stats |= staleness_maths.exact_gain_stats(estimates[scheme], c, step, H, n_batches)
             per_update = r["throughput"] / B  # updates per time unit
             stats["gain_per_time"] = stats["gain_per_update"] * per_update

@@ -116,9 +116,11 @@ def policy_versions(step, n_back):
     """[theta_v, theta_{v-1}, ..., theta_{v-n_back}]: theta_v = THETA, and each older one
     is one exact gradient step back, theta_{j-1} = theta_j - step * grad J(theta_j)."""
     versions = [toy.THETA]
-    for _ in range(n_back):
+    for back in range(n_back):
         theta = versions[-1]
-        versions.append(theta - step * reward_gradient(theta).reshape(theta.shape))
+        # at THETA grad J is toy.TRUE_GRAD, the same sum number for number: not worked out again
+        gradient = toy.TRUE_GRAD if back == 0 else reward_gradient(theta)
+        versions.append(theta - step * gradient.reshape(theta.shape))
     return versions
 
 

@@ -116,8 +116,8 @@ def test_gpu_model_is_the_lane_model_in_the_degenerate_case(k, drop_stale, take)
     """S = 1, no KV term, no overhead, a step of 1.0, groups of 1, no cap, a constant
     update time: every time, tag and lag is the lane model's on the same lengths."""
     lengths = np.ceil(np.random.default_rng(5).lognormal(1.0, 1.25, 5000)).astype(int).tolist()
-    lanes = run_simulation(6, 4, k, 40, 7.0, iter(map(float, lengths)), admit, take, drop_stale)
-    gpus = run_gpu_simulation(6, 1, 4, k, 40, 1, Step(1.0, 0.0), Linear(7.0, 0.0),
+    lanes = run_simulation(6, 4, k, 10, 7.0, iter(map(float, lengths)), admit, take, drop_stale)
+    gpus = run_gpu_simulation(6, 1, 4, k, 10, 1, Step(1.0, 0.0), Linear(7.0, 0.0),
                               iter(lengths), admit, take, drop_stale=drop_stale)
     assert gpus["time"] == lanes["time"] and gpus["updates"] == lanes["updates"]
     n = len(gpus["groups"])
@@ -326,8 +326,9 @@ def test_gpu_length_distribution_has_its_moments():
     """Lengths: lognormal(median, sigma) cut at the cap; capped_moment is E[min(X, cap)^r]
     (checked on 100,000 draws for r = 1, 2), median_for_mean inverts r = 1."""
     preset = PRESETS["areal-1.5b"]
-    draws = np.array(list(itertools.islice(lengths(preset), 100_000)), float)
-    assert np.median(draws) == pytest.approx(preset.median_len, rel=0.03)
+    draws = np.fromiter(itertools.islice(lengths(preset), 100_000), float)
+    # the middle draw: the first np.median imports numpy.ma, some 14 ms
+    assert np.partition(draws, 50_000)[50_000] == pytest.approx(preset.median_len, rel=0.03)
     assert draws.max() == preset.max_len
     assert np.mean(draws == preset.max_len) == pytest.approx(0.05, abs=0.003)
     for r in (1, 2):
@@ -337,7 +338,7 @@ def test_gpu_length_distribution_has_its_moments():
         pytest.approx(2000)
 
 
-SMALL = dict(name="small", gpus=8, gen_gpus=4, prompts=16, group_size=2, max_len=64,
+SMALL = dict(name="small", gpus=8, gen_gpus=4, prompts=8, group_size=2, max_len=64,
              median_len=10.0, n_steps=100, sync_hours=1.0, async_hours=0.5)
 
 
@@ -397,7 +398,7 @@ def test_gpu_colocated_steps_split_into_their_phases(monkeypatch):
     update_actor, the two trainer phases in the ratio 1 : 4 (a forward against forward,
     backward and the checkpointed forward); every published row gets a prediction."""
     small = PRESETS["verl-7b"]._replace(
-        name="small", gpus=32, gen_gpus=16, prompts=8, group_size=2, max_len=64,
+        name="small", gpus=32, gen_gpus=16, prompts=4, group_size=2, max_len=64,
         median_len=10.0, scaling=({16: dict(step=2.0, gen=1.0, old_log_prob=0.2,
                                             update_actor=0.8, hours=1.0),
                                    32: dict(step=1.0, gen=0.5, old_log_prob=0.1,
