@@ -17,7 +17,7 @@ which works in three layers, each catching what gets past the one before:
    code: it reports which piece of code was stuck, saves what can be saved,
    and ends the process. faulthandler (`last_resort`) does the same a little
    later in case even the watchdog cannot run: code that holds Python's lock
-   (one long C call, such as sum(range(10**12))) lets no thread but
+   (one long C call, such as sum(range(10**15))) lets no thread but
    faulthandler's own run.
 
 Inside, os._exit raises StudentExit, so a stray exit fails one test instead of

@@ -178,16 +178,16 @@ def overran(item, error):
                    else f"Task {task}", item.name))
 
 
-def graded_here(item):
+def under_limits(item):
     """True for every test but the tools' own, which run whole pytest sessions
     (tools/test_harness.py) under limits of their own."""
     return item.path.parent.name != "tools"
 
 
 def limited(item):
-    """The time limit for one phase of a test (graded_here); the test's last resort
+    """The time limit for one phase of a test (under_limits); the test's last resort
     (pytest_runtest_protocol) covers all three phases."""
-    if not graded_here(item):
+    if not under_limits(item):
         return contextlib.nullcontext()
     item.lab_limit = limit_of(item)
     item.config.lab_limit = item.lab_limit[0]
@@ -199,7 +199,7 @@ def limited(item):
 def pytest_runtest_protocol(item, nextitem):
     """faulthandler's last resort (grading/harness.py), armed once for the test's setup,
     call and teardown: each a phase of at most TIME_LIMIT + BACKSTOP seconds."""
-    if not graded_here(item):
+    if not under_limits(item):
         yield
         return
     with harness.last_resort(3 * (TIME_LIMIT + harness.BACKSTOP) + 5, item.config.lab_stderr):
