@@ -400,26 +400,29 @@ def memory_cgroup(name, cap):
     return None, "; ".join(problems) or "no memory cgroup mounted"
 
 
+def cgroup_mounts():
+    """[(mount point, "cgroup2" or "cgroup", its mount options)] of the cgroup file systems
+    in /proc/self/mounts, in its order; [] where it cannot be read."""
+    try:
+        mounts = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
+    except OSError:
+        return []
+    return [(parts[1], parts[2], parts[3].split(",")) for parts in mounts
+            if len(parts) >= 4 and parts[2] in ("cgroup2", "cgroup")]
+
+
 def memory_mounts():
     """[(mount point, the file of its memory limit)]: cgroup v2 where its memory controller is
     on, then v1's memory hierarchy."""
     found = []
-    try:
-        mounts = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return found
-    for line in mounts:
-        parts = line.split()
-        if len(parts) < 4:
-            continue
-        point, kind, options = parts[1], parts[2], parts[3].split(",")
+    for point, kind, options in cgroup_mounts():
         if kind == "cgroup2":
             try:
                 if "memory" in Path(point, "cgroup.subtree_control").read_text().split():
                     found.insert(0, (point, "memory.max"))
             except OSError:
                 continue
-        elif kind == "cgroup" and "memory" in options:
+        elif "memory" in options:
             found.append((point, "memory.limit_in_bytes"))
     return found
 
@@ -444,16 +447,11 @@ def kill_cgroup(name):
 def kill_mounts():
     """[(mount point, the file that ends a cgroup's processes)]: v2 first, then v1's freezer."""
     found = []
-    try:
-        mounts = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return found
-    for line in mounts:
-        parts = line.split()
-        if len(parts) >= 4 and parts[2] == "cgroup2":
-            found.insert(0, (parts[1], "cgroup.kill"))
-        elif len(parts) >= 4 and parts[2] == "cgroup" and "freezer" in parts[3].split(","):
-            found.append((parts[1], "freezer.state"))
+    for point, kind, options in cgroup_mounts():
+        if kind == "cgroup2":
+            found.insert(0, (point, "cgroup.kill"))
+        elif "freezer" in options:
+            found.append((point, "freezer.state"))
     return found
 
 
