@@ -227,11 +227,8 @@ def show(c):
         f"(one exact-gradient step of {c['step_kl']:g} nats/token at THETA). Time to the "
         f"target, mean +- SE; (n) = seeds that reached it, if not all (the others count at "
         f"their last update: a lower bound)")
-    for name, rows in (("generation-bound", c["generation_bound"]),
-                       ("trainer-bound", c["trainer_bound"])):
-        for mismatch in c["mismatches"]:
-            print_learning_table(c, [r for r in rows if r["mismatch"] == mismatch],
-                                 f"{rows[0]['lanes']} lanes ({name}), engine mismatch {mismatch:g}")
+    for title, rows in set_up_tables(c):
+        print_learning_table(c, rows, title)
     say("  paired differences over the same seeds (time units; * = beyond 2 SE):")
     for d in c["costs"]:
         say(f"  mismatch {d['mismatch']:g}, step {d['step']}: one more version at "
@@ -240,6 +237,18 @@ def show(c):
             + f"; k = 1 - k = 0 at {c['n_lanes']} lanes: " + paired_cells(d["asynchrony"])
             + "".join(f"; dropping - keeping at k = 1, {lanes} lanes: " + paired_cells(drop)
                       for lanes, drop in d["drop"].items()))
+
+
+def set_up_tables(c):
+    """(title, rows) for each set-up and engine mismatch with rows in `c` (learning_curves's
+    or --step-grid's results), in print order: "16 lanes (generation-bound), engine
+    mismatch 0" and its cells."""
+    for name, key in (("generation-bound", "generation_bound"),
+                      ("trainer-bound", "trainer_bound")):
+        for mismatch in c["mismatches"]:
+            rows = [r for r in c[key] if r["mismatch"] == mismatch]
+            if rows:  # (--step-grid may leave a set-up out)
+                yield f"{rows[0]['lanes']} lanes ({name}), engine mismatch {mismatch:g}", rows
 
 
 def print_learning_table(c, rows, title):

@@ -12,7 +12,7 @@ import toy
 from experiments import staleness_maths, training
 from experiments.learning_curves import (LEARNING_MISMATCHES, LEARNING_SEED, LEARNING_TARGET,
                                          TRAINER_LANES, cell_row, learning_settings, mean_se,
-                                         rows_key, time_cell, train_cells)
+                                         rows_key, set_up_tables, time_cell, train_cells)
 from experiments.part2_scheduling import simulation_work
 from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
@@ -91,17 +91,12 @@ def show(g):
         f"a larger one on both sides);\n  time to J >= {g['target']:g}, mean +- SE over "
         f"{g['n_seeds']} seeds (up to {g['horizon']} updates); best scale of each cell in "
         f"brackets")
-    for name, rows in (("generation-bound", g["generation_bound"]),
-                       ("trainer-bound", g["trainer_bound"])):
-        for mismatch in g["mismatches"]:
-            mine = [r for r in rows if r["mismatch"] == mismatch]
-            if not mine:  # a set-up the grid did not run
-                continue
-            print(f"  {mine[0]['lanes']} lanes ({name}), engine mismatch {mismatch:g}:")
-            print(f"  {'k':>8}" + "".join(f"{n:>28}" for n in g["schemes"]))
-            for i in range(0, len(mine), len(g["schemes"])):
-                cells = [f"{time_cell(r)} [{r['scale']:g}x]" for r in mine[i:i + len(g['schemes'])]]
-                print(f"  {row_name(mine[i]):>8}" + "".join(f"{cell:>28}" for cell in cells))
+    for title, rows in set_up_tables(g):
+        print(f"  {title}:")
+        print(f"  {'k':>8}" + "".join(f"{n:>28}" for n in g["schemes"]))
+        for i in range(0, len(rows), len(g["schemes"])):
+            cells = [f"{time_cell(r)} [{r['scale']:g}x]" for r in rows[i:i + len(g['schemes'])]]
+            print(f"  {row_name(rows[i]):>8}" + "".join(f"{cell:>28}" for cell in cells))
 
 
 def draw(results, path):
