@@ -59,7 +59,8 @@ def results(tests, failures, locked=None, checks=None, details="after_due_date",
     A test's max_score is its share of its task's points (`shares`). An extra-credit
     test has max_score 0 and scores its share when it passes. Entries come in task order,
     numbered "1a.1", "1a.2", ...; the report's `output` (Markdown) holds the notes and a
-    table of each task's tests passed and points, and extra_data["tasks"] its points.
+    table of each task's tests passed and points; extra_data holds each task's points
+    ("tasks") and the notes (for tools/grade_all.py).
     """
     if details not in VISIBILITIES:
         raise ValueError(f"details must be one of {VISIBILITIES}, got {details!r}")
@@ -84,7 +85,8 @@ def results(tests, failures, locked=None, checks=None, details="after_due_date",
     score = sum(t["score"] for t in out)  # exact: quarters
     return dict(score=score, output=summary(rows, notes, bool(checks)), output_format="md",
                 visibility="visible", stdout_visibility="hidden",
-                extra_data=dict(tasks={row.task: row.score for row in rows}), tests=out)
+                extra_data=dict(tasks={row.task: row.score for row in rows}, notes=list(notes)),
+                tests=out)
 
 
 class Row(NamedTuple):
@@ -156,7 +158,8 @@ def summary(rows, notes, checked):
     for row in rows:
         lines.append(f"| {row.task}{' (extra credit)' if row.extra else ''} | {row.what} | "
                      f"{lab.file_of(row.task)} | {row.passed} of {row.tests} | "
-                     + (f"{row.unseen} | " if checked else "") + f"{row.score:g} of {row.points:g} |")
+                     + (f"{row.unseen} | " if checked else "")
+                     + f"{row.score:g} of {row.points:g} |")
     if checked:
         lines += ["", "Each task is also checked on inputs the public tests don't use: its "
                   "points count only when that check passes too."]

@@ -32,13 +32,14 @@ with a small cap, and the decoding of answers of each shape at the largest cap. 
 local `pytest --gradescope` run of each cheat is shown beside it: what the trick would get
 without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
 user can run (not under /root). AUTOGRADER_USER, if set, is that user (grade.py ends all
-its processes; a second check or grading as the same user at once is refused). --only grades the submissions whose label contains one of WORDS (during
-development). --part splits the check in two for CI: `untimed`, the submissions whose
-outcome does not depend on the machine's speed, which CI grades while its other jobs
-run; `timed`, the memory cap, the decoding times and the six submissions that race a
-limit (a CPU hog, a slow first call, the tiny objects, the box with its slow import, the
-grader made big, the check cut by the run's limit), graded with the machine to
-themselves. Exits 1 if any outcome is wrong.
+its processes; a second check or grading as the same user at once is refused). --only
+grades the submissions whose label contains one of WORDS (during development). --part
+splits the check in two for CI: `untimed`, the submissions whose outcome does not depend
+on the machine's speed, which CI grades while its other jobs run; `timed`, the memory
+cap, the decoding times and the six submissions that race a limit (a CPU hog, a slow
+first call, the tiny objects, the box with its slow import, the grader made big, the
+check cut by the run's limit), graded with the machine to themselves. Exits 1 if any
+outcome is wrong.
 """
 import argparse
 import json
