@@ -163,7 +163,8 @@ def summary(rows, notes, checked):
     if checked:
         lines += ["", "Each task is also checked on inputs the public tests don't use: its "
                   "points count only when that check passes too."]
-    return "\n\n".join([*notes, "\n".join(lines)])
+    shown = [note if "\n" not in note else f"```\n{note}\n```" for note in notes]  # a log, as is
+    return "\n\n".join([*shown, "\n".join(lines)])
 
 
 def read_junit(path):

@@ -1,6 +1,7 @@
 """Grade a folder of submissions with the Gradescope bundle into one CSV (for instructors).
 
-    sudo python tools/grade_all.py SUBMISSIONS OUT.csv [--bundle autograder.zip] [--python PYTHON]
+    sudo python tools/grade_all.py SUBMISSIONS OUT.csv [--bundle autograder.zip]
+                                   [--python PYTHON] [--fresh-seed SEED]
 
 SUBMISSIONS holds one entry per submission: a folder, or a .zip of one. Each is graded
 by the bundle as Gradescope grades it (its run_autograder, in a fresh AUTOGRADER_ROOT), one
@@ -20,8 +21,12 @@ OUT.csv gets one row per submission as soon as it is graded: its name, each task
 cut short) and `not graded`: why it could not be graded, empty when it was. A broken or
 hostile submission is one row, never the end of the run. An interrupted run resumes: the
 rows already in OUT.csv are kept and their submissions skipped (delete a row to grade it
-again). Exit status 0 when every submission was graded, 1 if some could not be, 2 when
-the run is refused (not root, no such user, a second grading as that user).
+again). The fresh run's seed is random for each submission, as on Gradescope, so a
+submission whose bug shows on some random inputs only can score differently from one
+grading to the next; --fresh-seed SEED grades every one with the same fresh inputs, and
+grades it the same again. Exit status 0 when every submission was graded, 1 if some
+could not be, 2 when the run is refused (not root, no such user, a second grading as
+that user).
 """
 import argparse
 import csv
@@ -145,12 +150,14 @@ def unpack(archive, dest):
         raise NotGraded(f"the zip cannot be read ({type(error).__name__}: {error})") from None
 
 
-def run_bundle(root, python, lock, user):
+def run_bundle(root, python, lock, user, seed):
     """run_autograder in AUTOGRADER_ROOT `root`; its results.json. Ctrl-C (or GRADING_LIMIT)
     stops it as a terminal's Ctrl-C would, so that grade.py cleans up, then re-raises."""
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_USER=user,
                PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]))
     env[student.LOCK_FD] = str(lock)
+    if seed is not None:
+        env["AUTOGRADER_FRESH_SEED"] = str(seed)
     process = subprocess.Popen([str(root / "source" / "run_autograder")], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                errors="replace", pass_fds=(lock,), start_new_session=True)
@@ -182,8 +189,9 @@ def stop(process, user):
         student.end_processes(student.User(user))
 
 
-def grade_one(path, bundle, python, lock, user):
-    """Grade one submission: (its row without name and seconds)."""
+def grade_one(path, bundle, python, lock, user, seed=None):
+    """Grade one submission (with the fresh seed `seed` if not None): its row without name
+    and seconds."""
     root = Path(tempfile.mkdtemp(prefix="lab-grade-all-"))
     try:
         with zipfile.ZipFile(bundle) as archive:
@@ -194,7 +202,7 @@ def grade_one(path, bundle, python, lock, user):
         else:
             (root / "submission").mkdir()
             unpack(path, root / "submission")
-        results = run_bundle(root, python, lock, user)
+        results = run_bundle(root, python, lock, user, seed)
     except NotGraded as error:
         return [""] * len(lab.TASKS) + ["", "", str(error)]
     finally:
@@ -219,7 +227,14 @@ def main(argv=None):
     parser.add_argument("--bundle", type=Path, help="the autograder.zip (default: built now)")
     parser.add_argument("--python", default=sys.executable,
                         help="the Python that runs the bundle (python3 in run_autograder)")
+    parser.add_argument("--fresh-seed", type=int, metavar="SEED",
+                        help="the fresh run's LAB_SEED for every submission (default: a random "
+                             "one each, as on Gradescope); the same SEED grades the same again")
     args = parser.parse_args(argv)
+    if args.fresh_seed is not None and (args.fresh_seed < 0
+                                        or args.fresh_seed == grade.PUBLIC_SEED):
+        parser.error(f"argument --fresh-seed: must be a whole number >= 0 other than "
+                     f"{grade.PUBLIC_SEED}, got {args.fresh_seed}")
     if os.geteuid() != 0:
         refuse("grading needs root: the bundle runs student code as an unprivileged user, in "
                "a box, and cleans up after it only as root; without root the code would run "
@@ -235,6 +250,11 @@ def main(argv=None):
         refuse(str(error))
     done, todo = read_rows(args.out), submissions(args.submissions)
     left = {name: path for name, path in todo.items() if name not in done}
+    others = sorted(p.name for p in args.submissions.iterdir()
+                    if p.name not in todo and not p.name.startswith("."))
+    if others:
+        print(f"grade_all: not submissions (neither a folder nor a .zip), left out: "
+              f"{', '.join(others)}")
     print(f"grade_all: {len(todo)} submissions in {args.submissions}, {len(todo) - len(left)} "
           f"already in {args.out}; grading {len(left)} as {user}")
     started, failed = time.monotonic(), 0
@@ -243,7 +263,7 @@ def main(argv=None):
         for i, (name, path) in enumerate(left.items(), 1):
             began = time.monotonic()
             try:
-                row = grade_one(path, bundle, args.python, lock, user)
+                row = grade_one(path, bundle, args.python, lock, user, args.fresh_seed)
             except KeyboardInterrupt:
                 print(f"grade_all: interrupted; {i - 1} graded this time. Run the same command "
                       "again to go on.")

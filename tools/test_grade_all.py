@@ -153,6 +153,17 @@ def test_points_check_passes_on_main_and_fails_on_a_planted_edit(reference_repor
                "it 20" in p for p in unsplit)
 
 
+def test_a_regrade_can_repeat_the_fresh_seed(monkeypatch):
+    monkeypatch.setenv("AUTOGRADER_FRESH_SEED", "4141")
+    assert grade.fresh() == 4141
+    monkeypatch.setenv("AUTOGRADER_FRESH_SEED", str(grade.PUBLIC_SEED))
+    with pytest.raises(ValueError, match="a whole number other than 2026"):
+        grade.fresh()
+    monkeypatch.delenv("AUTOGRADER_FRESH_SEED")
+    seeds = {grade.fresh() for _ in range(5)}  # random ones, never the public seed
+    assert grade.PUBLIC_SEED not in seeds and len(seeds) > 1
+
+
 # ---- grading with the bundle: root, the student's user and a Python it can run
 
 
