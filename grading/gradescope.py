@@ -11,10 +11,13 @@ not run (or a -k that left it out) never moves points to another test.
 """
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import NamedTuple
 
 import lab
 
 DID_NOT_RUN = "did not run"
+# The visibilities Gradescope knows, for a whole report or one entry of it.
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 # Points are shared out in quarters: a multiple of 1/4 is exact in binary floating point, so
 # the max scores add up to exactly 100 (and Task 3c's to exactly 10) in any order and for any
 # number of tests, where 10 / 3 does not (hundredths do not either: 0.01 is not exact).
@@ -41,32 +44,127 @@ class ReportError(Exception):
     written it did not finish."""
 
 
-def results(tests, failures, locked=None):
+def results(tests, failures, locked=None, checks=None, details="after_due_date", notes=()):
     """Gradescope's results.json, as a dict.
 
-    tests:    {graded test: task} for every graded test collected.
+    tests:    {graded test: task} for every graded test collected, in the order they ran.
     failures: {test: None if it passed, else why}; a test missing here did not run.
     locked:   {task: why} for tasks whose passing tests earn nothing anyway (the
               autograder's unseen-input checks failed).
+    checks:   {unseen-input check: None if it passed, else why} (the autograder's). Each
+              check is two entries after its task's tests, as Gradescope shows a whole
+              entry or nothing: whether it passed, visible at once, and what it tried
+              (inputs, answers, expected values) with the visibility `details`.
+    notes:    paragraphs for the top of the report (a missing file, a run that failed).
     A test's max_score is its share of its task's points (`shares`). An extra-credit
-    test has max_score 0 and scores its share when it passes.
+    test has max_score 0 and scores its share when it passes. Entries come in task order,
+    numbered "1a.1", "1a.2", ...; the report's `output` (Markdown) holds the notes and a
+    table of each task's tests passed and points; extra_data holds each task's points
+    ("tasks") and the notes (for tools/grade_all.py).
     """
-    locked = locked or {}
-    share_of = {}
-    for task in set(tests.values()):
-        share_of |= shares(lab.TASKS[task].points, [n for n, t in tests.items() if t == task])
+    if details not in VISIBILITIES:
+        raise ValueError(f"details must be one of {VISIBILITIES}, got {details!r}")
+    locked, checks = locked or {}, checks or {}
+    out, rows = [], []
+    for task, (_, what, points, extra) in lab.TASKS.items():
+        mine = [name for name, t in tests.items() if t == task]
+        if not mine:
+            continue
+        entries = entries_of_tests(task, mine, failures, locked.get(task))
+        own_checks = [name for name in checks if lab.task_of(name) == task]
+        for name in own_checks:
+            entries += check_entries(task, name, checks[name], f"{task}.{len(entries) + 2}",
+                                     details)
+        for i, one in enumerate(entries, 1):
+            one["number"] = f"{task}.{i}"
+        out += entries
+        unseen = ("" if not own_checks else
+                  "failed" if any(checks[name] is not None for name in own_checks) else "passed")
+        rows.append(Row(task, what, sum(failures.get(name, DID_NOT_RUN) is None for name in mine),
+                        len(mine), unseen, sum(e["score"] for e in entries), points, extra))
+    score = sum(t["score"] for t in out)  # exact: quarters
+    return dict(score=score, output=summary(rows, notes, bool(checks)), output_format="md",
+                visibility="visible", stdout_visibility="hidden",
+                extra_data=dict(tasks={row.task: row.score for row in rows}, notes=list(notes)),
+                tests=out)
+
+
+class Row(NamedTuple):
+    """One task's line of the report's table."""
+    task: str
+    what: str
+    passed: int       # its tests that passed (in every run)
+    tests: int        # its tests collected
+    unseen: str       # its unseen-input check: "passed", "failed", or "" where there is none
+    score: float      # its points earned
+    points: float     # its points (lab.TASKS)
+    extra: bool       # extra credit
+
+
+def entries_of_tests(task, names, failures, locked):
+    """The entries of one task's tests (`locked`: why its passing tests earn nothing, or None)."""
+    _, what, points, extra = lab.TASKS[task]
+    share_of = shares(points, names)
     out = []
-    for name, task in tests.items():
-        _, what, _, extra = lab.TASKS[task]
-        share = share_of[name]
+    for name in names:
         why = failures.get(name, DID_NOT_RUN)
         if why is None:
-            why = locked.get(task)
+            why = locked
         out.append(dict(name=f"{'Extra credit: ' if extra else ''}Task {task} {what} "
                              f"({lab.file_of(task)}): {name}",
-                        score=share if why is None else 0.0, max_score=0.0 if extra else share,
-                        output=why or ""))
-    return dict(score=sum(t["score"] for t in out), tests=out)  # exact: quarters
+                        score=share_of[name] if why is None else 0.0,
+                        max_score=0.0 if extra else share_of[name],
+                        status="passed" if why is None else "failed", output=why or "",
+                        output_format="text", visibility="visible"))
+    return out
+
+
+SHOWN = {"visible": "in entry {} below", "after_due_date": "in entry {}, shown after the due date",
+         "after_published": "in entry {}, shown once grades are published",
+         "hidden": "with your instructor (entry {} is hidden)"}
+
+
+def check_entries(task, name, why, details_number, details):
+    """The two entries of an unseen-input check: passed or failed (visible), and what it
+    tried (`details`: its visibility)."""
+    where = f"Task {task} on unseen inputs ({lab.file_of(task)})"
+    if why is None:
+        verdict = f"passed: Task {task}'s tests count."
+    else:
+        verdict = (f"failed: Task {task}'s tests earn nothing until it passes. What it tried, "
+                   f"what your code gave and what was expected are "
+                   f"{SHOWN[details].format(details_number)}.")
+    status = "passed" if why is None else "failed"
+    return [dict(name=f"{where}: {name}", score=0.0, max_score=0.0, status=status,
+                 output=verdict, output_format="text", visibility="visible"),
+            dict(name=f"{where}, what it tried: {name}", score=0.0, max_score=0.0, status=status,
+                 output=why or "passed on every input it tried.", output_format="text",
+                 visibility=details)]
+
+
+def summary(rows, notes, checked):
+    """The report's Markdown: the notes, a title with the score, and a table of the tasks
+    (`rows`, with a column for the unseen-input checks if `checked`)."""
+    main = [row for row in rows if not row.extra]
+    title = (f"**Lab 20: {sum(r.score for r in main):g} of {sum(r.points for r in main):g} "
+             "points**")
+    extra = [row for row in rows if row.extra]
+    if extra:
+        title += (f", and {sum(r.score for r in extra):g} of {sum(r.points for r in extra):g} "
+                  "extra credit")
+    lines = [title, "", "| task | what | file | tests passed | "
+             + ("unseen inputs | " if checked else "") + "points |",
+             "|---|---|---|---|" + ("---|" if checked else "") + "---|"]
+    for row in rows:
+        lines.append(f"| {row.task}{' (extra credit)' if row.extra else ''} | {row.what} | "
+                     f"{lab.file_of(row.task)} | {row.passed} of {row.tests} | "
+                     + (f"{row.unseen} | " if checked else "")
+                     + f"{row.score:g} of {row.points:g} |")
+    if checked:
+        lines += ["", "Each task is also checked on inputs the public tests don't use: its "
+                  "points count only when that check passes too."]
+    shown = [note if "\n" not in note else f"```\n{note}\n```" for note in notes]  # a log, as is
+    return "\n\n".join([*shown, "\n".join(lines)])
 
 
 def read_junit(path):

@@ -351,15 +351,16 @@ def write_gradescope(config, finished, why=None):
     path = config.getoption("gradescope")
     if not path:
         return
+    not_run = [name for name in config.lab_selected if name not in config.lab_results]
+    notes = []
+    if why or not finished:
+        notes.append(why or ("Grading did not finish (the session was ended from inside the "
+                             "tested code?). Tests that did not run score 0."))
+    elif not_run:
+        notes.append(f"Grading stopped early: {len(not_run)} graded tests did not run and "
+                     "score 0.")
     results = gradescope.results(config.lab_tests, {
         name: None if passed else message
-        for name, (_, passed, message) in config.lab_results.items()})
-    not_run = [name for name in config.lab_selected if name not in config.lab_results]
-    if why or not finished:
-        results["output"] = why or ("Grading did not finish (the session was ended from inside "
-                                    "the tested code?). Tests that did not run score 0.")
-    elif not_run:
-        results["output"] = (f"Grading stopped early: {len(not_run)} graded tests did not run "
-                             "and score 0.")
+        for name, (_, passed, message) in config.lab_results.items()}, notes=notes)
     harness.write_atomically(path, json.dumps(results, indent=1))
 

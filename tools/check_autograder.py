@@ -32,13 +32,14 @@ with a small cap, and the decoding of answers of each shape at the largest cap. 
 local `pytest --gradescope` run of each cheat is shown beside it: what the trick would get
 without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
 user can run (not under /root). AUTOGRADER_USER, if set, is that user (grade.py ends all
-its processes). --only grades the submissions whose label contains one of WORDS (during
-development). --part splits the check in two for CI: `untimed`, the submissions whose
-outcome does not depend on the machine's speed, which CI grades while its other jobs
-run; `timed`, the memory cap, the decoding times and the six submissions that race a
-limit (a CPU hog, a slow first call, the tiny objects, the box with its slow import, the
-grader made big, the check cut by the run's limit), graded with the machine to
-themselves. Exits 1 if any outcome is wrong.
+its processes; a second check or grading as the same user at once is refused). --only
+grades the submissions whose label contains one of WORDS (during development). --part
+splits the check in two for CI: `untimed`, the submissions whose outcome does not depend
+on the machine's speed, which CI grades while its other jobs run; `timed`, the memory
+cap, the decoding times and the six submissions that race a limit (a CPU hog, a slow
+first call, the tiny objects, the box with its slow import, the grader made big, the
+check cut by the run's limit), graded with the machine to themselves. Exits 1 if any
+outcome is wrong.
 """
 import argparse
 import json
@@ -69,7 +70,7 @@ from tools.mutants import MUTANTS  # noqa: E402
 
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]
 MUTANT_TASK = "1c"  # the first mutant of this task is the "partial" submission
-FULL = 100 + sum(t.points for t in lab.TASKS.values() if t.extra)  # with the extra credit
+FULL = sum(t.points for t in lab.TASKS.values())  # with the extra credit
 
 
 def changed(files, *edits):
@@ -198,11 +199,12 @@ def test_names():
     return [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
 
 
-def autograde(bundle, files, python, tmp, env=None, deep=0):
+def autograde(bundle, files, python, tmp, env=None, deep=0, lock=None):
     """Unzip the bundle into a fresh AUTOGRADER_ROOT, grade `files` ({name: text}, beside
     a folder `deep` levels deep if `deep`); return the score, the grading pytest's peak
     memory (MiB; grade.py's own if larger) and (bytes, seconds to decode) of the largest
-    answer, as grade.py reports them. A results.json that is not Gradescope's fails."""
+    answer, as grade.py reports them. A results.json that is not Gradescope's fails. `lock`:
+    the student user's lock (student.hold), held here and passed down to grade.py."""
     root = Path(tempfile.mkdtemp(dir=tmp))
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(root / "source")
@@ -220,8 +222,11 @@ def autograde(bundle, files, python, tmp, env=None, deep=0):
         os.close(fd)
     env = dict(os.environ, AUTOGRADER_ROOT=str(root),
                PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]), **(env or {}))
+    if lock is not None:
+        env[autograder_student.LOCK_FD] = str(lock)
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=1800,
+                          pass_fds=() if lock is None else (lock,))
     results = root / "results" / "results.json"
     if done.returncode != 0 or not results.exists():
         raise RuntimeError(f"run_autograder failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -354,6 +359,11 @@ def main(argv=None):
     bundle, student = args.release / "autograder.zip", args.release / "student"
     problems, scores, peaks, start = [], {}, {}, time.monotonic()
     user = the_student()
+    # every grading, and the checks below, end the processes of that user: one run at a time
+    try:
+        lock = autograder_student.hold(user.name) if user else None
+    except autograder_student.Busy as error:
+        sys.exit(f"refused: {error}")
     if args.part != "untimed":
         problems += check_caps(user, args.python)
     with tempfile.TemporaryDirectory() as tmp:
@@ -367,7 +377,7 @@ def main(argv=None):
                 scores[f"{label}, plain"] = plain_run(student, case.files, tmp)
             began = time.monotonic()
             graded, peak, (size, seconds) = autograde(bundle, case.files, args.python, tmp,
-                                                      case.env, case.deep)
+                                                      case.env, case.deep, lock)
             score = graded["score"]
             scores[label], peaks[label] = score, peak
             plain = (f" (a plain pytest --gradescope run: {scores[f'{label}, plain']})"
@@ -377,7 +387,7 @@ def main(argv=None):
                   f"{seconds:.2f} s; {time.monotonic() - began:.0f} s")
             if "AUTOGRADER_RUN_LIMIT" in case.env:  # where the run's limit fell
                 print("    " + next(t["output"] for t in graded["tests"] if "3c_unseen" in t["name"]
-                                    ).replace("\n", " ")[:300])
+                                    and "what it tried" in t["name"]).replace("\n", " ")[:300])
             try:
                 if not case.ok(score, scores):
                     problems.append(f"{label}: scored {score}, must be {case.wanted}")

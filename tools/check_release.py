@@ -55,7 +55,8 @@ CHECK_LIMIT = 60  # seconds per test; a hint's probes get a quarter of it
 
 
 def pytest(reference=False):
-    """Run the lab's tests; return (exit code, {test: failure message or None}, (score, max))."""
+    """Run the lab's tests; return (exit code, {test: failure message or None}, (score, max),
+    the Gradescope report)."""
     with tempfile.TemporaryDirectory() as tmp:
         xml, grades = Path(tmp, "junit.xml"), Path(tmp, "grades.json")
         env = dict(os.environ, RL_SOLUTIONS="1" if reference else "0")
@@ -66,10 +67,10 @@ def pytest(reference=False):
             outcomes = read_junit(xml)
         except ReportError as error:
             why = f"(pytest did not run: {error})"
-            return done.returncode, {why: done.stdout + done.stderr}, None
+            return done.returncode, {why: done.stdout + done.stderr}, None, None
         grade = json.loads(grades.read_text())
         score = (grade["score"], sum(t["max_score"] for t in grade["tests"]))
-        return done.returncode, outcomes, score
+        return done.returncode, outcomes, score, grade
 
 
 def check_stubs():
@@ -82,7 +83,7 @@ def check_stubs():
 
 
 def check_skeleton():
-    _, outcomes, score = pytest()
+    _, outcomes, score, _ = pytest()
     problems = []
     for name, message in outcomes.items():
         graded = lab.task_of(name) is not None
@@ -96,13 +97,81 @@ def check_skeleton():
 
 
 def check_reference():
-    code, outcomes, score = pytest(reference=True)
+    """The reference passes everything with the full score; (problems, its report)."""
+    code, outcomes, score, report = pytest(reference=True)
     problems = [f"{name} fails with the reference: {message}"
                 for name, message in outcomes.items() if message is not None]
     bonus = sum(task.points for task in lab.TASKS.values() if task.extra)  # on top of the max
     if code != 0 or score is None or not math.isclose(score[0], score[1] + bonus):
         problems.append(f"the reference should pass and get the full score, got exit code "
                         f"{code}, score {score}")
+    return problems, report
+
+
+# What the docs state about the points: {total} is the points of the tasks that are not
+# extra credit, {extra} those of the extra credit (lab.TASKS). Whitespace is not compared.
+STATED = {"README.md": ["Tasks 1 to 3 are worth {total} points, Task 3c {extra} extra"],
+          "docs/grading.md": ["max scores add up to exactly {total}, and Task 3c's to exactly "
+                              "{extra}", "extra credit: {extra} points on top of the {total}"]}
+
+
+def points_table():
+    """docs/grading.md's table of the points, from lab.TASKS."""
+    rows = ["| task | what | points |", "|---|---|---|"]
+    for task, (_, what, points, extra) in lab.TASKS.items():
+        if not extra:
+            rows.append(f"| {task} | {f'`{what}`' if what.isidentifier() else what} | {points:g} |")
+    rows.append(f"| total | | {sum(t.points for t in lab.TASKS.values() if not t.extra):g} |")
+    for task, (_, what, points, extra) in lab.TASKS.items():
+        if extra:
+            rows.append(f"| {task} (extra credit) | `{what}` | {points:g} on top |")
+    return "\n".join(rows)
+
+
+def task_points(report):
+    """{task: the points its entries in a Gradescope report offer}: the max scores, or for
+    extra credit the scores (its max scores are 0), of a report in which all passed."""
+    found = {}
+    for entry in report["tests"]:
+        task = lab.task_of(entry["name"].split(": ")[-1])
+        if task and not entry["name"].split(": ")[-1].endswith("_unseen_inputs"):
+            offered = entry["score"] if lab.TASKS[task].extra else entry["max_score"]
+            found[task] = found.get(task, 0) + offered
+    return found
+
+
+def points_problems(report, root=ROOT):
+    """lab.TASKS's points against what states them: each task's tests in the reference's
+    report (`report`) and in the bundle's report of a submission that passes everything
+    (grade.py's scoring), README.md and docs/grading.md (STATED and `points_table`)."""
+    from tools.autograder import fresh_checks, grade  # noqa: PLC0415 (the bundle's, here only)
+    if report is None:
+        return ["no report of the reference to count the points in"]
+    want = {task: t.points for task, t in lab.TASKS.items()}
+    total = sum(t.points for t in lab.TASKS.values() if not t.extra)
+    extra = sum(t.points for t in lab.TASKS.values() if t.extra)
+    tests = {entry["name"].split(": ")[-1]: lab.task_of(entry["name"].split(": ")[-1])
+             for entry in report["tests"]}
+    checks = [name for name in vars(fresh_checks) if name.endswith("_unseen_inputs")]
+    bundle = grade.grade(tests, [("in a run", dict.fromkeys([*tests, *checks]), None)], checks)
+    problems = []
+    for where, got in (("the reference's report", report), ("the bundle's report", bundle)):
+        offered = task_points(got)
+        problems += [f"Task {task}'s tests in {where} offer {offered.get(task, 0):g} points, "
+                     f"lab.TASKS gives it {points:g}" for task, points in want.items()
+                     if offered.get(task, 0) != points]
+        if sum(e["max_score"] for e in got["tests"]) != total or got["score"] != total + extra:
+            problems.append(f"{where} gives {got['score']:g} of "
+                            f"{sum(e['max_score'] for e in got['tests']):g}, lab.TASKS "
+                            f"{total + extra:g} of {total:g}")
+    for doc, statements in STATED.items():
+        text = " ".join((root / doc).read_text().split())
+        problems += [f"{doc} should state \"{s.format(total=f'{total:g}', extra=f'{extra:g}')}\" "
+                     f"(lab.TASKS: {total:g} points, {extra:g} extra)" for s in statements
+                     if s.format(total=f"{total:g}", extra=f"{extra:g}") not in text]
+    if points_table() not in (root / "docs/grading.md").read_text():
+        problems.append("docs/grading.md's table of the points is not lab.TASKS's; it should "
+                        f"read:\n{points_table()}")
     return problems
 
 
@@ -240,11 +309,15 @@ def check_mutants():
 
 
 def main():
-    problems = []
-    for title, check in (("stubs", check_stubs), ("reference", check_reference)):
-        found = check()
-        print(f"{title}: {'ok' if not found else 'FAILED'}")
-        problems += found
+    problems = check_stubs()
+    print(f"stubs: {'ok' if not problems else 'FAILED'}")
+    found, report = check_reference()
+    print(f"reference: {'ok' if not found else 'FAILED'}")
+    problems += found
+    found = points_problems(report)
+    print(f"points: {'ok' if not found else 'FAILED'} (lab.TASKS against the tests, README.md, "
+          "docs/grading.md and the bundle's report)")
+    problems += found
     found, outcomes = check_skeleton()
     graded = sum(lab.task_of(name) is not None for name in outcomes)
     print(f"skeleton: {'ok' if not found else 'FAILED'} ({graded} graded tests fail on a TODO, "

@@ -260,7 +260,9 @@ def test_os_exit_is_a_failure(tmp_path):
     code, out, seconds, tests, results = grade(dest)
     assert code == 1 and seconds < 30, (code, seconds)
     assert "your code called os._exit(0)" in out and "memory.py, line" in out
-    assert results["score"] == 100 - 15 + EXTRA and task_points(tests, "test_task1c") == 0
+    full = sum(t.points for t in lab.TASKS.values())
+    assert results["score"] == full - lab.TASKS["1c"].points
+    assert task_points(tests, "test_task1c") == 0
 
 
 def test_exit_past_the_lab_leaves_a_json_that_says_so(tmp_path):

@@ -9,6 +9,8 @@ a band's edge, responses finishing out of id order, numpy ints, whole floats), s
 lookup of those tests' fixed inputs earns nothing either. Answers must have the types
 the docstrings state (an int where they say int) and are compared exactly where the
 answer is exact; grade.py finds these checks by their names' ending, "_unseen_inputs".
+PYTEST_DONT_REWRITE: a failed check shows its own message only, not pytest's rewritten
+`assert np.False_ == np.True_` line under it.
 """
 import importlib
 import numbers

@@ -28,6 +28,8 @@ grader/ and course/, the lab with its reference and the unseen-input checks), su
    (for a task without one, all checks of its file): code written for the public inputs
    earns nothing. Whatever the submission does, a results.json is written: an error in
    cleaning up is logged, and the grade stands.
+Only one grading at a time runs as that user (student.hold): a second is refused with exit
+status BUSY and no results.json, as the two would end each other's processes.
 """
 import json
 import os
@@ -70,6 +72,11 @@ UNSEEN = "_unseen_inputs"  # how the names of the checks in test_fresh.py end (r
 MAX_FILE = 1_000_000  # bytes; a task file larger than this is not taken
 BOX = os.environ.get("AUTOGRADER_BOX") != "off"  # off: the fallback, without box or kill cgroup
 MAX_DEPTH, MAX_ENTRIES = 20, 10_000  # the folders of a submission searched for the task files
+# Gradescope's visibility of each unseen-input check's details (its inputs, the student's
+# answers, the expected values); whether it passed is always visible at once. One of
+# gradescope.VISIBILITIES: "after_due_date", "after_published", "hidden" or "visible".
+UNSEEN_DETAILS = "after_due_date"
+BUSY = 75  # the exit status when another grading runs as the same user (EX_TEMPFAIL)
 
 
 def submitted_files(submission):
@@ -230,6 +237,7 @@ def the_student(reports, cgroups):
     who it is, where it may leave things, its cgroups and whether to box it). The cgroups
     made are added to `cgroups` (for the caller to remove whatever happens)."""
     name = child_user()
+    student.hold(name)  # until this process exits; student.Busy if another grading has it
     entry = pwd.getpwnam(name)
     env = dict(LAB_REMOTE_USER=name)
     box, why_not = box_works() if BOX else (None, "AUTOGRADER_BOX=off")
@@ -280,20 +288,21 @@ def box_works():
     return box, None
 
 
-def grade(tests, runs, checks):
+def grade(tests, runs, checks, notes=()):
     """Gradescope's results.json from the graded tests ({test: task}) and the runs
     [(label, {test: None or why} from its report, why the run failed or None)], the
     public run first, and the unseen-input checks each run must execute (`checks`). A test
     or check with no result in a run's report failed there, for the run's reason. A test
     counts when it passes in every run, and a task's tests count only when its
-    unseen-input check passes too (for a task without one, all checks of its file)."""
+    unseen-input check passes too (for a task without one, all checks of its file). Each
+    check's inputs and expected values get the visibility UNSEEN_DETAILS."""
 
     def failure(name):  # the first run in which `name` failed, with why
         for label, found, problem in runs:
             why = found.get(name, f"{DID_NOT_RUN}: " + (problem or "the run ended before it "
                                                          "(its report has no result for it)"))
-            if why is not None:
-                return f"{label}:\n{why[:3000]}"
+            if why is not None:  # a check's inputs are never the public ones: no run's label
+                return why[:3000] if name in checks else f"{label}:\n{why[:3000]}"
         return None
 
     own = {task: [n for n in checks if lab.task_of(n) == task] for task in lab.TASKS}
@@ -307,13 +316,23 @@ def grade(tests, runs, checks):
         elif failed:
             locked[task] = (f"passed, but Task {task} does not work on inputs the public tests "
                             "don't use (see its unseen-input check), so its tests earn nothing")
-    graded = gradescope.results(tests, {name: failure(name) for name in tests}, locked)
-    for name in checks:
-        task = lab.task_of(name)
-        graded["tests"].append(dict(
-            name=f"Task {task} on unseen inputs ({lab.file_of(task)}): {name}", score=0.0,
-            max_score=0.0, output=failure(name) or f"passed: Task {task}'s tests count"))
-    return graded
+    return gradescope.results(tests, {name: failure(name) for name in tests}, locked,
+                              {name: failure(name) for name in checks}, UNSEEN_DETAILS, notes)
+
+
+def fresh():
+    """The fresh run's LAB_SEED: a random one, or AUTOGRADER_FRESH_SEED to grade again with
+    the same fresh inputs (tools/grade_all.py --fresh-seed). Student code never sees it."""
+    given = os.environ.get("AUTOGRADER_FRESH_SEED", "")
+    if given:
+        if not given.isdigit() or int(given) == PUBLIC_SEED:
+            raise ValueError(f"AUTOGRADER_FRESH_SEED must be a whole number other than "
+                             f"{PUBLIC_SEED}, got {given!r}")
+        return int(given)
+    seed = PUBLIC_SEED
+    while seed == PUBLIC_SEED:
+        seed = secrets.randbelow(10**9)
+    return seed
 
 
 def grade_submission():
@@ -322,9 +341,7 @@ def grade_submission():
     an answer held)."""
     if os.geteuid() == 0:
         SOURCE.chmod(0o700)  # the reference in course/solutions: not for the student's process
-    fresh_seed = PUBLIC_SEED
-    while fresh_seed == PUBLIC_SEED:
-        fresh_seed = secrets.randbelow(10**9)
+    fresh_seed = fresh()
     runs, peak, largest, cgroups, collected = [], 0.0, (0, 0.0, 0), [], []
     with tempfile.TemporaryDirectory() as reports:
         folder = Path(tempfile.mkdtemp(prefix="lab-grade-"))
@@ -362,13 +379,19 @@ def grade_submission():
              if lab.task_of(name) and not name.endswith(UNSEEN)}
     checks = sorted(name for name in collected if name.endswith(UNSEEN))
     if not tests:
-        return dict(score=0.0, tests=[], output="The tests could not be collected:\n"
-                    + "\n".join(problem for _, _, problem in runs if problem)), peak, largest
-    graded = grade(tests, runs, checks)
+        return not_graded("The tests could not be collected:\n"
+                          + "\n".join(problem for _, _, problem in runs if problem)), peak, largest
     problems = [f"The run {label} failed: {problem}" for label, _, problem in runs if problem]
-    graded["output"] = "\n".join(notes + problems)
+    graded = grade(tests, runs, checks, notes + problems)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # reading the reports
     return graded, max(peak, own), largest
+
+
+def not_graded(why):
+    """The results.json of a submission the autograder could not grade: score 0, and `why`
+    for the student and, in extra_data, for tools/grade_all.py."""
+    return dict(score=0.0, output=why, output_format="text", visibility="visible",
+                stdout_visibility="hidden", extra_data=dict(not_graded=why), tests=[])
 
 
 def read_stats(path, label, peak, largest):
@@ -390,11 +413,14 @@ def main():
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         graded, peak, (size, seconds, values) = grade_submission()
+    except student.Busy as error:  # not the submission's doing: no results.json
+        print(f"refused: {error}", file=sys.stderr)
+        sys.exit(BUSY)
     except (Exception, SystemExit) as error:  # noqa: BLE001 (still write a results.json)
         traceback.print_exc()
-        graded, peak, size, seconds, values = dict(score=0.0, tests=[], output=(
+        graded, peak, size, seconds, values = not_graded(
             f"The autograder failed ({type(error).__name__}: {error}); please tell your "
-            "instructor, who can see its log.")), 0, 0, 0.0, 0
+            "instructor, who can see its log."), 0, 0, 0.0, 0
     out.write_text(json.dumps(graded, indent=1))
     print(f"score {graded['score']}; results written to {out}; peak memory of a grading "
           f"process: {peak:.0f} MiB; the largest answer: {size} bytes, decoded in "

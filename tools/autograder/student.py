@@ -14,11 +14,13 @@ What a process of that user can leave behind after it is killed:
 - processes, in sessions of their own, set-user-ID ones among them (a process is the
   user's by its real uid). In the box they die with its PID namespace; the kill cgroup
   (`kill_cgroup`: cgroup.kill on v2, freeze then kill on v1) ends every one of them too.
-`clean` ends them all and `leftovers` checks that nothing is left. Neither raises, and
+`clean` ends them all and `leftovers` checks that nothing is left. `hold` keeps a second
+grading from running as the same user at the same time. Neither raises, and
 each step has a time limit: what cannot be removed is logged, and the grade stands. No
 step runs in a process the student's could signal while one of them is alive.
 """
 import ctypes
+import fcntl
 import os
 import pwd
 import signal
@@ -494,3 +496,41 @@ def remove_cgroup(folder):
         os.rmdir(folder)
     except OSError:
         pass
+
+
+# One grading per student user at a time: each ends every process of its user, so two
+# gradings as one user would end each other's. The lock lives where only root may write.
+LOCKS = Path("/run")
+LOCK_FD = "AUTOGRADER_LOCK_FD"  # a lock a caller (grade_all, check_autograder) holds for us
+
+
+class Busy(Exception):
+    """Another grading holds the lock of the student's user."""
+
+
+def hold(name):
+    """Take the lock of the student's user `name` for the rest of this process (its file
+    descriptor, which no child inherits), or raise Busy naming the grading that holds it.
+    A caller that holds it already passes its descriptor down in LOCK_FD."""
+    path = LOCKS / f"lab-autograder-{name}.lock"
+    given = os.environ.get(LOCK_FD, "")
+    try:
+        ours = given.isdigit() and os.path.samestat(os.fstat(int(given)), os.stat(path))
+    except OSError:
+        ours = False
+    if ours:
+        fd = int(given)  # the same open file: flock below succeeds, it is ours already
+    else:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise Busy(f"another grading runs its student code as {name} ({holder}). Two gradings "
+                   "as one user would end each other's processes: wait for it to finish, or "
+                   "set AUTOGRADER_USER to another unprivileged user for this one.") from None
+    if str(fd) != given:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"process {os.getpid()}, since {time.strftime('%H:%M:%S')}".encode(), 0)
+    return fd
