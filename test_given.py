@@ -314,11 +314,17 @@ def test_assign_lanes_never_overlaps_and_uses_at_most_n_lanes():
 
 # A toy task for the hints: the rule is 2x; one known mistake adds 2 instead (the same at
 # x = 2), another gives NaN at x = 3 (as code that overflows would).
+TOY_MODELS = {"toy:right": lambda x: 2.0 * x, "toy:added 2": lambda x: x + 2.0,
+              "toy:NaN at 3": lambda x: np.nan if x == 3 else 2.0 * x}
+
+
+def toy_fingerprints(names, probes):
+    return {name: [TOY_MODELS[name](*args) for args in probes] for name in names}
+
+
 TOY_MISTAKES = KnownMistakes(
-    right=lambda x: 2.0 * x,
-    mistakes=[Mistake("added 2", lambda x: x + 2.0, "(none)"),
-              Mistake("NaN at 3", lambda x: np.nan if x == 3 else 2.0 * x, "(none)")],
-    probes=lambda: [(0,), (1,), (2,), (3,)], limit=0.1)
+    "toy", [Mistake("added 2", "added 2"), Mistake("NaN at 3", "NaN at 3")],
+    probes=lambda: [(0,), (1,), (2,), (3,)], limit=0.1, fingerprints=toy_fingerprints)
 
 
 def test_a_hint_holds_on_every_probe():
@@ -339,8 +345,8 @@ def test_a_hint_that_cannot_be_checked_is_not_shown():
             pass
     assert TOY_MISTAKES.hint(fails) == ""
     # the same task with a shorter limit: here it only ever cuts the loop short
-    quick = KnownMistakes(TOY_MISTAKES.right, TOY_MISTAKES.mistakes, TOY_MISTAKES.probes,
-                          limit=0.005)
+    quick = KnownMistakes("toy", TOY_MISTAKES.mistakes, TOY_MISTAKES.probes, limit=0.005,
+                          fingerprints=toy_fingerprints)
     start = time.monotonic()
     assert quick.hint(loops) == ""
     assert time.monotonic() - start < 0.5, "the probe outlived its limit"

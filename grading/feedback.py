@@ -6,34 +6,36 @@ and the actual value, and, when the student's function certainly behaves like
 one known mistake, which mistake that is.
 
 A wrong hint sends a student to fix code that is right, so a hint is a
-hypothesis tested before it is shown. Each task's known mistakes are value
-models (functions that give what the mistaken code gives, written in the
-tests), gathered with a probe set in `KnownMistakes`: every input the task's
-tests use, plus seeded random inputs on which the mistakes disagree with one
-another. Mistake M is named only if the student's function agrees with M on
-every probe, and with the right answer on none of the probes where M differs
-from it. A mistake the lab does not know may agree with M on one test, but
-not on all of these; then no hint is shown. The probes run only after a test
-has failed, under a short time limit: a probe that errors or runs too long
-means no hint.
+hypothesis tested before it is shown. Each task's known mistakes are gathered
+with a probe set in `KnownMistakes`: every input the task's tests use, plus
+seeded random inputs on which the mistakes disagree with one another. What the
+right rule and each mistake give on the probes (their fingerprints) is data,
+read through grading/expected.py. Mistake M is named only if the student's
+function agrees with M's fingerprint on every probe, and with the right answer
+on none of the probes where M differs from it. A mistake the lab does not know
+may agree with M on one test, but not on all of these; then no hint is shown.
+The probes run only after a test has failed, under a short time limit: a probe
+that errors or runs too long, or probes whose fingerprints are not at hand
+(another LAB_SEED in the students' copy), mean no hint.
 """
 import copy
 import math
 import time
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 import lab
 import grading
+from grading import expected
 from grading.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
 from lab.input_checks import show_short
 
 
 class Mistake(NamedTuple):
-    why: str          # the hint: what the student did, and what the rule is
-    model: Callable   # called like the task function, gives what the mistaken code gives
-    mutant: str       # the corpus mutant it describes (tools/mutants.py, its `mistake`)
+    why: str      # the hint: what the student did, and what the rule is
+    mutant: str   # the corpus mutant it describes (tools/mutants.py, its `mistake`), which
+                  # also names its fingerprint: the table "<task>:<mutant>"
 
 
 def call(function, args):
@@ -44,31 +46,35 @@ def call(function, args):
 class KnownMistakes:
     """The known mistakes of one task function, and the probes that tell them apart.
 
-    right:    the rule, called like the task function.
-    mistakes: Mistake(why, model, mutant) for each known mistake.
+    task:     the task ("1a"): its fingerprints are the tables "<task>:right" and
+              "<task>:<mutant>" of grading/expected.py.
+    mistakes: Mistake(why, mutant) for each known mistake.
     probes:   a function returning the probe inputs: a list of argument tuples.
     observe:  observe(function, args) -> the value to compare (default: the return
               value, on copies of args); it may call with keywords, or read what a
               function changed in its arguments.
     limit:    seconds the student's function gets for all the probes together.
+    fingerprints: fingerprints(names, probes) -> {name: answers} or None (default: the
+              stored tables, expected.tables; a test of this class passes its own).
     """
 
-    def __init__(self, right, mistakes, probes, observe=call, limit=HINT_LIMIT):
-        self.right, self.mistakes, self.probes, self.observe = right, mistakes, probes, observe
-        self.limit = limit
-        self._tables = {}  # seed -> (probes, right answers, each mistake's answers)
+    def __init__(self, task, mistakes, probes, observe=call, limit=HINT_LIMIT,
+                 fingerprints=expected.tables):
+        self.task, self.mistakes, self.probes, self.observe = task, mistakes, probes, observe
+        self.limit, self.fingerprints = limit, fingerprints
+        self._tables = {}  # seed -> (probes, right answers, each mistake's answers) or None
         self._hints = {}   # id(function) -> (function, its hint or "")
 
     def tables(self):
-        """(probes, right answers, {mistake: its answers}): the same for every student,
-        so worked out once per seed."""
+        """(probes, right answers, {mistake: its answers}), the same for every student, so
+        read once per seed; None where the fingerprints are not at hand."""
         seed = grading.test_seed()
         if seed not in self._tables:
             probes = self.probes()
-            with np.errstate(all="ignore"):  # a mistake may overflow: that is its answer
-                right = [self.right(*args) for args in probes]
-                answers = {m: [m.model(*args) for args in probes] for m in self.mistakes}
-            self._tables[seed] = probes, right, answers
+            names = {m: f"{self.task}:{m.mutant}" for m in self.mistakes}
+            found = self.fingerprints([f"{self.task}:right", *names.values()], probes)
+            self._tables[seed] = None if found is None else (
+                probes, found[f"{self.task}:right"], {m: found[names[m]] for m in self.mistakes})
         return self._tables[seed]
 
     def matches(self, function):
@@ -77,6 +83,8 @@ class KnownMistakes:
         One probe at a time, each answer compared and dropped at once (an answer may be
         large), stopping as soon as no mistake is left. [] if a probe errs or the probes
         run past the limit."""
+        if self.tables() is None:
+            return []
         probes, right, answers = self.tables()
         left = list(self.mistakes)
         start = time.monotonic()
