@@ -1,9 +1,12 @@
 """Tests of the given code (the simulator, the toy, the input checks): they pass from the start.
 
 They run with the graded tests (`python -m pytest -q`); a failure here is a
-bug in the lab, not in your code. The stand-in functions they need are written
-here, so no task has to be done first.
+bug in the lab, not in your code. A test that needs a task function (the
+simulator needs may_start, say) runs on yours once that task's answers are right
+on every input its graded tests try, and is skipped until then, saying which
+task it waits for (in the instructors' copy of the lab, on the reference).
 """
+import importlib
 import math
 import signal
 import time
@@ -11,12 +14,15 @@ import time
 import numpy as np
 import pytest
 
+import grading
 import toy
+from grading import TaskFileError
 from grading.feedback import KnownMistakes, Mistake, check
 from lab import contracts
 from lab.input_checks import ContractError, checked
 from scheduler_core import (SchedulerError, assign_lanes, checked_lengths, lognormal_lengths,
                             run_simulation)
+from test_rl_systems import KNOWN_MISTAKES
 
 LOGP = np.log(np.full((4, 3), 0.5))  # any (N, T) log-probabilities will do
 
@@ -246,14 +252,44 @@ def test_input_checks_masked_weights(tis):
             tis.masked_weights(LOGP, LOGP, "token", **bad)
 
 
-# ---------------------------------------------------------------- the simulator, on stand-ins
-# Stand-ins for Task 2, written here (experiments/test_*.py use them too). They follow the
-# simulator's rules, but newest_first is deliberately not Task 2b's answer: it trains the
-# newest B responses, not the oldest, which the given code must handle just as well.
+# ---------------------------------------------------------------- the task functions they need
 
-def admit(n_started, n_dropped, version, k, B):  # the rule in may_start's docstring
-    return n_started - n_dropped < (version + k + 1) * B
+class Tasks:
+    """Task functions that tests of the given code need (`names`: function -> task), each
+    looked up when a test uses it: the reference's where the lab has solutions/ (the
+    instructors' copy, where CI runs these tests), else yours once its task's answers
+    are right on every probe of its hints (its graded tests' inputs among them). Until
+    then the test is skipped, saying which task it waits for."""
 
+    def __init__(self, module, **names):
+        self.module, self.names = module, names
+
+    def __getattr__(self, name):
+        if name not in self.__dict__.get("names", {}):
+            raise AttributeError(name)
+        if grading.SOLUTIONS_DIR.is_dir():
+            return getattr(importlib.import_module(f"solutions.{self.module}"), name)
+        task = self.names[name]
+        waits = (f"this test of the given code runs on your {name} ({self.module}.py) once "
+                 f"Task {task} is done: run python -m pytest -q -k task{task}")
+        try:
+            function = getattr(grading.load(self.module), name)
+        except TaskFileError:
+            pytest.skip(waits)
+        if not KNOWN_MISTAKES[task].right_everywhere(function):
+            pytest.skip(waits)
+        return function
+
+
+MEMORY = Tasks("memory", model_state_bytes="1a", kv_cache_bytes="1b", rl_memory_gb="1c")
+SCHEDULER = Tasks("scheduler", may_start="2a", take_batch="2b")
+TIS = Tasks("tis", importance_weights="3a", pg_estimate="3b")
+
+
+# ---------------------------------------------------------------- the simulator
+# newest_first follows the simulator's rules, but it is deliberately not Task 2b's answer:
+# it trains the newest B responses, not the oldest, which the given code must handle just
+# as well (experiments/test_*.py use it too).
 
 def newest_first(finished, version, k, B, drop_stale):
     dropped = [r for r in finished if version - r["tag"] > k] if drop_stale else []
@@ -269,29 +305,29 @@ def newest_first(finished, version, k, B, drop_stale):
     return batch, dropped
 
 
-class StandInScheduler:
-    """The scheduler module's simulate, run with the stand-ins above."""
+class NewestFirst:
+    """The scheduler module's simulate, run with may_start (Task 2a) and newest_first."""
 
     @staticmethod
     def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
                  seed=0):
         return run_simulation(n_lanes, B, k, n_steps, train_time, lognormal_lengths(sigma, seed),
-                              admit, newest_first, drop_stale)
+                              SCHEDULER.may_start, newest_first, drop_stale)
 
 
 def test_core_reports_the_lag_tail():
-    keep = StandInScheduler.simulate(16, 32, 1, n_steps=20)
+    keep = NewestFirst.simulate(16, 32, 1, n_steps=20)
     lags = sorted(r["lag"] for r in keep["trace"] if r["lag"] is not None)
     assert keep["max_lag"] == lags[-1] > 1, "k = 1 bounds admission, not lag: the tail exceeds k"
     assert keep["lag_p95"] == lags[math.ceil(0.95 * len(lags)) - 1]
     assert keep["lag_p95"] <= keep["max_lag"]
-    drop = StandInScheduler.simulate(16, 32, 1, n_steps=20, drop_stale=True)
+    drop = NewestFirst.simulate(16, 32, 1, n_steps=20, drop_stale=True)
     assert drop["max_lag"] <= 1, "dropping stale responses keeps every trained lag <= k"
 
 
 def test_core_records_the_updates():
     for k in (0, 1, 3):
-        r = StandInScheduler.simulate(8, 16, k, n_steps=10, train_time=0.7)
+        r = NewestFirst.simulate(8, 16, k, n_steps=10, train_time=0.7)
         assert len(r["updates"]) == 10, "one update per version reached"
         for start, end in r["updates"]:
             assert end - start == pytest.approx(0.7)
@@ -302,7 +338,7 @@ def test_core_records_the_updates():
 
 def test_assign_lanes_never_overlaps_and_uses_at_most_n_lanes():
     for k, n_lanes in ((0, 16), (1, 16), (2, 5)):
-        trace = StandInScheduler.simulate(n_lanes, 32, k, n_steps=10)["trace"]
+        trace = NewestFirst.simulate(n_lanes, 32, k, n_steps=10)["trace"]
         lanes = assign_lanes(trace)
         assert len(lanes) == len(trace) and max(lanes) < n_lanes
         ends = {}  # each lane's last end so far (the trace is in start order)

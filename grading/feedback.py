@@ -64,6 +64,7 @@ class KnownMistakes:
         self.limit, self.fingerprints = limit, fingerprints
         self._tables = {}  # seed -> (probes, right answers, each mistake's answers) or None
         self._hints = {}   # id(function) -> (function, its hint or "")
+        self._right = {}   # id(function) -> (function, whether it is right on every probe)
 
     def tables(self):
         """(probes, right answers, {mistake: its answers}), the same for every student, so
@@ -99,6 +100,22 @@ class KnownMistakes:
         except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (no hint, that's all)
             return []
         return left
+
+    def right_everywhere(self, function):
+        """True if the function gives the right answer on every probe (within the limit);
+        found once per function."""
+        cached = self._right.get(id(function))
+        if cached is None or cached[0] is not function:
+            found, right = self.tables(), False
+            if found is not None:
+                try:
+                    with shorter_limit(self.limit), np.errstate(all="ignore"):
+                        right = all(same(self.observe(function, args), want)
+                                    for args, want in zip(found[0], found[1]))
+                except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (not right)
+                    right = False
+            cached = self._right[id(function)] = (function, right)
+        return cached[1]
 
     def hint(self, function):
         """'\\n  Likely mistake: ...' if the function behaves like exactly one known
