@@ -175,11 +175,11 @@ def test_input_checks_toy():
 
 
 def test_toy_checks_averaging_on_a_few_copies():
-    def weights(logp_train, logp_infer, scheme, C):
-        return np.ones_like(logp_train)
+    def weights(logp_train, logp_infer, scheme, C):  # any weights will do
+        return np.full_like(logp_train, 0.5)
 
     def summing(rewards, grad_logp, weights):  # sums over the batch: the check must say so
-        return (rewards[:, None, None] * weights[:, :, None] * grad_logp).sum(axis=(0, 1))
+        return (rewards[:, None, None] * grad_logp).sum(axis=(0, 1))  # (and ignores weights)
 
     def averaging(rewards, grad_logp, weights):
         return summing(rewards, grad_logp, weights) / len(rewards)
