@@ -62,7 +62,8 @@ import lab  # noqa: E402
 from grading import gradescope  # noqa: E402
 from tools.attacks import (ATEXIT_CHEAT, BIG_ANSWER, BIG_ANSWER_PEAK, BIG_MASKED,  # noqa: E402
                            BOX_DEPTH, COPY_CHEAT, CPU_HOG, CUT_LIMIT, DECODE, DECODE_LIMIT,
-                           DEEP_TREE, EDGE_BUGS, FILL_TMP, FINGERPRINT, FLOAT16_INF, GRADER_BASE, GUARD, HARDCODED_CHEAT,
+                           DEEP_TREE, EDGE_BUGS, FILL_TMP, FINGERPRINT, FLOAT16_INF,
+                           GRADER_BASE, GUARD, HARDCODED_CHEAT,
                            IMPORT_LOOP, IN_PLACE, LOOKUP, NEVER_AFTER_PUBLIC, PIPE_BYTES,
                            QUEUE_AND_KEY, RECORDER, SETUID, SHAPES, SLOW_FIRST, SLOW_IMPORT,
                            SURROGATE, TINY_OBJECTS, TRACES, WRITER_CHEAT)  # noqa: E402
