@@ -107,6 +107,17 @@ def test_contract_names_the_type_expected_and_got(answer, named):
                                             r"return an array of shape \(4, 3\)") as error:
         importance_weights(LOGP, LOGP, "none")
     assert named in str(error.value), error.value
+    assert str(error.value).endswith("(called with scheme 'none')"), error.value
+
+
+def test_contract_names_the_level_it_was_called_with():
+    @checked(contracts.masked_weights, returns=contracts.token_weights)
+    def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
+        return np.zeros(len(logp_train))  # one number per response, not per token
+    with pytest.raises(ContractError, match=r"masked_weights \(Task 3c, tis.py\) must return an "
+                       r"array of shape \(4, 3\): .* it returned shape \(4,\) \(called with "
+                       r"level 'geo'\)$"):
+        masked_weights(LOGP, LOGP, "geo")
 
 
 def weights_returning(answer):

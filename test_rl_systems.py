@@ -41,6 +41,12 @@ def random_inputs(test_number):
     return np.random.default_rng([grading.test_seed(), test_number])
 
 
+def built(name):
+    """The string `name` built at run time, as one read from a config file would be: equal
+    to the literal, but another object, so only == (never `is`) finds them equal."""
+    return "".join(list(name))
+
+
 def call(function, *args):
     """function(*args) written out as the student would type it, for a failure message."""
     return f"{function}({', '.join(map(repr, args))})"
@@ -182,7 +188,7 @@ MISTAKES_1B = KnownMistakes(
         Mistake("forgot head_dim: each KV head caches a vector of head_dim values",
                 "forgot head_dim")],
     probes=lambda: [(*QWEN_7B, 1, 2), (*QWEN_7B, N_TOKENS, 2), (*QWEN_7B, N_TOKENS, 1)]
-    + padded(WHOLE_SHAPES + INT64_SHAPES)
+    + padded(WHOLE_SHAPES + INT64_SHAPES) + FRACTIONAL_SHAPES
     + random_shapes())
 
 
@@ -242,6 +248,22 @@ def test_task1b_exact_int_for_every_kind_of_shape(memory):
 def test_task1b_exact_past_int64(memory):
     check_whole(memory.kv_cache_bytes, "kv_cache_bytes", INT64_SHAPES,
                 answers("kv_cache_bytes", padded(INT64_SHAPES)),
+                MISTAKES_1B.about(memory.kv_cache_bytes))
+
+
+# bytes_per_value is the decimal it prints as, and a total that is not whole bytes is
+# rounded up (the docstring): 0.57 bytes for 100 values is 57 (the float product is
+# 56.99999999999999, which int() makes 56), 1.1 bytes for 50 values is 55 (the float
+# product is 55.00000000000001, which rounding up in floats makes 56), 0.3 and 0.1 bytes
+# for 2 values are 1 each (0.6 and 0.2 bytes: a part of a byte takes a byte, whichever way
+# it would round), and 42 values of 1/8 byte take 6 bytes (5.25).
+FRACTIONAL_SHAPES = [(1, 1, 1, 50, 0.57), (1, 1, 1, 25, 1.1), (1, 1, 1, 1, 0.3), (1, 1, 1, 1, 0.1),
+                     (3, 1, 1, 7, 0.125), (*QWEN_7B, 1_000, 0.57)]
+
+
+def test_task1b_fractional_bytes_per_value_exactly(memory):
+    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", FRACTIONAL_SHAPES,
+                answers("kv_cache_bytes", FRACTIONAL_SHAPES),
                 MISTAKES_1B.about(memory.kv_cache_bytes))
 
 
@@ -347,8 +369,9 @@ def test_task1c_returns_a_float(memory):
 
 
 def check_bills(memory, cases, what):
-    """rl_memory_gb on every case (algo, N, reference, reward_model, lora) vs the bill."""
-    got = [memory.rl_memory_gb(algo, N, reference=ref, reward_model=rm, lora_params=lora)
+    """rl_memory_gb on every case (algo, N, reference, reward_model, lora) vs the bill, with
+    each algo a string built at run time (compare it with ==, never `is`)."""
+    got = [memory.rl_memory_gb(built(algo), N, reference=ref, reward_model=rm, lora_params=lora)
            for algo, N, ref, rm, lora in cases]
 
     def shown(case):
@@ -357,7 +380,8 @@ def check_bills(memory, cases, what):
                 f"lora_params={lora:.4g})")
     check_cases(cases, got, answers("rl_memory_gb", cases), what,
                 "the models of the docstring, 16 B per trained and 2 B per frozen parameter, "
-                "in GB = 1e9 bytes", MISTAKES_1C.about(memory.rl_memory_gb), shown)
+                "in GB = 1e9 bytes (algo is a string built at run time: compare it with ==)",
+                MISTAKES_1C.about(memory.rl_memory_gb), shown)
 
 
 def test_task1c_every_flag_combination(memory):
@@ -410,7 +434,7 @@ MISTAKES_2A = KnownMistakes(
                 "admission ignores the version"),
         Mistake("added k responses, not k batches: the bound is (version + k + 1) * B",
                 "k responses ahead instead of k batches")],
-    probes=lambda: (SYNCHRONOUS_STATES + AHEAD_STATES + DROPPED_STATES
+    probes=lambda: (SYNCHRONOUS_STATES + AHEAD_STATES + DROPPED_STATES + HUGE_STATES
                     + random_states(random_inputs(4), 300)
                     + random_states(np.random.default_rng([grading.test_seed(), 104]), 300)))
 
@@ -439,6 +463,19 @@ def test_task2a_k_batches_ahead(scheduler):
 
 def test_task2a_dropped_free_their_place(scheduler):
     check_admission(scheduler.may_start, DROPPED_STATES, "k = 1, B = 4, with dropped responses")
+
+
+# Counts past 2**53, where floats skip whole numbers: in float division (3 * 2**53 - 1) / 3
+# rounds up to 2**53, so (n_started - n_dropped) / B < version + k + 1 refuses the last
+# response the rule admits. Int arithmetic is exact at any size.
+HUGE_STATES = [(3 * 2**53 - 1, 0, 2**53 - 1, 0, 3), (3 * 2**53, 0, 2**53 - 1, 0, 3),
+               (2**60 - 1, 0, 2**58 - 1, 0, 4), (2**60 + 5, 6, 2**58 - 2, 1, 4),
+               (7 * 2**55 + 6, 0, 2**55, 0, 7), (7 * 2**55 + 7, 0, 2**55, 0, 7)]
+
+
+def test_task2a_exact_past_2_53(scheduler):
+    check_admission(scheduler.may_start, HUGE_STATES,
+                    "may_start with counts past 2**53 (exact only in int arithmetic)")
 
 
 def test_task2a_random_states(scheduler):
@@ -559,6 +596,7 @@ MISTAKES_2B = KnownMistakes(
                 "waited for more than B responses")],
     probes=lambda: (
         [(queue([0] * 5), 0, 0, 3, False), (FINISH_ORDER, 2, 2, 2, False),
+         (SAME_END, 1, 1, 2, False),
          (queue([3, 1, 2]), 3, 2, 3, False), (queue([0, 0]), 0, 0, 3, False),
          (queue([3, 1, 2, 2, 0]), 3, 1, 2, True), (queue([0, 0]), 5, 1, 2, False),
          (queue([1, 5]), 5, 0, 2, True), (queue(ALL_STALE), 5, 1, 2, True),
@@ -588,6 +626,22 @@ def test_task2b_takes_in_finish_order(scheduler):
           "batch ids", hint)
     check(ids(left), [0, 4, 2], "ids left in `finished`, in their order", hint)
     check([r["lag"] for r in batch], [1, 0], "lags of the batch (version 2, tags [1, 2])", hint)
+
+
+# Four responses that finish at the same time, 5.0, in `finished` in the order the simulator
+# put them there, which is not the order of their ids, starts or lengths: first in, first out
+# keeps it; a queue sorted by finish time and then by anything else does not.
+SAME_END = ((2, 0, 1.0, 4.0), (0, 0, 3.0, 2.0), (3, 0, 2.0, 3.0), (1, 0, 4.0, 1.0))
+
+
+def test_task2b_equal_finish_times_keep_their_order(scheduler):
+    finished = [response(i, tag, start, length) for i, tag, start, length in SAME_END]
+    batch, _, left = take(scheduler, None, version=1, k=1, B=2, finished=finished)
+    hint = MISTAKES_2B.about(scheduler.take_batch)
+    check(ids(batch), [2, 0], "take_batch, B = 2, on four responses that all finished at time "
+          "5.0, in `finished` as ids [2, 0, 3, 1] (starts 1, 3, 2, 4; lengths 4, 2, 3, 1): "
+          "batch ids (the first two in `finished`)", hint)
+    check(ids(left), [3, 1], "ids left in `finished`, in their order", hint)
 
 
 def test_task2b_lag_is_version_minus_tag(scheduler):
@@ -1053,7 +1107,7 @@ def unchanged(function, inputs, call_it):
 def test_task3a_random_ratios(tis):
     cases = random_ratios(random_inputs(6), 150)
     got = [unchanged("importance_weights", dict(logp_train=lt, logp_infer=li),
-                     lambda: tis.importance_weights(lt, li, scheme, C))
+                     lambda: tis.importance_weights(lt, li, built(scheme), C))
            for _, lt, li, scheme, C in cases]
 
     def shown(case):
@@ -1064,7 +1118,8 @@ def test_task3a_random_ratios(tis):
                 answers("weights_of_log_ratios",
                         [(log_w, scheme, C) for log_w, _, _, scheme, C in cases]),
                 "importance_weights on random log-ratios",
-                "the five schemes of the docstring, from log_w = logp_train - logp_infer",
+                "the five schemes of the docstring, from log_w = logp_train - logp_infer "
+                "(scheme is a string built at run time: compare it with ==)",
                 MISTAKES_3A.about(tis.importance_weights), shown)
 
 
@@ -1102,7 +1157,10 @@ def test_task3a_weights_from_e_minus_700_to_e_700(tis):
 def near_c(C):
     """(logp_train, logp_infer) of NEAR_C[C]'s one-token responses, at log-probability -1000."""
     logp_infer = np.full_like(NEAR_C[C], -1000.0)
-    return logp_infer + NEAR_C[C], logp_infer
+    logp_train = logp_infer + NEAR_C[C]
+    for table in (logp_train, logp_infer):
+        table.setflags(write=False)  # (a change in place is named, as for the tables above)
+    return logp_train, logp_infer
 
 
 def test_task3a_truncation_exact_at_and_around_C(tis):
@@ -1110,8 +1168,8 @@ def test_task3a_truncation_exact_at_and_around_C(tis):
     for C in NEAR_C:
         logp_train, logp_infer = near_c(C)
         for scheme in ("token_tis", "seq_tis"):
-            check(weights(tis, scheme, C, logp_train, logp_infer),
-                  answer("importance_weights", logp_train, logp_infer, scheme, C),
+            expected = answer("importance_weights", logp_train, logp_infer, scheme, C)
+            check(weights(tis, scheme, C, logp_train, logp_infer), expected,
                   f'importance_weights(..., "{scheme}", C={C}) on one-token responses with '
                   "log-ratios log C, log C -+ 1e-9, -+ 1e-15, log C + 700, + 1000 and - 700, "
                   "to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
@@ -1221,7 +1279,8 @@ def test_task3b_float64_array_for_every_size(tis):
     # pg_estimate refuses any answer that is not a (D,) array of float64.
     for args in small_sizes():
         N, T, D = args[1].shape
-        check(tis.pg_estimate(*args), answer("pg_estimate_by_loop", *args),
+        expected = answer("pg_estimate_by_loop", *args)  # (before the call: it gets the arrays)
+        check(tis.pg_estimate(*args), expected,
               f"pg_estimate on (N, T, D) = {(N, T, D)} inputs vs a plain loop",
               MISTAKES_3B.about(tis.pg_estimate), rtol=1e-12)
 
@@ -1518,16 +1577,19 @@ def test_task3c_very_low_log_probabilities(tis):
 
 def test_task3c_random_bands(tis):
     cases = random_bands(random_inputs(8), 150)
+    expected = answers("masked_weights", cases)  # (before the calls: they get the arrays)
     with np.errstate(divide="ignore"):
-        got = [tis.masked_weights(*case) for case in cases]
+        got = [tis.masked_weights(lt, li, built(level), low, high)
+               for lt, li, level, low, high in cases]
 
     def shown(case):
         lt, li, level, low, high = case
         return (f"masked_weights(..., {level!r}, low={low}, high={high}) with logp_train - "
                 f"logp_infer = {np.round(lt - li, 4).tolist()}")
-    check_cases(cases, got, answers("masked_weights", cases), "masked_weights on random ratios",
+    check_cases(cases, got, expected, "masked_weights on random ratios",
                 "keep the ratio (token), product (seq) or geometric mean (geo) where it lies "
-                "in [low, high], else 0", MISTAKES_3C.about(tis.masked_weights), shown)
+                "in [low, high], else 0 (level is a string built at run time: compare it "
+                "with ==)", MISTAKES_3C.about(tis.masked_weights), shown)
 
 
 # Ratios exactly on the edges of the band [0.35, 3] (the log-ratios are np.log(0.35) and

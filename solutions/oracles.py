@@ -13,6 +13,8 @@ right answer on its inputs ("model_state_bytes"), and "<task>:right" and
 on the task's probes, as the test observes the student's function there).
 """
 import functools
+import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -25,9 +27,13 @@ def state_bytes(n_trained, n_frozen=0):
     return 16 * int(n_trained) + 2 * int(n_frozen)
 
 
+def exact_bytes(count, b):
+    """`count` values of b bytes each, b read as the decimal it prints as, rounded up."""
+    return math.ceil(Fraction(count) * Fraction(str(b)))
+
+
 def cache_bytes(L, H, d, n, b=2):
-    """Whole bytes in int arithmetic (2 * b is whole in every input the tests use)."""
-    return int(L) * int(H) * int(d) * int(n) * round(2 * b)
+    return exact_bytes(2 * int(L) * int(H) * int(d) * int(n), b)
 
 
 def bill_gb(algo, N, reference, reward_model, lora, *, unit=1e9, critic=16, reference_bytes=2,
@@ -58,11 +64,11 @@ MODELS_1A = {
     "frozen parameters cost nothing": lambda a, b: 16 * a,
     "counted frozen parameters like trained ones": lambda a, b: 16 * a + 16 * b}
 MODELS_1B = {
-    # (int: 1 * 0.5 bytes gives 0)
-    "KV cache without the factor 2 for K and V": lambda L, H, d, n, b: int(L * H * d * n * b),
+    "KV cache without the factor 2 for K and V":
+        lambda L, H, d, n, b: exact_bytes(L * H * d * n, b),
     "ignored bytes_per_value (always bf16)": lambda L, H, d, n, b: 2 * L * H * d * n * 2,
-    "counted bits instead of bytes": lambda L, H, d, n, b: 2 * L * H * d * n * b * 8,
-    "forgot head_dim": lambda L, H, d, n, b: 2 * L * H * n * b}
+    "counted bits instead of bytes": lambda L, H, d, n, b: exact_bytes(2 * L * H * d * n * 8, b),
+    "forgot head_dim": lambda L, H, d, n, b: exact_bytes(2 * L * H * n, b)}
 MODELS_1C = {mutant: functools.partial(bill_gb, **change) for mutant, change in {
     "GiB (2**30) instead of GB (10**9)": dict(unit=2**30),
     "forgot the critic": dict(critic=0, critic_adapter=False),
