@@ -233,6 +233,28 @@ def test_core_explains_a_run_that_cannot_finish():
         run_simulation(2, 2, 0, 1, 1.0, iter([1.0]), lambda *a: True, lambda *a: (None, []))
 
 
+def take_oldest(finished, version, k, B, drop_stale):  # not Task 2b's: it never drops
+    if len(finished) < B:
+        return None, []
+    batch = finished[:B]
+    del finished[:B]
+    for r in batch:
+        r["lag"] = version - r["tag"]
+    return batch, []
+
+
+@pytest.mark.parametrize("may_start, k, named", [
+    (lambda n, d, v, k, B: n - d < (v + k) * B, 0, "it stops one batch short, at 0 = (version "
+     "+ k) * B. Is the + 1 of (version + k + 1) * B missing?"),
+    (lambda n, d, v, k, B: n - d < v * B + 1, 1, "")])  # (a refusal no known mistake explains)
+def test_core_names_what_a_refusal_lacks(may_start, k, named):
+    # no response is ever dropped here, so the message never asks about n_dropped
+    with pytest.raises(SchedulerError, match="can never finish: may_start refused") as error:
+        run_simulation(2, 2, k, 3, 1.0, iter([1.0] * 40), may_start, take_oldest)
+    assert named in str(error.value) and "n_dropped?" not in str(error.value), error.value
+    assert ("Is the + 1" in str(error.value)) == bool(named), error.value
+
+
 def test_core_checks_the_decisions():
     with pytest.raises(SchedulerError, match="may_start must return True or False"):
         run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: None, lambda *a: (None, []))
