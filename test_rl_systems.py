@@ -29,6 +29,7 @@ from grading.feedback import KnownMistakes, Mistake, check, check_cases, same, s
 from grading.harness import where
 from lab import GPU_GB, MASK_LEVELS, SCHEMES
 from lab.responses import ids, response, take_outcome
+from lab.tolerances import KIND, NO_FLOOR, ROUNDING
 
 
 # ---------------------------------------------------------------- helpers
@@ -1151,7 +1152,7 @@ def test_task3a_weights_from_e_minus_700_to_e_700(tis):
         check(weights(tis, scheme, 2.0, EXTREME_TRAIN, EXTREME_INFER), expected,
               f'importance_weights(..., "{scheme}", C=2) on log-ratios from -700 to 709.5 per '
               "token, sequence sums 0, 700, -700, 709.5, 710 (e**710 is inf in float64), -1000 "
-              "and 20.5 (EXTREME_LOG_W), to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
+              "and 20.5 (EXTREME_LOG_W), to 1e-12 relative", hint, tolerance=ROUNDING)
 
 
 def near_c(C):
@@ -1172,7 +1173,7 @@ def test_task3a_truncation_exact_at_and_around_C(tis):
             check(weights(tis, scheme, C, logp_train, logp_infer), expected,
                   f'importance_weights(..., "{scheme}", C={C}) on one-token responses with '
                   "log-ratios log C, log C -+ 1e-9, -+ 1e-15, log C + 700, + 1000 and - 700, "
-                  "to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
+                  "to 1e-12 relative", hint, tolerance=ROUNDING)
 
 
 def corners(logp_train, logp_infer):
@@ -1282,7 +1283,7 @@ def test_task3b_float64_array_for_every_size(tis):
         expected = answer("pg_estimate_by_loop", *args)  # (before the call: it gets the arrays)
         check(tis.pg_estimate(*args), expected,
               f"pg_estimate on (N, T, D) = {(N, T, D)} inputs vs a plain loop",
-              MISTAKES_3B.about(tis.pg_estimate), rtol=1e-12)
+              MISTAKES_3B.about(tis.pg_estimate), tolerance=ROUNDING)
 
 
 # ---------------------------------------------------------------- Task 3: the chapter's claims
@@ -1336,9 +1337,9 @@ def test_task3_no_mismatch_no_bias(tis):
     for scheme, s in stats.items():
         claim(s["bias"] < 1e-12, f'with mismatch 0 every weight is 1, so "{scheme}" must be '
               f'unbiased; bias {s["bias"]:.3g}', tis)
-        claim(same(s["variance"], stats["none"]["variance"]),
+        claim(same(s["variance"], stats["none"]["variance"], KIND["3"]),
               f'with mismatch 0 the variance of "{scheme}" must equal that of "none": '
-              f'{s["variance"]:.6g} vs {stats["none"]["variance"]:.6g}', tis)
+              f'{s["variance"]!r} vs {stats["none"]["variance"]!r}', tis)
 
 
 def test_task3_naive_bias_grows_linearly(tis):
@@ -1353,11 +1354,12 @@ def test_task3_naive_bias_grows_linearly(tis):
 
 def test_task3_batch_size_shrinks_variance_not_bias(tis):
     small, large = exact_stats(tis, "none", 0.6, batch_size=1), exact_stats(tis, "none", 0.6, batch_size=64)
-    claim(same(large["bias"], small["bias"]), f"the naive bias must be the same with batch 64 and "
-          f"batch 1 (bias does not average away): {large['bias']:.6g} vs {small['bias']:.6g}", tis)
-    claim(same(large["variance"], small["variance"] / 64), f"variance with batch 64 must be the "
-          f"variance with batch 1 / 64: {large['variance']:.6g} vs {small['variance'] / 64:.6g}",
-          tis)
+    claim(same(large["bias"], small["bias"], KIND["3"]), f"the naive bias must be the same with "
+          f"batch 64 and batch 1 (bias does not average away): {large['bias']!r} vs "
+          f"{small['bias']!r}", tis)
+    claim(same(large["variance"], small["variance"] / 64, KIND["3"]), f"variance with batch 64 "
+          f"must be the variance with batch 1 / 64: {large['variance']!r} vs "
+          f"{small['variance'] / 64!r}", tis)
 
 
 def test_task3_sequence_is_unbiased_but_noisy(tis):
@@ -1550,7 +1552,7 @@ def test_task3c_low_0_keeps_the_smallest_ratios(tis):
         check(got, np.exp(TINY_LOG_W),
               f'masked_weights(..., "{level}", low=0) on one-token responses with log-ratios '
               "-30, -700 and -740 (TINY_LOG_W): low = 0 means no lower bound, so each weight "
-              "is kept, however small", hint, atol=0)
+              "is kept, however small", hint, tolerance=NO_FLOOR)
 
 
 def test_task3c_long_responses_in_log_space(tis):

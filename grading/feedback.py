@@ -30,6 +30,7 @@ import grading
 from grading import expected
 from grading.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
 from lab.input_checks import show_short
+from lab.tolerances import FLOATS
 
 
 class Mistake(NamedTuple):
@@ -132,10 +133,11 @@ class KnownMistakes:
         return lambda: self.hint(function)
 
 
-def same(got, expected, rtol=1e-9, atol=1e-12):
-    """Numbers, lists or arrays equal in shape and (to rounding) in value; NaN equals
-    NaN, so a model that overflows where the student's code does is confirmed. Other
-    values (lists with None in them, say) must be equal."""
+def same(got, expected, tolerance=FLOATS):
+    """Numbers, lists or arrays equal in shape and (within `tolerance`, lab/tolerances.py)
+    in value; NaN equals NaN, so a model that overflows where the student's code does is
+    confirmed. Other values (lists with None in them, say) must be equal."""
+    rtol, atol = tolerance.rtol, tolerance.atol
     if got is None or expected is None:
         return got is expected
     if type(got) is type(expected) and type(got) in (bool, int, float):  # the usual case, quickly
@@ -195,7 +197,7 @@ def show(value, exact=False):
     return f"array({(array if exact else np.round(array, 6)).tolist()})"
 
 
-def expected_got(expected, got, rtol=1e-9, atol=1e-12):
+def expected_got(expected, got, tolerance=FLOATS):
     """'expected X, got Y', both in one form: numbers expected as a list are shown as an
     array when the answer is an array, and as a list when it is a list. Numbers that would
     print alike are shown with every digit; for numbers of one shape, the first element
@@ -217,7 +219,7 @@ def expected_got(expected, got, rtol=1e-9, atol=1e-12):
         alike = show(expected) == show(got) or np.array_equal(np.round(ef, 6), np.round(gf, 6),
                                                                equal_nan=True)
         text = f"expected {show(expected, alike)}, got {show(got, alike)}"
-        wrong = ~np.isclose(gf, ef, rtol=rtol, atol=atol, equal_nan=True)
+        wrong = ~np.isclose(gf, ef, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
         if not wrong.any() or not (alike or e.size > 1):
             return text
         if e.size > 1:
@@ -233,17 +235,18 @@ def expected_got(expected, got, rtol=1e-9, atol=1e-12):
     return text
 
 
-def check(got, expected, what, hint=None, where=None, rtol=1e-9, atol=1e-12):
-    """Assert got == expected (to rounding), with a message a student can act on.
+def check(got, expected, what, hint=None, where=None, tolerance=FLOATS):
+    """Assert got == expected (within `tolerance`), with a message a student can act on.
 
     hint:  KnownMistakes.about(function), asked only when the check fails.
-    where: where(got, expected) -> text saying where the answer broke, if it can tell."""
-    if same(got, expected, rtol, atol):
+    where: where(got, expected) -> text saying where the answer broke, if it can tell.
+    tolerance: the kind of comparison (lab/tolerances.py)."""
+    if same(got, expected, tolerance):
         return
     found = (where(got, expected) if where else "") + (hint() if hint else "")
     if got is None and not found:
         found = " (did you forget a return statement?)"
-    raise AssertionError(f"{what}: {expected_got(expected, got, rtol, atol)}.{found}")
+    raise AssertionError(f"{what}: {expected_got(expected, got, tolerance)}.{found}")
 
 
 def check_cases(cases, got, expected, what, rule, hint=None, shown=str):
