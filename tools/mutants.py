@@ -94,8 +94,6 @@ MUTANTS = [
     Mutant("1b", "ignored bytes_per_value (always bf16)", "* per_value)", "* 2)"),
     Mutant("1b", "counted bits instead of bytes", "* per_value)", "* per_value * 8)"),
     Mutant("1b", "forgot head_dim", "n_kv_heads * head_dim * n_tokens)", "n_kv_heads * n_tokens)"),
-    Mutant("1c", "compared algo with `is`: a string built at run time is not \"ppo\"",
-           'algo == "ppo"', 'algo is "ppo"'),
     Mutant("1c", "GiB (2**30) instead of GB (10**9)",
            "return total / 1e9", "return total / 2**30"),
     Mutant("1c", "forgot the critic",
@@ -137,6 +135,8 @@ MUTANTS = [
     Mutant("1c", "an int when the GB are whole (252, not 252.0)",
            "return total / 1e9", "gb = total / 1e9\n    return int(gb) if gb.is_integer() else gb"),
 
+    Mutant("1c", "compared algo with `is`: a string built at run time is not \"ppo\"",
+           'algo == "ppo"', 'algo is "ppo"'),
     # ---- Task 2: scheduler.py
     Mutant("2a", "true division: (n_started - n_dropped) / B is a float, inexact past 2**53",
            RULE, "return (n_started - n_dropped) / B < version + k + 1"),
