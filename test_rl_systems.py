@@ -9,8 +9,8 @@ test_given.py and experiments/test_*.py. Every expected number can be worked out
 from the formula in the function's docstring (the random tests, whose inputs
 are seeded by grading.test_seed()), or is the reference's result on a small seeded
 run (the snapshot tests). The expected values are data (grading/expected.py): the
-instructors' reference worked them out on these very inputs. Each failure says what was computed, from which
-inputs (the smallest wrong case), expected vs got, and, when the wrong value is
+instructors' reference worked them out on these very inputs. Each failure says what was
+computed, from which inputs (the smallest wrong case), expected vs got, and, when the wrong value is
 exactly what one known mistake gives and no other, which one (grading/feedback.py).
 (PYTEST_DONT_REWRITE above keeps pytest from appending its own assert
 introspection, so the messages below are shown as they are.)
