@@ -52,8 +52,12 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
     token costs 2 * 28 * 4 * 128 * 2 = 57,344 bytes = 56 KiB.
 
     bytes_per_value may be a fraction: 0.5 for a 4-bit cache (2 * 28 * 4 * 128 * 0.5
-    = 14,336 bytes a token). Returns an int (whole bytes): 0 for n_tokens = 0, and
-    939,524,096 (not 939524096.0) for a whole float such as n_tokens = 16384.0. Exact for
+    = 14,336 bytes a token). It is taken as the decimal it prints as (0.57 is exactly
+    57/100, not the float just below it), and a total that is not whole bytes is rounded
+    up (part of a byte still takes a byte): kv_cache_bytes(1, 1, 1, 50, 0.57) is 57, and
+    kv_cache_bytes(1, 1, 1, 1, 0.3) is 1 (0.6 bytes). Returns an int (whole bytes): 0 for
+    n_tokens = 0, and 939,524,096 (not 939524096.0) for a whole float such as n_tokens =
+    16384.0. Exact for
     int arguments however large: past 2**53, where float arithmetic rounds, and past 2**63
     bytes (about 9.2e18), where numpy's int64 wraps (2**53 + 1 tokens of Qwen2.5-7B are
     516,508,834,063,867,502,592 bytes). Numpy int sizes are exact while the bytes fit in

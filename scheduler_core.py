@@ -292,8 +292,29 @@ def _why_stuck(n_started, n_dropped, version, k, B, n_finished, out_of_lengths):
         culprit = (f"take_batch returned no batch although {n_finished} >= B responses "
                    "were waiting")
     elif n_started - n_dropped < (version + k + 1) * B:
-        culprit = ("may_start refused although n_started - n_dropped < (version + k + 1) * B; "
-                   "does it subtract n_dropped, and allow k batches ahead?")
+        culprit = ("may_start refused although n_started - n_dropped < (version + k + 1) * B"
+                   + _refused_because(n_started, n_dropped, version, k, B))
     else:
         culprit = "responses went missing: check that take_batch returns every response it removes"
     return f"the simulation can never finish: {culprit} ({state})."
+
+
+def _refused_because(n_started, n_dropped, version, k, B):
+    """What explains a refusal of a start the rule allows, as far as the state tells: the
+    missing + 1 (one batch short), n_dropped not subtracted (only when some were dropped),
+    or k not counted in batches; "" if none of them would refuse here."""
+    count = n_started - n_dropped
+    short = count >= (version + k) * B           # refused by n_started - n_dropped < (v + k) * B
+    dropped = n_dropped > 0 and n_started >= (version + k + 1) * B  # refused by n_started < ...
+    if short and dropped:
+        return ("; either it stops one batch short (is the + 1 of (version + k + 1) * B "
+                "missing?) or it does not subtract n_dropped (dropped responses free their place)")
+    if short:
+        return (f": it stops one batch short, at {count} = (version + k) * B. Is the + 1 of "
+                "(version + k + 1) * B missing? The lanes may fill the batch the trainer needs "
+                "next, plus k more")
+    if dropped:
+        return "; does it subtract n_dropped? Dropped responses free their place"
+    if k and count >= (version + 1) * B:
+        return "; does it allow k batches (k * B responses) ahead?"
+    return ""

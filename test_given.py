@@ -1,9 +1,12 @@
 """Tests of the given code (the simulator, the toy, the input checks): they pass from the start.
 
 They run with the graded tests (`python -m pytest -q`); a failure here is a
-bug in the lab, not in your code. The stand-in functions they need are written
-here, so no task has to be done first.
+bug in the lab, not in your code. A test that needs a task function (the
+simulator needs may_start, say) runs on yours once that task's answers are right
+on every input its graded tests try, and is skipped until then, saying which
+task it waits for (in the instructors' copy of the lab, on the reference).
 """
+import importlib
 import math
 import signal
 import time
@@ -11,12 +14,15 @@ import time
 import numpy as np
 import pytest
 
+import grading
 import toy
+from grading import TaskFileError
 from grading.feedback import KnownMistakes, Mistake, check
 from lab import contracts
 from lab.input_checks import ContractError, checked
 from scheduler_core import (SchedulerError, assign_lanes, checked_lengths, lognormal_lengths,
                             run_simulation)
+from test_rl_systems import KNOWN_MISTAKES
 
 LOGP = np.log(np.full((4, 3), 0.5))  # any (N, T) log-probabilities will do
 
@@ -101,6 +107,17 @@ def test_contract_names_the_type_expected_and_got(answer, named):
                                             r"return an array of shape \(4, 3\)") as error:
         importance_weights(LOGP, LOGP, "none")
     assert named in str(error.value), error.value
+    assert str(error.value).endswith("(called with scheme 'none')"), error.value
+
+
+def test_contract_names_the_level_it_was_called_with():
+    @checked(contracts.masked_weights, returns=contracts.token_weights)
+    def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
+        return np.zeros(len(logp_train))  # one number per response, not per token
+    with pytest.raises(ContractError, match=r"masked_weights \(Task 3c, tis.py\) must return an "
+                       r"array of shape \(4, 3\): .* it returned shape \(4,\) \(called with "
+                       r"level 'geo'\)$"):
+        masked_weights(LOGP, LOGP, "geo")
 
 
 def weights_returning(answer):
@@ -169,11 +186,11 @@ def test_input_checks_toy():
 
 
 def test_toy_checks_averaging_on_a_few_copies():
-    def weights(logp_train, logp_infer, scheme, C):
-        return np.ones_like(logp_train)
+    def weights(logp_train, logp_infer, scheme, C):  # any weights will do
+        return np.full_like(logp_train, 0.5)
 
     def summing(rewards, grad_logp, weights):  # sums over the batch: the check must say so
-        return (rewards[:, None, None] * weights[:, :, None] * grad_logp).sum(axis=(0, 1))
+        return (rewards[:, None, None] * grad_logp).sum(axis=(0, 1))  # (and ignores weights)
 
     def averaging(rewards, grad_logp, weights):
         return summing(rewards, grad_logp, weights) / len(rewards)
@@ -216,6 +233,28 @@ def test_core_explains_a_run_that_cannot_finish():
         run_simulation(2, 2, 0, 1, 1.0, iter([1.0]), lambda *a: True, lambda *a: (None, []))
 
 
+def take_oldest(finished, version, k, B, drop_stale):  # not Task 2b's: it never drops
+    if len(finished) < B:
+        return None, []
+    batch = finished[:B]
+    del finished[:B]
+    for r in batch:
+        r["lag"] = version - r["tag"]
+    return batch, []
+
+
+@pytest.mark.parametrize("may_start, k, named", [
+    (lambda n, d, v, k, B: n - d < (v + k) * B, 0, "it stops one batch short, at 0 = (version "
+     "+ k) * B. Is the + 1 of (version + k + 1) * B missing?"),
+    (lambda n, d, v, k, B: n - d < v * B + 1, 1, "")])  # (a refusal no known mistake explains)
+def test_core_names_what_a_refusal_lacks(may_start, k, named):
+    # no response is ever dropped here, so the message never asks about n_dropped
+    with pytest.raises(SchedulerError, match="can never finish: may_start refused") as error:
+        run_simulation(2, 2, k, 3, 1.0, iter([1.0] * 40), may_start, take_oldest)
+    assert named in str(error.value) and "n_dropped?" not in str(error.value), error.value
+    assert ("Is the + 1" in str(error.value)) == bool(named), error.value
+
+
 def test_core_checks_the_decisions():
     with pytest.raises(SchedulerError, match="may_start must return True or False"):
         run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: None, lambda *a: (None, []))
@@ -246,14 +285,44 @@ def test_input_checks_masked_weights(tis):
             tis.masked_weights(LOGP, LOGP, "token", **bad)
 
 
-# ---------------------------------------------------------------- the simulator, on stand-ins
-# Stand-ins for Task 2, written here (experiments/test_*.py use them too). They follow the
-# simulator's rules, but newest_first is deliberately not Task 2b's answer: it trains the
-# newest B responses, not the oldest, which the given code must handle just as well.
+# ---------------------------------------------------------------- the task functions they need
 
-def admit(n_started, n_dropped, version, k, B):  # the rule in may_start's docstring
-    return n_started - n_dropped < (version + k + 1) * B
+class Tasks:
+    """Task functions that tests of the given code need (`names`: function -> task), each
+    looked up when a test uses it: the reference's where the lab has solutions/ (the
+    instructors' copy, where CI runs these tests), else yours once its task's answers
+    are right on every probe of its hints (its graded tests' inputs among them). Until
+    then the test is skipped, saying which task it waits for."""
 
+    def __init__(self, module, **names):
+        self.module, self.names = module, names
+
+    def __getattr__(self, name):
+        if name not in self.__dict__.get("names", {}):
+            raise AttributeError(name)
+        if grading.SOLUTIONS_DIR.is_dir():
+            return getattr(importlib.import_module(f"solutions.{self.module}"), name)
+        task = self.names[name]
+        waits = (f"this test of the given code runs on your {name} ({self.module}.py) once "
+                 f"Task {task} is done: run python -m pytest -q -k task{task}")
+        try:
+            function = getattr(grading.load(self.module), name)
+        except TaskFileError:
+            pytest.skip(waits)
+        if not KNOWN_MISTAKES[task].right_everywhere(function):
+            pytest.skip(waits)
+        return function
+
+
+MEMORY = Tasks("memory", model_state_bytes="1a", kv_cache_bytes="1b", rl_memory_gb="1c")
+SCHEDULER = Tasks("scheduler", may_start="2a", take_batch="2b")
+TIS = Tasks("tis", importance_weights="3a", pg_estimate="3b")
+
+
+# ---------------------------------------------------------------- the simulator
+# newest_first follows the simulator's rules, but it is deliberately not Task 2b's answer:
+# it trains the newest B responses, not the oldest, which the given code must handle just
+# as well (experiments/test_*.py use it too).
 
 def newest_first(finished, version, k, B, drop_stale):
     dropped = [r for r in finished if version - r["tag"] > k] if drop_stale else []
@@ -269,29 +338,29 @@ def newest_first(finished, version, k, B, drop_stale):
     return batch, dropped
 
 
-class StandInScheduler:
-    """The scheduler module's simulate, run with the stand-ins above."""
+class NewestFirst:
+    """The scheduler module's simulate, run with may_start (Task 2a) and newest_first."""
 
     @staticmethod
     def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
                  seed=0):
         return run_simulation(n_lanes, B, k, n_steps, train_time, lognormal_lengths(sigma, seed),
-                              admit, newest_first, drop_stale)
+                              SCHEDULER.may_start, newest_first, drop_stale)
 
 
 def test_core_reports_the_lag_tail():
-    keep = StandInScheduler.simulate(16, 32, 1, n_steps=20)
+    keep = NewestFirst.simulate(16, 32, 1, n_steps=20)
     lags = sorted(r["lag"] for r in keep["trace"] if r["lag"] is not None)
     assert keep["max_lag"] == lags[-1] > 1, "k = 1 bounds admission, not lag: the tail exceeds k"
     assert keep["lag_p95"] == lags[math.ceil(0.95 * len(lags)) - 1]
     assert keep["lag_p95"] <= keep["max_lag"]
-    drop = StandInScheduler.simulate(16, 32, 1, n_steps=20, drop_stale=True)
+    drop = NewestFirst.simulate(16, 32, 1, n_steps=20, drop_stale=True)
     assert drop["max_lag"] <= 1, "dropping stale responses keeps every trained lag <= k"
 
 
 def test_core_records_the_updates():
     for k in (0, 1, 3):
-        r = StandInScheduler.simulate(8, 16, k, n_steps=10, train_time=0.7)
+        r = NewestFirst.simulate(8, 16, k, n_steps=10, train_time=0.7)
         assert len(r["updates"]) == 10, "one update per version reached"
         for start, end in r["updates"]:
             assert end - start == pytest.approx(0.7)
@@ -302,7 +371,7 @@ def test_core_records_the_updates():
 
 def test_assign_lanes_never_overlaps_and_uses_at_most_n_lanes():
     for k, n_lanes in ((0, 16), (1, 16), (2, 5)):
-        trace = StandInScheduler.simulate(n_lanes, 32, k, n_steps=10)["trace"]
+        trace = NewestFirst.simulate(n_lanes, 32, k, n_steps=10)["trace"]
         lanes = assign_lanes(trace)
         assert len(lanes) == len(trace) and max(lanes) < n_lanes
         ends = {}  # each lane's last end so far (the trace is in start order)
@@ -314,11 +383,17 @@ def test_assign_lanes_never_overlaps_and_uses_at_most_n_lanes():
 
 # A toy task for the hints: the rule is 2x; one known mistake adds 2 instead (the same at
 # x = 2), another gives NaN at x = 3 (as code that overflows would).
+TOY_MODELS = {"toy:right": lambda x: 2.0 * x, "toy:added 2": lambda x: x + 2.0,
+              "toy:NaN at 3": lambda x: np.nan if x == 3 else 2.0 * x}
+
+
+def toy_fingerprints(names, probes):
+    return {name: [TOY_MODELS[name](*args) for args in probes] for name in names}
+
+
 TOY_MISTAKES = KnownMistakes(
-    right=lambda x: 2.0 * x,
-    mistakes=[Mistake("added 2", lambda x: x + 2.0, "(none)"),
-              Mistake("NaN at 3", lambda x: np.nan if x == 3 else 2.0 * x, "(none)")],
-    probes=lambda: [(0,), (1,), (2,), (3,)], limit=0.1)
+    "toy", [Mistake("added 2", "added 2"), Mistake("NaN at 3", "NaN at 3")],
+    probes=lambda: [(0,), (1,), (2,), (3,)], limit=0.1, fingerprints=toy_fingerprints)
 
 
 def test_a_hint_holds_on_every_probe():
@@ -339,8 +414,8 @@ def test_a_hint_that_cannot_be_checked_is_not_shown():
             pass
     assert TOY_MISTAKES.hint(fails) == ""
     # the same task with a shorter limit: here it only ever cuts the loop short
-    quick = KnownMistakes(TOY_MISTAKES.right, TOY_MISTAKES.mistakes, TOY_MISTAKES.probes,
-                          limit=0.005)
+    quick = KnownMistakes("toy", TOY_MISTAKES.mistakes, TOY_MISTAKES.probes, limit=0.005,
+                          fingerprints=toy_fingerprints)
     start = time.monotonic()
     assert quick.hint(loops) == ""
     assert time.monotonic() - start < 0.5, "the probe outlived its limit"

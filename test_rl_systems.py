@@ -8,14 +8,14 @@ reference's (the fixtures are in grading/plugin.py); the given code is tested in
 test_given.py and experiments/test_*.py. Every expected number can be worked out by hand, follows
 from the formula in the function's docstring (the random tests, whose inputs
 are seeded by grading.test_seed()), or is the reference's result on a small seeded
-run (the snapshot tests). Each failure says what was computed, from which
-inputs (the smallest wrong case), expected vs got, and, when the wrong value is
+run (the snapshot tests). The expected values are data (grading/expected.py): the
+instructors' reference worked them out on these very inputs. Each failure says what was
+computed, from which inputs (the smallest wrong case), expected vs got, and, when the wrong value is
 exactly what one known mistake gives and no other, which one (grading/feedback.py).
 (PYTEST_DONT_REWRITE above keeps pytest from appending its own assert
 introspection, so the messages below are shown as they are.)
 """
 import collections
-import functools
 import math
 import numbers
 
@@ -24,22 +24,15 @@ import numpy as np
 import grading
 import toy
 from grading import feedback
+from grading.expected import answer, answers
 from grading.feedback import KnownMistakes, Mistake, check, check_cases, same, show
 from grading.harness import where
 from lab import GPU_GB, MASK_LEVELS, SCHEMES
+from lab.responses import ids, response, take_outcome
+from lab.tolerances import KIND, NO_FLOOR, ROUNDING
 
 
 # ---------------------------------------------------------------- helpers
-
-def response(id, tag):
-    """A finished response as the simulator makes it (length 1, started at its id)."""
-    return dict(id=id, tag=tag, start=float(id), end=id + 1.0, length=1.0, lag=None,
-                dropped=False)
-
-
-def ids(responses):
-    return None if responses is None else [r["id"] for r in responses]
-
 
 def random_inputs(test_number):
     """The random generator of one test: seeded by grading.test_seed() (fixed unless LAB_SEED
@@ -47,6 +40,12 @@ def random_inputs(test_number):
     (The tests pick from a list as options[rng.integers(len(options))]: the very draw
     rng.choice(options) makes, at a tenth of its cost.)"""
     return np.random.default_rng([grading.test_seed(), test_number])
+
+
+def built(name):
+    """The string `name` built at run time, as one read from a config file would be: equal
+    to the literal, but another object, so only == (never `is`) finds them equal."""
+    return "".join(list(name))
 
 
 def call(function, *args):
@@ -94,22 +93,21 @@ def random_counts():
 
 
 MISTAKES_1A = KnownMistakes(
-    right=lambda a, b: 16 * a + 2 * b,
-    mistakes=[
-        Mistake("forgot the fp32 master copy of the weight (4 bytes)", lambda a, b: 12 * a + 2 * b,
+    "1a", [
+        Mistake("forgot the fp32 master copy of the weight (4 bytes)",
                 "forgot the fp32 master weights (12 bytes per trained parameter)"),
-        Mistake("counted only the two Adam moments m and v", lambda a, b: 8 * a + 2 * b,
+        Mistake("counted only the two Adam moments m and v",
                 "counted only the two Adam moments (8 bytes per trained parameter)"),
         Mistake("counted only the bf16 weight and gradient, no fp32 master or Adam state",
-                lambda a, b: 4 * a + 2 * b, "counted only the bf16 weight and gradient"),
+                "counted only the bf16 weight and gradient"),
         Mistake("counted the trained parameters as frozen (2 bytes); a trained one costs 16",
-                lambda a, b: 2 * a + 2 * b, "counted trained parameters like frozen ones"),
-        Mistake("frozen weights are kept in bf16 (2 bytes), not fp32", lambda a, b: 16 * a + 4 * b,
+                "counted trained parameters like frozen ones"),
+        Mistake("frozen weights are kept in bf16 (2 bytes), not fp32",
                 "kept frozen weights in fp32 (4 bytes)"),
-        Mistake("frozen parameters still take memory: 2 bytes each", lambda a, b: 16 * a,
+        Mistake("frozen parameters still take memory: 2 bytes each",
                 "frozen parameters cost nothing"),
         Mistake("a frozen parameter has no gradient and no optimizer state: only its bf16 weight",
-                lambda a, b: 16 * a + 16 * b, "counted frozen parameters like trained ones")],
+                "counted frozen parameters like trained ones")],
     probes=lambda: ([(1, 0), (0, 1), (1_000, 500), (7e9, 0)] + WHOLE_COUNTS + INT64_COUNTS
                     + random_counts()))
 
@@ -144,20 +142,20 @@ INT64_COUNTS = [(2**59, 0), (2**60, 0), (0, 2**63), (2**60 + 1, 2**62 + 3)]
 
 def test_task1a_exact_int_for_every_kind_of_count(memory):
     check_whole(memory.model_state_bytes, "model_state_bytes", WHOLE_COUNTS,
-                [16 * int(a) + 2 * int(b) for a, b in WHOLE_COUNTS],
+                answers("model_state_bytes", WHOLE_COUNTS),
                 MISTAKES_1A.about(memory.model_state_bytes))
 
 
 def test_task1a_exact_past_int64(memory):
     check_whole(memory.model_state_bytes, "model_state_bytes", INT64_COUNTS,
-                [16 * a + 2 * b for a, b in INT64_COUNTS],
+                answers("model_state_bytes", INT64_COUNTS),
                 MISTAKES_1A.about(memory.model_state_bytes))
 
 
 def test_task1a_random_counts(memory):
     counts = random_counts()
     got = [memory.model_state_bytes(a, b) for a, b in counts]
-    check_cases(counts, got, [16 * a + 2 * b for a, b in counts],
+    check_cases(counts, got, answers("model_state_bytes", counts),
                 "model_state_bytes on random counts", "bytes = 16 * n_trained + 2 * n_frozen",
                 MISTAKES_1A.about(memory.model_state_bytes),
                 shown=lambda count: call("model_state_bytes", *count))
@@ -181,19 +179,17 @@ def random_shapes():
 
 
 MISTAKES_1B = KnownMistakes(
-    right=lambda L, H, d, n, b: 2 * L * H * d * n * b,
-    mistakes=[
+    "1b", [
         Mistake("forgot the factor 2: each token caches a key AND a value vector",
-                lambda L, H, d, n, b: int(L * H * d * n * b),  # (int: 1 * 0.5 bytes gives 0)
                 "KV cache without the factor 2 for K and V"),
-        Mistake("ignored bytes_per_value (used 2)", lambda L, H, d, n, b: 2 * L * H * d * n * 2,
+        Mistake("ignored bytes_per_value (used 2)",
                 "ignored bytes_per_value (always bf16)"),
-        Mistake("counted bits instead of bytes", lambda L, H, d, n, b: 2 * L * H * d * n * b * 8,
+        Mistake("counted bits instead of bytes",
                 "counted bits instead of bytes"),
         Mistake("forgot head_dim: each KV head caches a vector of head_dim values",
-                lambda L, H, d, n, b: 2 * L * H * n * b, "forgot head_dim")],
+                "forgot head_dim")],
     probes=lambda: [(*QWEN_7B, 1, 2), (*QWEN_7B, N_TOKENS, 2), (*QWEN_7B, N_TOKENS, 1)]
-    + [shape + (2,) * (5 - len(shape)) for shape in WHOLE_SHAPES + INT64_SHAPES]
+    + padded(WHOLE_SHAPES + INT64_SHAPES) + FRACTIONAL_SHAPES
     + random_shapes())
 
 
@@ -216,7 +212,7 @@ def test_task1b_scales_with_tokens_and_precision(memory):
 def test_task1b_random_shapes(memory):
     shapes = random_shapes()
     got = [memory.kv_cache_bytes(*shape) for shape in shapes]
-    check_cases(shapes, got, [2 * L * H * d * n * b for L, H, d, n, b in shapes],
+    check_cases(shapes, got, answers("kv_cache_bytes", shapes),
                 "kv_cache_bytes on random shapes",
                 "bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value",
                 MISTAKES_1B.about(memory.kv_cache_bytes),
@@ -239,46 +235,40 @@ INT64_SHAPES = [(*QWEN_7B, 2**53 + 1), (*QWEN_7B, 2**53 + 1, 1), (2**62 + 1, 1, 
                 (1, 2**61 + 3, 1, 1, 2), (1, 1, 2**63, 1, 1), (1, 1, 1, 2**62 + 5, 1)]
 
 
-def whole_bytes(shapes):
-    """The bytes of each (L, H, d, n[, b]) in int arithmetic (2 * b is whole in these)."""
-    return [int(L) * int(H) * int(d) * int(n) * round(2 * b)
-            for L, H, d, n, b in (shape + (2,) * (5 - len(shape)) for shape in shapes)]
+def padded(shapes):
+    """The shapes with bytes_per_value 2 where it is left out."""
+    return [shape + (2,) * (5 - len(shape)) for shape in shapes]
 
 
 def test_task1b_exact_int_for_every_kind_of_shape(memory):
-    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", WHOLE_SHAPES, whole_bytes(WHOLE_SHAPES),
+    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", WHOLE_SHAPES,
+                answers("kv_cache_bytes", padded(WHOLE_SHAPES)),
                 MISTAKES_1B.about(memory.kv_cache_bytes))
 
 
 def test_task1b_exact_past_int64(memory):
-    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", INT64_SHAPES, whole_bytes(INT64_SHAPES),
+    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", INT64_SHAPES,
+                answers("kv_cache_bytes", padded(INT64_SHAPES)),
+                MISTAKES_1B.about(memory.kv_cache_bytes))
+
+
+# bytes_per_value is the decimal it prints as, and a total that is not whole bytes is
+# rounded up (the docstring): 0.57 bytes for 100 values is 57 (the float product is
+# 56.99999999999999, which int() makes 56), 1.1 bytes for 50 values is 55 (the float
+# product is 55.00000000000001, which rounding up in floats makes 56), 0.3 and 0.1 bytes
+# for 2 values are 1 each (0.6 and 0.2 bytes: a part of a byte takes a byte, whichever way
+# it would round), and 42 values of 1/8 byte take 6 bytes (5.25).
+FRACTIONAL_SHAPES = [(1, 1, 1, 50, 0.57), (1, 1, 1, 25, 1.1), (1, 1, 1, 1, 0.3), (1, 1, 1, 1, 0.1),
+                     (3, 1, 1, 7, 0.125), (*QWEN_7B, 1_000, 0.57)]
+
+
+def test_task1b_fractional_bytes_per_value_exactly(memory):
+    check_whole(memory.kv_cache_bytes, "kv_cache_bytes", FRACTIONAL_SHAPES,
+                answers("kv_cache_bytes", FRACTIONAL_SHAPES),
                 MISTAKES_1B.about(memory.kv_cache_bytes))
 
 
 # ---------------------------------------------------------------- Task 1c
-
-def bill_gb(algo, N, reference, reward_model, lora, *, unit=1e9, critic=16, reference_bytes=2,
-            reward_bytes=2, adapter=16, obey_reference=True, obey_reward_model=True,
-            lora_reference_copy=False, critic_adapter=True, critic_base=False, use_lora=True,
-            reference_frees_base=False):
-    """rl_memory_gb's docstring as a bill of models. The keywords after * are the known
-    mistakes (each one changes one line of the bill); their defaults are the rule."""
-    if reward_model is None or not obey_reward_model:
-        reward_model = algo == "ppo"
-    reference = reference or not obey_reference
-    ppo = algo == "ppo"
-    if lora and use_lora:
-        bill = adapter * lora + ppo * adapter * lora * critic_adapter   # policy, critic adapters
-        bill += 2 * N * (not reference_frees_base or reference)        # the shared frozen base
-        bill += 2 * N * (reference and lora_reference_copy) + 2 * N * (ppo and critic_base)
-    else:
-        bill = 16 * N + ppo * critic * N + reference * reference_bytes * N
-    return (bill + reward_model * reward_bytes * N) / unit
-
-
-def bill_mistake(why, mutant, **change):
-    return Mistake(why, functools.partial(bill_gb, **change), mutant)
-
 
 def random_models():
     """Task 1c's random cases (algo, N, reference, reward_model, lora_params), small N first."""
@@ -296,36 +286,36 @@ FLAG_COMBINATIONS = [(algo, 7e9, reference, reward_model, lora)
                      for lora in (0, 40e6) for algo in ("grpo", "ppo")
                      for reference in (True, False) for reward_model in (None, True, False)]
 MISTAKES_1C = KnownMistakes(
-    right=bill_gb,
-    mistakes=[
-        bill_mistake("divided by 2**30 (GiB); GB here means 10**9 bytes",
-                     "GiB (2**30) instead of GB (10**9)", unit=2**30),
-        bill_mistake("forgot the critic: PPO trains a value model as large as the policy",
-                     "forgot the critic", critic=0, critic_adapter=False),
-        bill_mistake("counted the critic as frozen; it is trained (16 bytes per parameter)",
-                     "counted the critic as frozen", critic=2),
-        bill_mistake("counted the reference as trained; it is frozen (2 bytes per parameter)",
-                     "counted the reference as trained", reference_bytes=16),
-        bill_mistake("ignored reference=False", "ignored reference=False", obey_reference=False),
-        bill_mistake("counted the reward model as trained; it is frozen (2 bytes per parameter)",
-                     "counted the reward model as trained", reward_bytes=16),
-        bill_mistake("ignored reward_model: True adds a frozen reward model (to GRPO too), False "
-                     "removes it (from PPO too)",
-                     "ignored reward_model (a reward model exactly when the algorithm is PPO)",
-                     obey_reward_model=False),
-        bill_mistake("kept a separate reference copy under LoRA: the reference is the base with "
-                     "the adapter switched off, so it costs nothing",
-                     "kept a separate reference copy under LoRA", lora_reference_copy=True),
-        bill_mistake("counted the LoRA adapter as frozen; it is what gets trained (16 B)",
-                     "counted the LoRA adapter as frozen", adapter=2),
-        bill_mistake("forgot the critic's adapter: under LoRA, PPO's critic is a second adapter",
-                     "one adapter for PPO under LoRA (forgot the critic's)", critic_adapter=False),
-        bill_mistake("gave the critic a base of its own under LoRA; it shares the frozen base",
-                     "gave PPO's critic a frozen base of its own under LoRA", critic_base=True),
-        bill_mistake("ignored lora_params", "ignored lora_params", use_lora=False),
-        bill_mistake("left out the base when reference=False under LoRA; the policy itself is "
-                     "base + adapter", "left the frozen base out under LoRA when reference=False",
-                     reference_frees_base=True)],
+    "1c", [
+        Mistake("divided by 2**30 (GiB); GB here means 10**9 bytes",
+                "GiB (2**30) instead of GB (10**9)"),
+        Mistake("forgot the critic: PPO trains a value model as large as the policy",
+                "forgot the critic"),
+        Mistake("counted the critic as frozen; it is trained (16 bytes per parameter)",
+                "counted the critic as frozen"),
+        Mistake("counted the reference as trained; it is frozen (2 bytes per parameter)",
+                "counted the reference as trained"),
+        Mistake("ignored reference=False",
+                "ignored reference=False"),
+        Mistake("counted the reward model as trained; it is frozen (2 bytes per parameter)",
+                "counted the reward model as trained"),
+        Mistake("ignored reward_model: True adds a frozen reward model (to GRPO too), False "
+                "removes it (from PPO too)",
+                "ignored reward_model (a reward model exactly when the algorithm is PPO)"),
+        Mistake("kept a separate reference copy under LoRA: the reference is the base with the "
+                "adapter switched off, so it costs nothing",
+                "kept a separate reference copy under LoRA"),
+        Mistake("counted the LoRA adapter as frozen; it is what gets trained (16 B)",
+                "counted the LoRA adapter as frozen"),
+        Mistake("forgot the critic's adapter: under LoRA, PPO's critic is a second adapter",
+                "one adapter for PPO under LoRA (forgot the critic's)"),
+        Mistake("gave the critic a base of its own under LoRA; it shares the frozen base",
+                "gave PPO's critic a frozen base of its own under LoRA"),
+        Mistake("ignored lora_params",
+                "ignored lora_params"),
+        Mistake("left out the base when reference=False under LoRA; the policy itself is base + "
+                "adapter",
+                "left the frozen base out under LoRA when reference=False")],
     probes=lambda: FLAG_COMBINATIONS + WHOLE_GB + random_models(),
     observe=lambda rl_memory_gb, case: rl_memory_gb(
         case[0], case[1], reference=case[2], reward_model=case[3], lora_params=case[4]))
@@ -368,28 +358,31 @@ WHOLE_GB = [("ppo", 7e9, True, None, 0), ("ppo", 7_000_000_000, True, None, 0),
 
 def test_task1c_returns_a_float(memory):
     hint = MISTAKES_1C.about(memory.rl_memory_gb)
-    for algo, N, reference, reward_model, lora in WHOLE_GB:
+    for (algo, N, reference, reward_model, lora), want in zip(
+            WHOLE_GB, answers("rl_memory_gb", WHOLE_GB)):
         got = memory.rl_memory_gb(algo, N, reference=reference, reward_model=reward_model,
                                   lora_params=lora)
         shown = (f"rl_memory_gb({algo!r}, {N!r}, reference={reference}, "
                  f"reward_model={reward_model}, lora_params={lora!r})")
-        check(got, bill_gb(algo, N, reference, reward_model, lora), shown, hint)
+        check(got, want, shown, hint)
         assert isinstance(got, float), (
             f"{shown} must return a float (GB, from bytes / 1e9), got {type(got).__name__} {got!r}")
 
 
 def check_bills(memory, cases, what):
-    """rl_memory_gb on every case (algo, N, reference, reward_model, lora) vs the bill."""
-    got = [memory.rl_memory_gb(algo, N, reference=ref, reward_model=rm, lora_params=lora)
+    """rl_memory_gb on every case (algo, N, reference, reward_model, lora) vs the bill, with
+    each algo a string built at run time (compare it with ==, never `is`)."""
+    got = [memory.rl_memory_gb(built(algo), N, reference=ref, reward_model=rm, lora_params=lora)
            for algo, N, ref, rm, lora in cases]
 
     def shown(case):
         algo, N, ref, rm, lora = case
         return (f"rl_memory_gb({algo!r}, {N:.4g}, reference={ref}, reward_model={rm}, "
                 f"lora_params={lora:.4g})")
-    check_cases(cases, got, [bill_gb(*case) for case in cases], what,
+    check_cases(cases, got, answers("rl_memory_gb", cases), what,
                 "the models of the docstring, 16 B per trained and 2 B per frozen parameter, "
-                "in GB = 1e9 bytes", MISTAKES_1C.about(memory.rl_memory_gb), shown)
+                "in GB = 1e9 bytes (algo is a string built at run time: compare it with ==)",
+                MISTAKES_1C.about(memory.rl_memory_gb), shown)
 
 
 def test_task1c_every_flag_combination(memory):
@@ -421,40 +414,28 @@ def random_states(rng, n):
     return sorted({s for s in states if s[0] >= s[1]}, key=lambda s: (s[4], s[0]))
 
 
-def admission_mistake(why, mutant, rule):
-    return Mistake(why, lambda n, d, v, k, B: bool(rule(n, d, v, k, B)), mutant)
-
-
 MISTAKES_2A = KnownMistakes(
-    right=lambda n, d, v, k, B: n - d < (v + k + 1) * B,
-    mistakes=[
-        admission_mistake("ignored n_dropped: dropped responses are never trained, so they free "
-                          "their place", "admission ignores n_dropped",
-                          lambda n, d, v, k, B: n < (v + k + 1) * B),
-        admission_mistake("added n_dropped; subtract it (dropped responses free their place)",
-                          "added n_dropped instead of subtracting it",
-                          lambda n, d, v, k, B: n + d < (v + k + 1) * B),
-        admission_mistake("off by one batch: the lanes may fill the next batch plus k more, "
-                          "(version + k + 1) * B", "admission off by one batch (too strict)",
-                          lambda n, d, v, k, B: n - d < (v + k) * B),
-        admission_mistake("off by one batch the other way: (version + k + 1) * B, not "
-                          "(version + k + 2) * B", "admission off by one batch (too loose)",
-                          lambda n, d, v, k, B: n - d < (v + k + 2) * B),
-        admission_mistake("used <= where the rule has <: that starts one response too many",
-                          "<= instead of <", lambda n, d, v, k, B: n - d <= (v + k + 1) * B),
-        admission_mistake("used <= with (version + k) * B: the rule is < with "
-                          "(version + k + 1) * B", "<= with (version + k) * B",
-                          lambda n, d, v, k, B: n - d <= (v + k) * B),
-        admission_mistake("ignored k: that is always synchronous",
-                          "admission ignores k (always synchronous)",
-                          lambda n, d, v, k, B: n - d < (v + 1) * B),
-        admission_mistake("ignored the version: the bound moves up by B with every update",
-                          "admission ignores the version",
-                          lambda n, d, v, k, B: n - d < (k + 1) * B),
-        admission_mistake("added k responses, not k batches: the bound is (version + k + 1) * B",
-                          "k responses ahead instead of k batches",
-                          lambda n, d, v, k, B: n - d < (v + 1) * B + k)],
-    probes=lambda: (SYNCHRONOUS_STATES + AHEAD_STATES + DROPPED_STATES
+    "2a", [
+        Mistake("ignored n_dropped: dropped responses are never trained, so they free their place",
+                "admission ignores n_dropped"),
+        Mistake("added n_dropped; subtract it (dropped responses free their place)",
+                "added n_dropped instead of subtracting it"),
+        Mistake("off by one batch: the lanes may fill the next batch plus k more, (version + k + "
+                "1) * B",
+                "admission off by one batch (too strict)"),
+        Mistake("off by one batch the other way: (version + k + 1) * B, not (version + k + 2) * B",
+                "admission off by one batch (too loose)"),
+        Mistake("used <= where the rule has <: that starts one response too many",
+                "<= instead of <"),
+        Mistake("used <= with (version + k) * B: the rule is < with (version + k + 1) * B",
+                "<= with (version + k) * B"),
+        Mistake("ignored k: that is always synchronous",
+                "admission ignores k (always synchronous)"),
+        Mistake("ignored the version: the bound moves up by B with every update",
+                "admission ignores the version"),
+        Mistake("added k responses, not k batches: the bound is (version + k + 1) * B",
+                "k responses ahead instead of k batches")],
+    probes=lambda: (SYNCHRONOUS_STATES + AHEAD_STATES + DROPPED_STATES + HUGE_STATES
                     + random_states(random_inputs(4), 300)
                     + random_states(np.random.default_rng([grading.test_seed(), 104]), 300)))
 
@@ -466,7 +447,7 @@ def check_admission(may_start, states, what):
     def shown(state):
         n, d, v, k, B = state
         return f"may_start(n_started={n}, n_dropped={d}, version={v}, k={k}, B={B})"
-    check_cases(states, got, [n - d < (v + k + 1) * B for n, d, v, k, B in states], what,
+    check_cases(states, got, answers("may_start", states), what,
                 ADMISSION_RULE, MISTAKES_2A.about(may_start), shown)
     assert all(isinstance(g, (bool, np.bool_)) for g in got), (
         f"may_start must return a bool, got {[type(g).__name__ for g in got]}")
@@ -483,6 +464,19 @@ def test_task2a_k_batches_ahead(scheduler):
 
 def test_task2a_dropped_free_their_place(scheduler):
     check_admission(scheduler.may_start, DROPPED_STATES, "k = 1, B = 4, with dropped responses")
+
+
+# Counts past 2**53, where floats skip whole numbers: in float division (3 * 2**53 - 1) / 3
+# rounds up to 2**53, so (n_started - n_dropped) / B < version + k + 1 refuses the last
+# response the rule admits. Int arithmetic is exact at any size.
+HUGE_STATES = [(3 * 2**53 - 1, 0, 2**53 - 1, 0, 3), (3 * 2**53, 0, 2**53 - 1, 0, 3),
+               (2**60 - 1, 0, 2**58 - 1, 0, 4), (2**60 + 5, 6, 2**58 - 2, 1, 4),
+               (7 * 2**55 + 6, 0, 2**55, 0, 7), (7 * 2**55 + 7, 0, 2**55, 0, 7)]
+
+
+def test_task2a_exact_past_2_53(scheduler):
+    check_admission(scheduler.may_start, HUGE_STATES,
+                    "may_start with counts past 2**53 (exact only in int arithmetic)")
 
 
 def test_task2a_random_states(scheduler):
@@ -529,60 +523,9 @@ def not_given(name, r, given):
             "each one's lag and dropped flag from them)")
 
 
-def rule_take(finished, version, k, B, drop_stale=False, *, drop_if="always", at_k=False,
-              lags_first=False, keep_dropped=False, rebind=False, more_than_B=False,
-              pick="first", remove_batch=True, sign=1):
-    """take_batch's docstring, step by step. The keywords after * are the known mistakes
-    (each one changes one step); their defaults are the rule."""
-    def lag(r):
-        return version - r["tag"]
-    if lags_first:
-        for r in finished:
-            r["lag"] = lag(r)
-    dropped = []
-    waiting = {"always": B, "batch": len(finished), "fresh": sum(lag(r) <= k for r in finished)}
-    if drop_stale and waiting[drop_if] >= B:
-        dropped = [r for r in finished if lag(r) > k or (at_k and lag(r) == k)]
-        for r in dropped:
-            r["dropped"] = True
-        kept = [r for r in finished if all(r is not d for d in dropped)]
-        if rebind:
-            finished = kept  # the caller's list keeps every response
-        elif not keep_dropped:
-            finished[:] = kept
-    if len(finished) < B + more_than_B:
-        return None, dropped
-    if pick in ("start", "length", "tag"):  # sorted by something else than finish order
-        batch = sorted(finished, key=lambda r: r[pick])[:B]
-        finished[:] = [r for r in finished if all(r is not b for b in batch)]
-    else:
-        batch = {"first": finished[:B], "last": finished[-B:], "lifo": finished[-B:][::-1]}[pick]
-        if remove_batch:
-            del finished[slice(None, B) if pick == "first" else slice(-B, None)]
-    for r in batch:
-        r["lag"] = sign * lag(r)
-    return batch, dropped
-
-
 def queue(tags):
     """(id, tag, start, length) of responses with these tags, finished in id order."""
     return tuple((i, tag, float(i), 1.0) for i, tag in enumerate(tags))
-
-
-def outcome(take_batch, shapes, version, k, B, drop_stale):
-    """What take_batch does to fresh responses of these shapes ((id, tag, start, length), in
-    finish order), written out exactly: (batch ids or None, dropped ids sorted, ids left in
-    `finished`, and (id, lag, dropped) of every response)."""
-    finished = [dict(response(i, tag), start=start, end=start + length, length=length)
-                for i, tag, start, length in shapes]
-    given = list(finished)
-    batch, dropped = take_batch(finished, version, k, B, drop_stale)
-    return repr((ids(batch), sorted(ids(dropped)), ids(finished),
-                 [(r["id"], r["lag"], r["dropped"]) for r in given]))
-
-
-def take_mistake(why, mutant, **change):
-    return Mistake(why, functools.partial(outcome, functools.partial(rule_take, **change)), mutant)
 
 
 # Finish order (the order in `finished`) differs from start order (ids), from length order
@@ -620,41 +563,41 @@ def shuffled_queues(rng, n):
 
 
 MISTAKES_2B = KnownMistakes(
-    right=functools.partial(outcome, rule_take),
-    mistakes=[
-        take_mistake("took the lowest ids (start order); take the first B of `finished`",
-                     "took the lowest ids (start order), not the first in `finished`",
-                     pick="start"),
-        take_mistake("took the shortest responses; take the first B of `finished`",
-                     "took the shortest responses first", pick="length"),
-        take_mistake("took the oldest tags first; take the first B of `finished`",
-                     "took the oldest tags first", pick="tag"),
-        take_mistake("only dropped when a full batch was there; drop first, always",
-                     "dropped only when B responses were waiting", drop_if="batch"),
-        take_mistake("only dropped when a full batch was there; drop first, always",
-                     "dropped only when B fresh responses were left for a batch", drop_if="fresh"),
-        take_mistake("set the lags of every waiting response before dropping; set the lag of "
-                     "the batch only", "set the lags before dropping", lags_first=True),
-        take_mistake("took the newest first (LIFO, e.g. pop()); the trainer takes the oldest",
-                     "LIFO instead of FIFO", pick="lifo"),
-        take_mistake("took the last B; the oldest B come first in `finished`",
-                     "took the newest B in order", pick="last"),
-        take_mistake("wrong sign: lag = version - tag (how many updates old), not tag - version",
-                     "lag with the wrong sign", sign=-1),
-        take_mistake("dropped responses with lag == k; only lag > k is stale",
-                     "dropped at lag == k", at_k=True),
-        take_mistake("left the dropped responses in `finished`; remove them from it",
-                     "left dropped responses in `finished`", keep_dropped=True),
-        take_mistake("rebound the name (finished = [...]), so the caller's list never changed; "
-                     "change it in place, e.g. finished[:] = [...]",
-                     "replaced the list instead of changing it in place", rebind=True),
-        take_mistake("did not remove the batch from the caller's list `finished`: change it in "
-                     "place (del finished[:B]); finished = finished[B:] only rebinds the name",
-                     "did not remove the batch from `finished`", remove_batch=False),
-        take_mistake("returned no batch although B responses were waiting (take one when "
-                     "len >= B)", "waited for more than B responses", more_than_B=True)],
+    "2b", [
+        Mistake("took the lowest ids (start order); take the first B of `finished`",
+                "took the lowest ids (start order), not the first in `finished`"),
+        Mistake("took the shortest responses; take the first B of `finished`",
+                "took the shortest responses first"),
+        Mistake("took the oldest tags first; take the first B of `finished`",
+                "took the oldest tags first"),
+        Mistake("only dropped when a full batch was there; drop first, always",
+                "dropped only when B responses were waiting"),
+        Mistake("only dropped when a full batch was there; drop first, always",
+                "dropped only when B fresh responses were left for a batch"),
+        Mistake("set the lags of every waiting response before dropping; set the lag of the batch"
+                " only",
+                "set the lags before dropping"),
+        Mistake("took the newest first (LIFO, e.g. pop()); the trainer takes the oldest",
+                "LIFO instead of FIFO"),
+        Mistake("took the last B; the oldest B come first in `finished`",
+                "took the newest B in order"),
+        Mistake("wrong sign: lag = version - tag (how many updates old), not tag - version",
+                "lag with the wrong sign"),
+        Mistake("dropped responses with lag == k; only lag > k is stale",
+                "dropped at lag == k"),
+        Mistake("left the dropped responses in `finished`; remove them from it",
+                "left dropped responses in `finished`"),
+        Mistake("rebound the name (finished = [...]), so the caller's list never changed; change "
+                "it in place, e.g. finished[:] = [...]",
+                "replaced the list instead of changing it in place"),
+        Mistake("did not remove the batch from the caller's list `finished`: change it in place "
+                "(del finished[:B]); finished = finished[B:] only rebinds the name",
+                "did not remove the batch from `finished`"),
+        Mistake("returned no batch although B responses were waiting (take one when len >= B)",
+                "waited for more than B responses")],
     probes=lambda: (
         [(queue([0] * 5), 0, 0, 3, False), (FINISH_ORDER, 2, 2, 2, False),
+         (SAME_END, 1, 1, 2, False),
          (queue([3, 1, 2]), 3, 2, 3, False), (queue([0, 0]), 0, 0, 3, False),
          (queue([3, 1, 2, 2, 0]), 3, 1, 2, True), (queue([0, 0]), 5, 1, 2, False),
          (queue([1, 5]), 5, 0, 2, True), (queue(ALL_STALE), 5, 1, 2, True),
@@ -662,7 +605,7 @@ MISTAKES_2B = KnownMistakes(
         + [(queue(tags), 4, 1, 3, True) for tags, *_ in WAITING]
         + [(queue(tags), *rest) for tags, *rest in random_queues(random_inputs(5), 200)]
         + shuffled_queues(np.random.default_rng([grading.test_seed(), 105]), 200)),
-    observe=lambda take_batch, args: outcome(take_batch, *args))
+    observe=lambda take_batch, args: take_outcome(take_batch, *args))
 
 
 def test_task2b_first_in_first_out(scheduler):
@@ -684,6 +627,22 @@ def test_task2b_takes_in_finish_order(scheduler):
           "batch ids", hint)
     check(ids(left), [0, 4, 2], "ids left in `finished`, in their order", hint)
     check([r["lag"] for r in batch], [1, 0], "lags of the batch (version 2, tags [1, 2])", hint)
+
+
+# Four responses that finish at the same time, 5.0, in `finished` in the order the simulator
+# put them there, which is not the order of their ids, starts or lengths: first in, first out
+# keeps it; a queue sorted by finish time and then by anything else does not.
+SAME_END = ((2, 0, 1.0, 4.0), (0, 0, 3.0, 2.0), (3, 0, 2.0, 3.0), (1, 0, 4.0, 1.0))
+
+
+def test_task2b_equal_finish_times_keep_their_order(scheduler):
+    finished = [response(i, tag, start, length) for i, tag, start, length in SAME_END]
+    batch, _, left = take(scheduler, None, version=1, k=1, B=2, finished=finished)
+    hint = MISTAKES_2B.about(scheduler.take_batch)
+    check(ids(batch), [2, 0], "take_batch, B = 2, on four responses that all finished at time "
+          "5.0, in `finished` as ids [2, 0, 3, 1] (starts 1, 3, 2, 4; lengths 4, 2, 3, 1): "
+          "batch ids (the first two in `finished`)", hint)
+    check(ids(left), [3, 1], "ids left in `finished`, in their order", hint)
 
 
 def test_task2b_lag_is_version_minus_tag(scheduler):
@@ -762,18 +721,9 @@ def test_task2b_drops_when_every_response_is_stale(scheduler):
           "(only the responses in `finished` now)", hint)
 
 
-def expected_take(tags, version, k, B, drop_stale):
-    """take_batch's docstring, as ids: (batch ids or None, sorted dropped ids, ids left)."""
-    stale = [i for i, tag in enumerate(tags) if drop_stale and version - tag > k]
-    fresh = [i for i in range(len(tags)) if i not in stale]
-    if len(fresh) < B:
-        return None, stale, fresh
-    return fresh[:B], stale, fresh[B:]
-
-
 def check_queues(scheduler, cases, what):
     """take_batch on every case vs its docstring; the smallest wrong case is shown."""
-    got, expected, shown = [], [], []
+    got, shown = [], []
     for tags, version, k, B, drop_stale in cases:
         finished = [response(i, tag) for i, tag in enumerate(tags)]
         everyone = list(finished)
@@ -781,18 +731,15 @@ def check_queues(scheduler, cases, what):
         got.append((ids(batch), sorted(ids(dropped)), ids(left), " ".join(
             ("." if r["lag"] is None else str(r["lag"]))
             + {True: "x", False: ""}.get(r["dropped"], "?") for r in everyone)))
-        want = expected_take(tags, version, k, B, drop_stale)
-        trained = dict(zip(want[0] or [], [version - tags[i] for i in want[0] or []]))
-        expected.append(want + (" ".join(".x" if i in want[1] else str(trained.get(i, "."))
-                                         for i in range(len(tags))),))
         shown.append(f"take_batch(`finished` with tags {tags}, version={version}, k={k}, B={B}, "
                      f"drop_stale={drop_stale})")
-    wrong = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e]
+    want = answers("take_batch", cases)
+    wrong = [i for i, (g, e) in enumerate(zip(got, want)) if g != e]
     if wrong:
         raise AssertionError(
             f"{what}: {len(wrong)} of {len(cases)} cases wrong; the smallest:\n"
             f"  {shown[wrong[0]]} gave (batch ids, dropped ids, ids left, each response's "
-            f"lag) = {got[wrong[0]]}, expected {expected[wrong[0]]} (ids are positions in "
+            f"lag) = {got[wrong[0]]}, expected {want[wrong[0]]} (ids are positions in "
             "`finished`; a lag . is None, x marks dropped = True)"
             + MISTAKES_2B.hint(scheduler.take_batch))
 
@@ -963,7 +910,6 @@ W = np.array([[4.0, 0.25, 1.0],    # product 1
               [0.25, 1.0, 1.0]])   # product 0.25 (below 1 / C)
 LOGP_INFER = np.log([[0.2, 0.4, 0.5], [0.4, 0.1, 0.6], [0.3, 0.3, 0.9], [0.8, 0.5, 0.5]])
 LOGP_TRAIN = LOGP_INFER + np.log(W)
-SEQ = np.prod(W, axis=1, keepdims=True) * np.ones_like(W)
 # 1,600 tokens: 800 with ratio e, then 800 with ratio 1/e. Total ratio 1, but the
 # running product reaches e**800, far beyond float64's largest number (~e**709).
 LONG_INFER = np.full((1, 1600), -2.0)
@@ -976,7 +922,7 @@ LOW_LOG_W = np.array([[0.25, -0.5, 0.1, -0.25, 0.5, -0.1],
                       [0.3, 0.2, -0.2, -0.3, 0.05, -0.45]])
 LOW_TRAIN = LOW_INFER + LOW_LOG_W
 UNDERFLOW = np.log(np.nextafter(0, 1)) - np.log(2)  # -745.1: exp() below it is 0 in float64
-for _table in (W, LOGP_INFER, LOGP_TRAIN, SEQ, LONG_INFER, LONG_TRAIN, LOW_INFER, LOW_LOG_W,
+for _table in (W, LOGP_INFER, LOGP_TRAIN, LONG_INFER, LONG_TRAIN, LOW_INFER, LOW_LOG_W,
                LOW_TRAIN):
     _table.setflags(write=False)  # code that changes its inputs in place fails at once
 
@@ -993,98 +939,41 @@ def weights(tis, scheme, C=2.0, logp_train=LOGP_TRAIN, logp_infer=LOGP_INFER):
             "logp_infer in place (e.g. with -=); compute a new array instead") from None
 
 
-def capped(log_w, C):
-    return np.minimum(log_w, np.log(C))
-
-
-def sequence(log_w, axis=1):
-    return np.broadcast_to(log_w.sum(axis=axis, keepdims=True), log_w.shape)
-
-
-def expected_weights(log_w, scheme, C):
-    """importance_weights's docstring, from the log-ratios log_w = logp_train - logp_infer."""
-    if scheme == "none":
-        return np.ones_like(log_w)
-    log_seq = sequence(log_w)
-    return np.exp({"token": log_w, "token_tis": capped(log_w, C), "seq": log_seq,
-                   "seq_tis": capped(log_seq, C)}[scheme])
-
-
-def weights_mistake(why, mutant, log_ratio=lambda lt, li: lt - li, **by_scheme):
-    """A known mistake of importance_weights, called like it: `log_ratio` from the
-    log-probabilities, then by_scheme[scheme](log_w, C) for the schemes it changes, the
-    rule for the others."""
-    def model(logp_train, logp_infer, scheme, C=2.0):
-        log_w = log_ratio(logp_train, logp_infer)
-        if scheme in by_scheme:
-            return by_scheme[scheme](log_w, C)
-        return expected_weights(log_w, scheme, C)
-    return Mistake(why, model, mutant)
-
-
-def geometric(log_w):
-    return np.broadcast_to(log_w.mean(axis=1, keepdims=True), log_w.shape)
-
-
-def product(log_w):  # the product of the ratios, multiplied as they are: it overflows
-    return np.log(np.broadcast_to(np.prod(np.exp(log_w), axis=1, keepdims=True), log_w.shape))
-
-
 MISTAKES_3A = KnownMistakes(
-    right=lambda lt, li, scheme, C=2.0: expected_weights(lt - li, scheme, C),
-    mistakes=[
-        weights_mistake("ratio upside down: w = pi_train / pi_infer = exp(logp_train - "
-                        "logp_infer)", "ratio upside down (inferred over trained)",
-                        log_ratio=lambda lt, li: li - lt),
-        weights_mistake("computed the ratio as exp(logp_train) / exp(logp_infer); exponentiate "
-                        "the difference instead, exp(logp_train - logp_infer)",
-                        "ratio of exponentials (linear space): 0/0 at very low log-probabilities",
-                        log_ratio=lambda lt, li: np.log(np.exp(lt) / np.exp(li))),
-        weights_mistake("returned log-weights; exponentiate them", "returned the log-weights",
-                        token=lambda lw, C: lw, token_tis=lambda lw, C: capped(lw, C),
-                        seq=lambda lw, C: sequence(lw),
-                        seq_tis=lambda lw, C: capped(sequence(lw), C)),
-        weights_mistake("max where min is due: TIS keeps min(w, C), raising no weight",
-                        "max instead of min (raised every weight to C)",
-                        token_tis=lambda lw, C: np.exp(np.maximum(lw, np.log(C))),
-                        seq_tis=lambda lw, C: np.exp(np.maximum(sequence(lw), np.log(C)))),
-        weights_mistake("clipped from below as well; TIS only caps large weights",
-                        "clipped from below as well as above",
-                        token_tis=lambda lw, C: np.exp(np.clip(lw, -np.log(C), np.log(C))),
-                        seq_tis=lambda lw, C: np.exp(np.clip(sequence(lw), -np.log(C), np.log(C)))),
-        weights_mistake("ignored C (used 2)", "ignored C (always 2)",
-                        token_tis=lambda lw, C: np.exp(capped(lw, 2.0)),
-                        seq_tis=lambda lw, C: np.exp(capped(sequence(lw), 2.0))),
-        weights_mistake("capped log w at C; in log space the cap is log C",
-                        "capped log w at C instead of log C",
-                        token_tis=lambda lw, C: np.exp(np.minimum(lw, C)),
-                        seq_tis=lambda lw, C: np.exp(np.minimum(sequence(lw), C))),
-        weights_mistake("truncated each token inside the product; truncate the product once",
-                        "truncated each token inside the sequence product",
-                        seq_tis=lambda lw, C: np.exp(sequence(capped(lw, C)))),
-        weights_mistake("running product; every token gets the full product",
-                        "running product instead of the whole product",
-                        seq=lambda lw, C: np.exp(np.cumsum(lw, axis=1)),
-                        seq_tis=lambda lw, C: np.exp(capped(np.cumsum(lw, axis=1), C))),
-        weights_mistake("geometric mean of the ratios; sequence IS uses their product",
-                        "geometric mean of the ratios instead of their product",
-                        seq=lambda lw, C: np.exp(geometric(lw)),
-                        seq_tis=lambda lw, C: np.exp(capped(geometric(lw), C))),
-        weights_mistake("multiplied over the wrong axis (the batch); multiply over the tokens "
-                        "of each sequence", "summed the log-ratios over the batch axis",
-                        seq=lambda lw, C: np.exp(sequence(lw, axis=0)),
-                        seq_tis=lambda lw, C: np.exp(capped(sequence(lw, axis=0), C))),
-        weights_mistake("overflow: the ratios were multiplied as they are; multiply them by "
-                        "summing their logs, then exponentiate once",
-                        "multiplied ratios directly (overflow), not in log space",
-                        seq=lambda lw, C: np.exp(product(lw)),
-                        seq_tis=lambda lw, C: np.exp(capped(product(lw), C))),
-        weights_mistake('"token_tis" not truncated', "token_tis not truncated",
-                        token_tis=lambda lw, C: np.exp(lw)),
-        weights_mistake('"seq_tis" not truncated', "seq_tis not truncated",
-                        seq_tis=lambda lw, C: np.exp(sequence(lw))),
-        weights_mistake('"none" must give weight 1 on every token, not 0',
-                        '"none" gives zero weights', none=lambda lw, C: np.zeros_like(lw))],
+    "3a", [
+        Mistake("ratio upside down: w = pi_train / pi_infer = exp(logp_train - logp_infer)",
+                "ratio upside down (inferred over trained)"),
+        Mistake("computed the ratio as exp(logp_train) / exp(logp_infer); exponentiate the "
+                "difference instead, exp(logp_train - logp_infer)",
+                "ratio of exponentials (linear space): 0/0 at very low log-probabilities"),
+        Mistake("returned log-weights; exponentiate them",
+                "returned the log-weights"),
+        Mistake("max where min is due: TIS keeps min(w, C), raising no weight",
+                "max instead of min (raised every weight to C)"),
+        Mistake("clipped from below as well; TIS only caps large weights",
+                "clipped from below as well as above"),
+        Mistake("ignored C (used 2)",
+                "ignored C (always 2)"),
+        Mistake("capped log w at C; in log space the cap is log C",
+                "capped log w at C instead of log C"),
+        Mistake("truncated each token inside the product; truncate the product once",
+                "truncated each token inside the sequence product"),
+        Mistake("running product; every token gets the full product",
+                "running product instead of the whole product"),
+        Mistake("geometric mean of the ratios; sequence IS uses their product",
+                "geometric mean of the ratios instead of their product"),
+        Mistake("multiplied over the wrong axis (the batch); multiply over the tokens of each "
+                "sequence",
+                "summed the log-ratios over the batch axis"),
+        Mistake("overflow: the ratios were multiplied as they are; multiply them by summing their"
+                " logs, then exponentiate once",
+                "multiplied ratios directly (overflow), not in log space"),
+        Mistake("\"token_tis\" not truncated",
+                "token_tis not truncated"),
+        Mistake("\"seq_tis\" not truncated",
+                "seq_tis not truncated"),
+        Mistake("\"none\" must give weight 1 on every token, not 0",
+                "\"none\" gives zero weights")],
     probes=lambda: (
         [(LOGP_TRAIN, LOGP_INFER, scheme, C) for scheme in SCHEMES for C in (2.0, 1.5)]
         + [(LONG_TRAIN, LONG_INFER, scheme, 2.0) for scheme in SCHEMES]
@@ -1117,18 +1006,21 @@ def test_task3a_token_ratio(tis):
 
 def test_task3a_token_tis_caps_from_above(tis):
     hint = MISTAKES_3A.about(tis.importance_weights)
-    check(weights(tis, "token_tis"), np.minimum(W, 2.0), 'importance_weights(..., "token_tis", C=2)',
-          hint)
-    check(weights(tis, "token_tis", C=1.5), np.minimum(W, 1.5), "the same with C = 1.5", hint)
+    check(weights(tis, "token_tis"), answer("weights_of_ratios", W, "token_tis", 2.0),
+          'importance_weights(..., "token_tis", C=2)', hint)
+    check(weights(tis, "token_tis", C=1.5), answer("weights_of_ratios", W, "token_tis", 1.5),
+          "the same with C = 1.5", hint)
 
 
 def test_task3a_sequence_product(tis):
-    check(weights(tis, "seq"), SEQ, 'importance_weights(..., "seq"): prod_t w_t on every token',
+    check(weights(tis, "seq"), answer("weights_of_ratios", W, "seq", 2.0),
+          'importance_weights(..., "seq"): prod_t w_t on every token',
           MISTAKES_3A.about(tis.importance_weights))
 
 
 def test_task3a_sequence_tis(tis):
-    check(weights(tis, "seq_tis"), np.minimum(SEQ, 2.0), 'importance_weights(..., "seq_tis", C=2)',
+    check(weights(tis, "seq_tis"), answer("weights_of_ratios", W, "seq_tis", 2.0),
+          'importance_weights(..., "seq_tis", C=2)',
           MISTAKES_3A.about(tis.importance_weights))
 
 
@@ -1168,7 +1060,7 @@ def where_it_broke(got, expected, logp_train=LOW_TRAIN, logp_infer=LOW_INFER):
 def test_task3a_very_low_log_probabilities(tis):
     for scheme in SCHEMES:
         got = weights(tis, scheme, 2.0, LOW_TRAIN, LOW_INFER)
-        expected = expected_weights(LOW_LOG_W, scheme, 2.0)
+        expected = answer("weights_of_log_ratios", LOW_LOG_W, scheme, 2.0)
         check(got, expected, f'importance_weights(..., "{scheme}") on log-probabilities from '
               "-1000 to -0.5 with ratios near 1 (LOW_TRAIN, LOW_INFER)",
               MISTAKES_3A.about(tis.importance_weights), where_it_broke)
@@ -1216,7 +1108,7 @@ def unchanged(function, inputs, call_it):
 def test_task3a_random_ratios(tis):
     cases = random_ratios(random_inputs(6), 150)
     got = [unchanged("importance_weights", dict(logp_train=lt, logp_infer=li),
-                     lambda: tis.importance_weights(lt, li, scheme, C))
+                     lambda: tis.importance_weights(lt, li, built(scheme), C))
            for _, lt, li, scheme, C in cases]
 
     def shown(case):
@@ -1224,9 +1116,11 @@ def test_task3a_random_ratios(tis):
         return (f"importance_weights(..., {scheme!r}, C={C}) with logp_train - logp_infer = "
                 f"{log_w.tolist()}")
     check_cases(cases, got,
-                [expected_weights(log_w, scheme, C) for log_w, _, _, scheme, C in cases],
+                answers("weights_of_log_ratios",
+                        [(log_w, scheme, C) for log_w, _, _, scheme, C in cases]),
                 "importance_weights on random log-ratios",
-                "the five schemes of the docstring, from log_w = logp_train - logp_infer",
+                "the five schemes of the docstring, from log_w = logp_train - logp_infer "
+                "(scheme is a string built at run time: compare it with ==)",
                 MISTAKES_3A.about(tis.importance_weights), shown)
 
 
@@ -1254,18 +1148,20 @@ def test_task3a_weights_from_e_minus_700_to_e_700(tis):
     hint = MISTAKES_3A.about(tis.importance_weights)
     assert np.array_equal(EXTREME_TRAIN - EXTREME_INFER, EXTREME_LOG_W)  # (the tables are exact)
     for scheme in SCHEMES:
-        with np.errstate(over="ignore"):
-            expected = expected_weights(EXTREME_LOG_W, scheme, 2.0)
+        expected = answer("weights_of_log_ratios", EXTREME_LOG_W, scheme, 2.0)
         check(weights(tis, scheme, 2.0, EXTREME_TRAIN, EXTREME_INFER), expected,
               f'importance_weights(..., "{scheme}", C=2) on log-ratios from -700 to 709.5 per '
               "token, sequence sums 0, 700, -700, 709.5, 710 (e**710 is inf in float64), -1000 "
-              "and 20.5 (EXTREME_LOG_W), to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
+              "and 20.5 (EXTREME_LOG_W), to 1e-12 relative", hint, tolerance=ROUNDING)
 
 
 def near_c(C):
     """(logp_train, logp_infer) of NEAR_C[C]'s one-token responses, at log-probability -1000."""
     logp_infer = np.full_like(NEAR_C[C], -1000.0)
-    return logp_infer + NEAR_C[C], logp_infer
+    logp_train = logp_infer + NEAR_C[C]
+    for table in (logp_train, logp_infer):
+        table.setflags(write=False)  # (a change in place is named, as for the tables above)
+    return logp_train, logp_infer
 
 
 def test_task3a_truncation_exact_at_and_around_C(tis):
@@ -1273,11 +1169,11 @@ def test_task3a_truncation_exact_at_and_around_C(tis):
     for C in NEAR_C:
         logp_train, logp_infer = near_c(C)
         for scheme in ("token_tis", "seq_tis"):
-            check(weights(tis, scheme, C, logp_train, logp_infer),
-                  expected_weights(logp_train - logp_infer, scheme, C),
+            expected = answer("importance_weights", logp_train, logp_infer, scheme, C)
+            check(weights(tis, scheme, C, logp_train, logp_infer), expected,
                   f'importance_weights(..., "{scheme}", C={C}) on one-token responses with '
                   "log-ratios log C, log C -+ 1e-9, -+ 1e-15, log C + 700, + 1000 and - 700, "
-                  "to 1e-12 relative", hint, rtol=1e-12, atol=0.0)
+                  "to 1e-12 relative", hint, tolerance=ROUNDING)
 
 
 def corners(logp_train, logp_infer):
@@ -1293,26 +1189,12 @@ def test_task3a_float64_arrays_for_one_sequence_or_one_token(tis):
     for logp_train, logp_infer in corners(LOGP_TRAIN, LOGP_INFER):
         for scheme in SCHEMES:
             check(weights(tis, scheme, 2.0, logp_train, logp_infer),
-                  expected_weights(logp_train - logp_infer, scheme, 2.0),
+                  answer("importance_weights", logp_train, logp_infer, scheme, 2.0),
                   f'importance_weights(..., "{scheme}") on (N, T) = {logp_train.shape} inputs '
                   "(the first rows and columns of LOGP_TRAIN, LOGP_INFER)", hint)
 
 
 # ---------------------------------------------------------------- Task 3b
-
-def loop_estimate(rewards, grad_logp, weights):
-    N, T, D = grad_logp.shape
-    total = np.zeros(D)
-    for n in range(N):
-        for t in range(T):
-            total += rewards[n] * weights[n, t] * grad_logp[n, t]
-    return total / N
-
-
-def expected_estimate(rewards, grad, w):
-    """pg_estimate's docstring: (1/N) sum_n r_n sum_t w_nt grad_nt."""
-    return np.einsum("n,nt,ntd->d", rewards, w, grad) / len(rewards)
-
 
 def random_batches(rng, n):
     """n random (rewards, grad_logp, weights) of small whole or half numbers, small first."""
@@ -1337,25 +1219,21 @@ def loop_batch():
 
 
 MISTAKES_3B = KnownMistakes(
-    right=expected_estimate,
-    mistakes=[
+    "3b", [
         Mistake("summed over the batch; average over the N sequences",
-                lambda r, g, w: expected_estimate(r, g, w) * len(r),
                 "summed over the batch instead of averaging"),
-        Mistake("ignored the weights", lambda r, g, w: expected_estimate(r, g, np.ones_like(w)),
+        Mistake("ignored the weights",
                 "ignored the weights"),
         Mistake("averaged over tokens; the tokens of a sequence are summed",
-                lambda r, g, w: expected_estimate(r, g, w) / w.shape[1],
                 "averaged over tokens instead of summing"),
-        Mistake("ignored the rewards", lambda r, g, w: expected_estimate(np.ones_like(r), g, w),
+        Mistake("ignored the rewards",
                 "ignored the rewards"),
-        Mistake("squared the weights", lambda r, g, w: expected_estimate(r, g, w**2),
+        Mistake("squared the weights",
                 "squared the weights"),
         Mistake("subtracted the mean reward (a GRPO baseline); pg_estimate uses the rewards as "
-                "they are", lambda r, g, w: expected_estimate(r - r.mean(), g, w),
+                "they are",
                 "subtracted the mean reward (a GRPO baseline)"),
         Mistake("summed over the batch and averaged over the tokens: the axes are swapped",
-                lambda r, g, w: expected_estimate(r, g, w) * len(r) / w.shape[1],
                 "summed over the batch and averaged over the tokens (axes swapped)")],
     probes=lambda: ([worked_example(), loop_batch()] + small_sizes()
                     + random_batches(random_inputs(7), 150)
@@ -1369,7 +1247,7 @@ def test_task3b_worked_example(tis):
 
 
 def test_task3b_matches_a_loop(tis):
-    check(tis.pg_estimate(*loop_batch()), loop_estimate(*loop_batch()),
+    check(tis.pg_estimate(*loop_batch()), answer("pg_estimate_by_loop", *loop_batch()),
           "pg_estimate on random (N, T, D) = (4, 3, 2) inputs vs a plain loop",
           MISTAKES_3B.about(tis.pg_estimate))
 
@@ -1381,7 +1259,7 @@ def check_batches(tis, cases, what):
     def shown(case):
         r, g, w = case
         return f"pg_estimate(rewards={r.tolist()}, grad_logp={g.tolist()}, weights={w.tolist()})"
-    check_cases(cases, got, [expected_estimate(*case) for case in cases], what,
+    check_cases(cases, got, answers("pg_estimate", cases), what,
                 "g = (1/N) sum_n r_n sum_t w_nt * grad_logp_nt", MISTAKES_3B.about(tis.pg_estimate),
                 shown)
 
@@ -1402,9 +1280,10 @@ def test_task3b_float64_array_for_every_size(tis):
     # pg_estimate refuses any answer that is not a (D,) array of float64.
     for args in small_sizes():
         N, T, D = args[1].shape
-        check(tis.pg_estimate(*args), loop_estimate(*args),
+        expected = answer("pg_estimate_by_loop", *args)  # (before the call: it gets the arrays)
+        check(tis.pg_estimate(*args), expected,
               f"pg_estimate on (N, T, D) = {(N, T, D)} inputs vs a plain loop",
-              MISTAKES_3B.about(tis.pg_estimate), rtol=1e-12)
+              MISTAKES_3B.about(tis.pg_estimate), tolerance=ROUNDING)
 
 
 # ---------------------------------------------------------------- Task 3: the chapter's claims
@@ -1421,7 +1300,7 @@ def tis_culprit(tis):
                for scheme in SCHEMES]
         check_cases([f"importance_weights(..., {scheme!r}, C=1.5) with logp_train - logp_infer = "
                      f"{log_w.tolist()}" for scheme in SCHEMES], got,
-                    [expected_weights(log_w, scheme, 1.5) for scheme in SCHEMES],
+                    answers("weights_of_log_ratios", [(log_w, scheme, 1.5) for scheme in SCHEMES]),
                     "importance_weights", "the five schemes of the docstring",
                     MISTAKES_3A.about(tis.importance_weights))
         function, task = "pg_estimate", "3b"
@@ -1458,9 +1337,9 @@ def test_task3_no_mismatch_no_bias(tis):
     for scheme, s in stats.items():
         claim(s["bias"] < 1e-12, f'with mismatch 0 every weight is 1, so "{scheme}" must be '
               f'unbiased; bias {s["bias"]:.3g}', tis)
-        claim(same(s["variance"], stats["none"]["variance"]),
+        claim(same(s["variance"], stats["none"]["variance"], KIND["3"]),
               f'with mismatch 0 the variance of "{scheme}" must equal that of "none": '
-              f'{s["variance"]:.6g} vs {stats["none"]["variance"]:.6g}', tis)
+              f'{s["variance"]!r} vs {stats["none"]["variance"]!r}', tis)
 
 
 def test_task3_naive_bias_grows_linearly(tis):
@@ -1475,11 +1354,12 @@ def test_task3_naive_bias_grows_linearly(tis):
 
 def test_task3_batch_size_shrinks_variance_not_bias(tis):
     small, large = exact_stats(tis, "none", 0.6, batch_size=1), exact_stats(tis, "none", 0.6, batch_size=64)
-    claim(same(large["bias"], small["bias"]), f"the naive bias must be the same with batch 64 and "
-          f"batch 1 (bias does not average away): {large['bias']:.6g} vs {small['bias']:.6g}", tis)
-    claim(same(large["variance"], small["variance"] / 64), f"variance with batch 64 must be the "
-          f"variance with batch 1 / 64: {large['variance']:.6g} vs {small['variance'] / 64:.6g}",
-          tis)
+    claim(same(large["bias"], small["bias"], KIND["3"]), f"the naive bias must be the same with "
+          f"batch 64 and batch 1 (bias does not average away): {large['bias']!r} vs "
+          f"{small['bias']!r}", tis)
+    claim(same(large["variance"], small["variance"] / 64, KIND["3"]), f"variance with batch 64 "
+          f"must be the variance with batch 1 / 64: {large['variance']!r} vs "
+          f"{small['variance'] / 64!r}", tis)
 
 
 def test_task3_sequence_is_unbiased_but_noisy(tis):
@@ -1522,51 +1402,13 @@ RATIOS = np.array([[4.0, 0.5, 1.0],    # product 2 (on the band's upper edge: ke
 # (chosen so that logp_train - logp_infer is exactly log(RATIOS): the edges are exact)
 MASK_INFER = np.log([[0.1, 0.4, 0.1], [0.2, 0.2, 0.2], [0.1, 0.1, 0.1], [0.2, 0.4, 0.1]])
 MASK_TRAIN = MASK_INFER + np.log(RATIOS)
-PRODUCTS = np.prod(RATIOS, axis=1, keepdims=True) * np.ones_like(RATIOS)
-GEO_MEANS = np.exp(np.log(RATIOS).mean(axis=1, keepdims=True)) * np.ones_like(RATIOS)
 # 1,600 tokens. Response 1: 800 ratios e, then 800 ratios 1/e (product 1, but the running
 # product reaches e**800, beyond float64's largest number, ~e**709). Response 2: every
 # ratio e**0.5 (product e**800: rejected; geometric mean e**0.5: kept).
 LONG_MASK_INFER = np.full((2, 1600), -2.0)
 LONG_MASK_TRAIN = LONG_MASK_INFER + np.stack([np.repeat([1.0, -1.0], 800), np.full(1600, 0.5)])
-for _table in (RATIOS, MASK_INFER, MASK_TRAIN, PRODUCTS, GEO_MEANS, LONG_MASK_INFER,
-               LONG_MASK_TRAIN):
+for _table in (RATIOS, MASK_INFER, MASK_TRAIN, LONG_MASK_INFER, LONG_MASK_TRAIN):
     _table.setflags(write=False)
-
-
-def in_band(values, low, high):
-    return np.where((values >= low) & (values <= high), values, 0.0)
-
-
-def rule_mask(logp_train, logp_infer, level, low=0.5, high=2.0, *, upside_down=False,
-              seq_per_token=False, seq_mean=False, seq_overflow=False, geo_sum=False,
-              geo_arithmetic=False, band=None, use_low=True, use_high=True, edges=True,
-              clip=False, mask_only=False):
-    """masked_weights's docstring, step by step. The keywords after * are the known mistakes
-    (each one changes one step); their defaults are the rule."""
-    log_ratio = logp_infer - logp_train if upside_down else logp_train - logp_infer
-    if level == "seq" and not seq_per_token:
-        log_ratio = (product(log_ratio) if seq_overflow else
-                     np.broadcast_to((log_ratio.mean if seq_mean else log_ratio.sum)(
-                         axis=1, keepdims=True), log_ratio.shape))
-    if level == "geo":
-        log_ratio = np.broadcast_to(
-            np.log(np.exp(log_ratio).mean(axis=1, keepdims=True)) if geo_arithmetic else
-            (log_ratio.sum if geo_sum else log_ratio.mean)(axis=1, keepdims=True),
-            log_ratio.shape)
-    low, high = band or (low, high)
-    if clip:
-        return np.exp(np.clip(log_ratio, np.log(low), np.log(high)))
-    lowest, highest = np.log(low) if use_low else -np.inf, np.log(high) if use_high else np.inf
-    if edges:
-        inside = (lowest <= log_ratio) & (log_ratio <= highest)
-    else:
-        inside = (lowest < log_ratio) & (log_ratio < highest)
-    return inside.astype(float) if mask_only else np.exp(np.where(inside, log_ratio, -np.inf))
-
-
-def mask_mistake(why, mutant, **change):
-    return Mistake(why, functools.partial(rule_mask, **change), mutant)
 
 
 def random_masks(rng, n):
@@ -1616,36 +1458,34 @@ def random_bands(rng, n):
 
 
 MISTAKES_3C = KnownMistakes(
-    right=rule_mask,
-    mistakes=[
-        mask_mistake("rejected the ratios on the band's edges (low and high); the band includes "
-                     "them", "band without its edges (< instead of <=)", edges=False),
-        mask_mistake("clipped into the band; masking sets a ratio outside the band to 0",
-                     "clipped into the band instead of masking", clip=True),
-        mask_mistake("returned the 0/1 mask; keep the ratio where it is 1",
-                     "returned the 0/1 mask, not the kept ratios", mask_only=True),
-        mask_mistake("ratio upside down: w = exp(logp_train - logp_infer)", "ratio upside down",
-                     upside_down=True),
-        mask_mistake("ignored low: ratios below the band are rejected too",
-                     "no lower bound (ignored low)", use_low=False),
-        mask_mistake("ignored high: ratios above the band are rejected too",
-                     "no upper bound (ignored high)", use_high=False),
-        mask_mistake("ignored low and high (used 0.5 and 2)",
-                     "ignored low and high (always 0.5 and 2)", band=(0.5, 2.0)),
-        mask_mistake("masked each token; the sequence level tests the product of the "
-                     "response's ratios, once", "sequence level masks each token on its own",
-                     seq_per_token=True),
-        mask_mistake('used the product at level "geo"; it takes the T-th root (the mean of the '
-                     "log-ratios)", "geometric level uses the product", geo_sum=True),
-        mask_mistake("arithmetic mean of the ratios; the geometric mean is exp(mean of "
-                     "log-ratios)", "geometric level uses the arithmetic mean of the ratios",
-                     geo_arithmetic=True),
-        mask_mistake('used the geometric mean at level "seq"; that is level "geo"',
-                     "sequence level uses the geometric mean", seq_mean=True),
-        mask_mistake("overflow: the running product passed e**709; add the log-ratios, compare "
-                     "the sum with log(low) and log(high), exponentiate only what you keep",
-                     "multiplied ratios directly (overflow), not in log space",
-                     seq_overflow=True)],
+    "3c", [
+        Mistake("rejected the ratios on the band's edges (low and high); the band includes them",
+                "band without its edges (< instead of <=)"),
+        Mistake("clipped into the band; masking sets a ratio outside the band to 0",
+                "clipped into the band instead of masking"),
+        Mistake("returned the 0/1 mask; keep the ratio where it is 1",
+                "returned the 0/1 mask, not the kept ratios"),
+        Mistake("ratio upside down: w = exp(logp_train - logp_infer)",
+                "ratio upside down"),
+        Mistake("ignored low: ratios below the band are rejected too",
+                "no lower bound (ignored low)"),
+        Mistake("ignored high: ratios above the band are rejected too",
+                "no upper bound (ignored high)"),
+        Mistake("ignored low and high (used 0.5 and 2)",
+                "ignored low and high (always 0.5 and 2)"),
+        Mistake("masked each token; the sequence level tests the product of the response's "
+                "ratios, once",
+                "sequence level masks each token on its own"),
+        Mistake("used the product at level \"geo\"; it takes the T-th root (the mean of the log-"
+                "ratios)",
+                "geometric level uses the product"),
+        Mistake("arithmetic mean of the ratios; the geometric mean is exp(mean of log-ratios)",
+                "geometric level uses the arithmetic mean of the ratios"),
+        Mistake("used the geometric mean at level \"seq\"; that is level \"geo\"",
+                "sequence level uses the geometric mean"),
+        Mistake("overflow: the running product passed e**709; add the log-ratios, compare the sum"
+                " with log(low) and log(high), exponentiate only what you keep",
+                "multiplied ratios directly (overflow), not in log space")],
     probes=lambda: (
         [(MASK_TRAIN, MASK_INFER, level, low, high) for level in MASK_LEVELS
          for low, high in ((0.5, 2.0), (0.7, 1.5), (0.2, 3.5), (0.0, 2.0))]
@@ -1661,20 +1501,22 @@ MISTAKES_3C = KnownMistakes(
 
 
 def test_task3c_token_mask_keeps_the_band(tis):
-    check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "token"), in_band(RATIOS, 0.5, 2.0),
+    check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "token"),
+          answer("masked_ratios", RATIOS, "token", 0.5, 2.0),
           'masked_weights(..., "token") on the ratios RATIOS, band [0.5, 2]',
           MISTAKES_3C.about(tis.masked_weights))
 
 
 def test_task3c_sequence_mask_rejects_whole_responses(tis):
-    check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "seq"), in_band(PRODUCTS, 0.5, 2.0),
+    check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "seq"),
+          answer("masked_ratios", RATIOS, "seq", 0.5, 2.0),
           'masked_weights(..., "seq"), band [0.5, 2]: the product of the ratios on every token',
           MISTAKES_3C.about(tis.masked_weights))
 
 
 def test_task3c_geometric_mean_level(tis):
     check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "geo", low=0.7, high=1.5),
-          in_band(GEO_MEANS, 0.7, 1.5),
+          answer("masked_ratios", RATIOS, "geo", 0.7, 1.5),
           'masked_weights(..., "geo", low=0.7, high=1.5): (prod_t w_t)**(1/T) on every token',
           MISTAKES_3C.about(tis.masked_weights))
 
@@ -1683,10 +1525,11 @@ def test_task3c_band_comes_from_low_and_high(tis):
     # no ratio sits on these edges, so this test is about which band, not about its edges
     hint = MISTAKES_3C.about(tis.masked_weights)
     check(tis.masked_weights(MASK_TRAIN, MASK_INFER, "token", low=0.2, high=3.5),
-          in_band(RATIOS, 0.2, 3.5), 'masked_weights(..., "token", low=0.2, high=3.5)', hint)
+          answer("masked_ratios", RATIOS, "token", 0.2, 3.5),
+          'masked_weights(..., "token", low=0.2, high=3.5)', hint)
     with np.errstate(divide="ignore"):  # low = 0 is allowed: no lower bound
         got = tis.masked_weights(MASK_TRAIN, MASK_INFER, "seq", low=0.0, high=2.0)
-    check(got, in_band(PRODUCTS, 0.0, 2.0),
+    check(got, answer("masked_ratios", RATIOS, "seq", 0.0, 2.0),
           'masked_weights(..., "seq", low=0, high=2): an upper bound only, as in TRL', hint)
 
 
@@ -1709,7 +1552,7 @@ def test_task3c_low_0_keeps_the_smallest_ratios(tis):
         check(got, np.exp(TINY_LOG_W),
               f'masked_weights(..., "{level}", low=0) on one-token responses with log-ratios '
               "-30, -700 and -740 (TINY_LOG_W): low = 0 means no lower bound, so each weight "
-              "is kept, however small", hint, atol=0)
+              "is kept, however small", hint, tolerance=NO_FLOOR)
 
 
 def test_task3c_long_responses_in_log_space(tis):
@@ -1728,7 +1571,7 @@ def test_task3c_very_low_log_probabilities(tis):
     for level in MASK_LEVELS:
         with np.errstate(all="ignore"):
             got = tis.masked_weights(LOW_TRAIN, LOW_INFER, level)
-        expected = rule_mask(LOW_TRAIN, LOW_INFER, level)
+        expected = answer("masked_weights", LOW_TRAIN, LOW_INFER, level)
         check(got, expected, f'masked_weights(..., "{level}") on log-probabilities from -1000 to '
               "-0.5 with ratios near 1, all inside the band (LOW_TRAIN, LOW_INFER)",
               MISTAKES_3C.about(tis.masked_weights), where_it_broke)
@@ -1736,16 +1579,19 @@ def test_task3c_very_low_log_probabilities(tis):
 
 def test_task3c_random_bands(tis):
     cases = random_bands(random_inputs(8), 150)
+    expected = answers("masked_weights", cases)  # (before the calls: they get the arrays)
     with np.errstate(divide="ignore"):
-        got = [tis.masked_weights(*case) for case in cases]
+        got = [tis.masked_weights(lt, li, built(level), low, high)
+               for lt, li, level, low, high in cases]
 
     def shown(case):
         lt, li, level, low, high = case
         return (f"masked_weights(..., {level!r}, low={low}, high={high}) with logp_train - "
                 f"logp_infer = {np.round(lt - li, 4).tolist()}")
-    check_cases(cases, got, [rule_mask(*case) for case in cases], "masked_weights on random ratios",
+    check_cases(cases, got, expected, "masked_weights on random ratios",
                 "keep the ratio (token), product (seq) or geometric mean (geo) where it lies "
-                "in [low, high], else 0", MISTAKES_3C.about(tis.masked_weights), shown)
+                "in [low, high], else 0 (level is a string built at run time: compare it "
+                "with ==)", MISTAKES_3C.about(tis.masked_weights), shown)
 
 
 # Ratios exactly on the edges of the band [0.35, 3] (the log-ratios are np.log(0.35) and
@@ -1766,7 +1612,7 @@ def test_task3c_band_edges_compared_in_log_space(tis):
     assert np.array_equal(EDGE_TRAIN - EDGE_INFER, EDGE_LOG_W)  # (the edges are exact)
     for level in MASK_LEVELS:
         check(tis.masked_weights(EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH),
-              rule_mask(EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH),
+              answer("masked_weights", EDGE_TRAIN, EDGE_INFER, level, EDGE_LOW, EDGE_HIGH),
               f'masked_weights(..., "{level}", low={EDGE_LOW}, high={EDGE_HIGH}) on log-ratios '
               "exactly log(low), log(high) and 0 (EDGE_LOG_W): compare log w with log(low) and "
               "log(high); exp(log 3) is 3.0000000000000004 in float64",
@@ -1777,7 +1623,8 @@ def test_task3c_float64_arrays_for_one_response_or_one_token(tis):
     hint = MISTAKES_3C.about(tis.masked_weights)
     for train, infer in corners(MASK_TRAIN, MASK_INFER):
         for level in MASK_LEVELS:
-            check(tis.masked_weights(train, infer, level), rule_mask(train, infer, level),
+            check(tis.masked_weights(train, infer, level),
+                  answer("masked_weights", train, infer, level),
                   f'masked_weights(..., "{level}") on (N, T) = {train.shape} inputs (the first '
                   "rows and columns of MASK_TRAIN, MASK_INFER)", hint)
 

@@ -1,6 +1,6 @@
 """Tests of the experiments' given code (the length sweep, Part 2's experiments, staleness,
-training): they pass from the start, on stand-ins for the tasks (test_given.py's, and the
-ones written here), so no task has to be done first.
+training): they pass from the start, or, where one needs a task function, run on yours once
+that task is done (test_given.Tasks) and are skipped until then.
 """
 import statistics
 
@@ -21,7 +21,7 @@ from experiments.learning_curves import train_cells
 from experiments.staleness import STALENESS_SCHEMES, staleness_sweep
 from experiments.timeline import timeline
 from scheduler_core import SchedulerError, lognormal_lengths, run_simulation
-from test_given import StandInScheduler, admit
+from test_given import MEMORY, SCHEDULER, TIS, NewestFirst
 
 
 # ---------------------------------------------------------------- the length sweep
@@ -39,9 +39,7 @@ def test_length_sweep_true_gradient_matches_enumeration():
 
 
 def test_length_sweep_monte_carlo_agrees_with_exact():
-    def estimate(rewards, grad_logp, weights):  # a stand-in for pg_estimate, as StandInTis's
-        return np.einsum("nt,ntd->d", rewards[:, None] * weights, grad_logp) / len(rewards)
-
+    estimate = TIS.pg_estimate
     ratio = {"token": lambda train, infer: np.exp(train - infer)}
     T = 5  # 1,024 responses to list: any T up to 6 would do, a short one is quick
     exact = length_stats(ratio, estimate, T, 0.6)["schemes"]["token"]
@@ -168,26 +166,14 @@ def test_sequence_ess_limit_is_exact():
 
 
 # ---------------------------------------------------------------- Part 2's lag tail, equal
-# hardware and timeline, on test_given.py's stand-in for Task 2 and this one for Task 1
-
-
-class StandInMemory:
-    """Task 1's two functions that Part 1's lanes and the equal-hardware part use."""
-
-    @staticmethod
-    def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
-        return 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
-
-    @staticmethod
-    def rl_memory_gb(algo, n_params, **options):
-        return 18 * n_params / 1e9  # GRPO with a reference: 16 + 2 bytes per parameter
+# hardware and timeline, on Task 2a's may_start with test_given.py's newest_first, and Task 1
 
 
 def test_lag_counts_count_each_trained_lag():
     assert lag_counts([dict(lag=0), dict(lag=None), dict(lag=3), dict(lag=0)]) == [2, 0, 0, 1]
-    s = scheduling_sweep(StandInScheduler, 16, 32, ks=(0, 1, 2), n_steps=5)
+    s = scheduling_sweep(NewestFirst, 16, 32, ks=(0, 1, 2), n_steps=5)
     for i, k in enumerate(s["k"]):
-        trace = StandInScheduler.simulate(16, 32, k, n_steps=5)["trace"]
+        trace = NewestFirst.simulate(16, 32, k, n_steps=5)["trace"]
         lags = [r["lag"] for r in trace if r["lag"] is not None]
         counts = s["lag_counts"][i]
         assert counts == [lags.count(lag) for lag in range(len(counts))]
@@ -195,12 +181,12 @@ def test_lag_counts_count_each_trained_lag():
 
 
 def test_equal_hardware_compares_on_the_same_gpus():
-    e = equal_hardware(StandInScheduler, StandInMemory, gpus=6, lanes_per_gpu=2, train_work=3.0,
+    e = equal_hardware(NewestFirst, MEMORY, gpus=6, lanes_per_gpu=2, train_work=3.0,
                        k=1, B=16, n_steps=5)
-    sync = StandInScheduler.simulate(12, 16, 0, n_steps=5, train_time=3.0 / 6)
+    sync = NewestFirst.simulate(12, 16, 0, n_steps=5, train_time=3.0 / 6)
     assert e["sync_throughput"] == sync["throughput"], "sync is k = 0 on all G GPUs' lanes"
     assert [s["gen_gpus"] for s in e["splits"]] == [1, 2, 3, 4, 5]
-    split_3 = StandInScheduler.simulate(6, 16, 1, n_steps=5, train_time=3.0 / 3)
+    split_3 = NewestFirst.simulate(6, 16, 1, n_steps=5, train_time=3.0 / 3)
     assert e["splits"][2]["throughput"] == split_3["throughput"]
     assert [s["feasible"] for s in e["splits"]] == [True] * 4 + [False], "7B GRPO needs 2 GPUs"
     best = max(s["throughput"] for s in e["splits"][:4])
@@ -208,12 +194,12 @@ def test_equal_hardware_compares_on_the_same_gpus():
 
 
 def test_lanes_per_gpu_is_the_kv_cache_beside_the_weights():
-    assert lanes_per_gpu(StandInMemory.kv_cache_bytes, ROUND_7B, 16_384) == 70
-    assert lanes_per_gpu(StandInMemory.kv_cache_bytes, MODELS[3], 16_384) == 0  # the 72B
+    assert lanes_per_gpu(MEMORY.kv_cache_bytes, ROUND_7B, 16_384) == 70
+    assert lanes_per_gpu(MEMORY.kv_cache_bytes, MODELS[3], 16_384) == 0  # the 72B
 
 
 def test_timeline_shares_one_window():
-    t = timeline(StandInScheduler, 16, 32, n_steps=12)  # k = 1 still runs past the window
+    t = timeline(NewestFirst, 16, 32, n_steps=12)  # k = 1 still runs past the window
     k0, k1 = t["runs"]
     assert t["window"] == k0["updates"][3][1] and len(k0["updates"]) == 4
     assert k1["busy"] > 2 * k0["busy"], "asynchrony fills the idle lane time"
@@ -232,21 +218,23 @@ def test_timeline_shares_one_window():
 
 
 # ---------------------------------------------------------------- staleness (run.py --staleness)
-# A stand-in for Task 3's two functions: any weights will do for these checks, so these are
-# deliberately not Task 3a's (1 + log-ratio, floored at 0).
+# Task 3's two functions for these checks: any weights will do, so these are deliberately
+# not Task 3a's (1 + log-ratio, floored at 0), with Task 3b's pg_estimate (yours, once done).
 
 
-class StandInTis:
+class OtherWeights:
     @staticmethod
     def importance_weights(logp_train, logp_infer, scheme, C=2.0):
         if scheme == "none":
             return np.ones_like(logp_train)
         return np.maximum(1.0 + logp_train - logp_infer, 0.0)
 
-    @staticmethod
-    def pg_estimate(rewards, grad_logp, weights):
-        # r_n w_nt first: einsum is quicker on two arrays than on three
-        return np.einsum("nt,ntd->d", rewards[:, None] * weights, grad_logp) / len(rewards)
+    @property
+    def pg_estimate(self):
+        return TIS.pg_estimate
+
+
+STAND_IN_TIS = OtherWeights()
 
 
 @pytest.fixture(scope="module")
@@ -280,11 +268,11 @@ def test_staleness_hessian_matches_finite_differences(hessian):
 
 
 def test_staleness_with_all_lags_0_is_on_policy():
-    s = staleness_sweep(StandInScheduler, StandInTis, 16, 32, ks=(0,), n_steps=4, n_batches=10)
+    s = staleness_sweep(NewestFirst, STAND_IN_TIS, 16, 32, ks=(0,), n_steps=4, n_batches=10)
     row = s["rows"][0]
     assert row["k"] == 0 and row["max_lag"] == 0
     for scheme, stats in row["schemes"].items():
-        exact = toy.exact_stats(StandInTis.importance_weights, StandInTis.pg_estimate, scheme,
+        exact = toy.exact_stats(STAND_IN_TIS.importance_weights, STAND_IN_TIS.pg_estimate, scheme,
                                 0.0, batch_size=32)
         for key in ("bias", "variance", "rmse"):
             assert stats[key] == pytest.approx(exact[key], rel=1e-9, abs=1e-15), (scheme, key)
@@ -294,7 +282,7 @@ def test_staleness_single_lag_bias_is_the_off_policy_bias(hessian):
     step, H = staleness_maths.step_for_kl(), hessian
     versions = staleness_maths.policy_versions(step, 3)
     moments = staleness_maths.lag_moments(staleness_maths.lag_estimates(
-        StandInTis.importance_weights, StandInTis.pg_estimate, "none", versions), H)
+        STAND_IN_TIS.importance_weights, STAND_IN_TIS.pg_estimate, "none", versions), H)
     for lag in (1, 3):
         counts = np.zeros((2, lag + 1), dtype=int)
         counts[:, lag] = 4  # two batches of 4 responses, all sampled by version v - lag
@@ -322,8 +310,9 @@ def test_exact_j_by_dynamic_programming_matches_the_sum_over_responses():
 
 def test_one_step_gain_minus_second_order_shrinks_as_step_cubed(hessian):
     step, H = staleness_maths.step_for_kl(), hessian
-    estimates = staleness_maths.lag_estimates(StandInTis.importance_weights, StandInTis.pg_estimate,
-                                        "token_tis", staleness_maths.policy_versions(step, 1))
+    estimates = staleness_maths.lag_estimates(STAND_IN_TIS.importance_weights,
+                                              STAND_IN_TIS.pg_estimate, "token_tis",
+                                              staleness_maths.policy_versions(step, 1))
     counts = np.array([[3, 1], [4, 0]])
     g_hats = staleness_maths.sample_batch_estimates(estimates, counts, 50, np.random.default_rng(0))
     g_hats = g_hats[(g_hats != 0).any(axis=1)]  # a batch without reward does not move
@@ -371,7 +360,7 @@ def test_training_with_k_0_and_no_mismatch_is_on_policy_sgd():
     n_updates, B, step = 3, 4, 5.0
     tags = np.repeat(np.arange(n_updates)[:, None], B, axis=1)[None]  # every tag is current
     draws = np.random.default_rng(5).random((2, n_updates, B, toy.T))
-    J = training.train(StandInTis.importance_weights, StandInTis.pg_estimate, tags,
+    J = training.train(STAND_IN_TIS.importance_weights, STAND_IN_TIS.pg_estimate, tags,
                        ("none", "token_tis"), (step,), draws)
     for scheme in (0, 1):
         assert np.allclose(J[0, scheme, 0], on_policy_sgd(tags.shape[1:], draws, step),
@@ -383,30 +372,30 @@ def test_training_weights_are_1_exactly_when_every_tag_is_current():
     seen = []
 
     def weights(logp_train, logp_infer, scheme, C=2.0):
-        w = StandInTis.importance_weights(logp_train, logp_infer, scheme, C)
+        w = STAND_IN_TIS.importance_weights(logp_train, logp_infer, scheme, C)
         seen.append(w)
         return w
     draws = np.random.default_rng(6).random((2, 3, 4, toy.T))
     current = np.repeat(np.arange(3)[:, None], 4, axis=1)[None]
-    training.train(weights, StandInTis.pg_estimate, current, ("token_tis",), (5.0,), draws)
+    training.train(weights, STAND_IN_TIS.pg_estimate, current, ("token_tis",), (5.0,), draws)
     assert all((w == 1.0).all() for w in seen)
     seen.clear()
     stale = np.zeros_like(current)  # every response sampled by version 0
-    training.train(weights, StandInTis.pg_estimate, stale, ("token_tis",), (5.0,), draws)
+    training.train(weights, STAND_IN_TIS.pg_estimate, stale, ("token_tis",), (5.0,), draws)
     assert (seen[0] == 1.0).all() and not (seen[-1] == 1.0).all()
 
 
 def test_training_is_deterministic_for_a_fixed_seed():
     tags = np.array([[[0] * 8, [0] * 4 + [1] * 4, [1] * 4 + [2] * 4]])
     draws = np.random.default_rng(7).random((3, 3, 8, toy.T))
-    runs = [training.train(StandInTis.importance_weights, StandInTis.pg_estimate, tags,
+    runs = [training.train(STAND_IN_TIS.importance_weights, STAND_IN_TIS.pg_estimate, tags,
                            ("none", "seq_tis"), (2.0, 4.0), draws, mismatch=0.6)
             for _ in range(2)]
     assert np.array_equal(*runs)
     assert not np.array_equal(runs[0][:, 0], runs[0][:, 1]), "the schemes must differ"
     # a run stopped at its target (after 1 update at least) was the same run until then
     # (to rounding: its blocks of pg_estimate calls hold other runs)
-    stopped = training.train(StandInTis.importance_weights, StandInTis.pg_estimate, tags,
+    stopped = training.train(STAND_IN_TIS.importance_weights, STAND_IN_TIS.pg_estimate, tags,
                              ("none", "seq_tis"), (2.0, 4.0), draws, 0.6, target=0.25,
                              n_always=1)
     kept = np.isfinite(stopped)
@@ -446,10 +435,10 @@ def test_a_seed_that_never_reaches_the_target_counts_at_its_last_update():
     draws = np.random.default_rng(8).random((3, 3, 4, toy.T))
     clock = np.array([[0.0, 1.5, 2.5, 4.0]])
     time, reached, kl, steps, last_J = (x[0] for x in train_cells(
-        StandInTis, tags, clock, [5.0], draws, [0.0], 0.99, 2.0, "student_t"))
+        STAND_IN_TIS, tags, clock, [5.0], draws, [0.0], 0.99, 2.0, "student_t"))
     assert (time == 4.0).all() and not reached.any()
-    assert np.allclose(last_J, training.train(StandInTis.importance_weights,
-                                              StandInTis.pg_estimate, tags, STALENESS_SCHEMES,
+    assert np.allclose(last_J, training.train(STAND_IN_TIS.importance_weights,
+                                              STAND_IN_TIS.pg_estimate, tags, STALENESS_SCHEMES,
                                               (5.0,), draws)[0, :, 0, :, -1])
 
 
@@ -481,8 +470,8 @@ def test_kl_steps_move_exactly_the_kl_asked():
 def test_with_more_lanes_than_B_k_sets_the_lag():
     """Past B lanes the trainer is the bottleneck: k = 2, 4, 8 give different batches, at
     one throughput, with a mean lag that grows with k (the trainer-bound set-up)."""
-    runs = {k: run_simulation(64, 32, k, 10, 1.0, lognormal_lengths(1.25, 0), admit,
-                              oldest_tag_first, False) for k in (2, 4, 8)}
+    runs = {k: run_simulation(64, 32, k, 10, 1.0, lognormal_lengths(1.25, 0),
+                              SCHEDULER.may_start, oldest_tag_first, False) for k in (2, 4, 8)}
     tags = [training.batch_tags(runs[k]["trace"], 32, 10) for k in (2, 4, 8)]
     assert not np.array_equal(tags[0], tags[1]) and not np.array_equal(tags[1], tags[2])
     lags = [np.mean([r["lag"] for r in runs[k]["trace"] if r["lag"] is not None])

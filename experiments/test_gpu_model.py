@@ -2,7 +2,8 @@
 
 Hand-worked cases whose every finish time is computed in the docstring, the
 degenerate case in which the GPU model must be Part 2's lane model exactly, and
-the presets' arithmetic. Stand-ins replace Tasks 1 and 2, so no task is needed.
+the presets' arithmetic. The tests that need Task 1's or 2's functions run on yours
+once those tasks are done (test_given.Tasks), and are skipped until then.
 """
 import itertools
 import math
@@ -18,28 +19,18 @@ from experiments.gpu_sources import (AREAL_MEAN_LEN, CHECKPOINT_EVERY, INPUT_EMB
                                      VERL_ASYNC_UPDATE, Costs, Trainer, capped_moment, context,
                                      flops_per_token, forward_flops, median_for_mean, multiplied,
                                      passes, phi, shape_for_tail)
-from test_given import admit, newest_first
+from test_given import MEMORY, SCHEDULER, newest_first
 from scheduler_core import run_simulation
 
 
-def fifo(finished, version, k, B, drop_stale):
-    """Task 2b's rule, as a stand-in: drop what is older than k if asked, train the oldest B."""
-    dropped = [g for g in finished if drop_stale and version - g["tag"] > k]
-    for g in dropped:
-        finished.remove(g)
-        g["dropped"] = True
-    if len(finished) < B:
-        return None, dropped
-    batch = finished[:B]
-    del finished[:B]
-    for g in batch:
-        g["lag"] = version - g["tag"]
-    return batch, dropped
+def task_2():
+    """(may_start, take_batch) for the simulators: Task 2's functions (test_given.Tasks)."""
+    return SCHEDULER.may_start, SCHEDULER.take_batch
 
 
 def simulate(lengths, S=2, B=2, k=0, n_steps=1, step=Step(1.0, 0.5), train=Linear(0.0, 0.1),
              **options):
-    return run_gpu_simulation(1, S, B, k, n_steps, 1, step, train, iter(lengths), admit, fifo,
+    return run_gpu_simulation(1, S, B, k, n_steps, 1, step, train, iter(lengths), *task_2(),
                               **options)
 
 
@@ -110,12 +101,13 @@ def test_gpu_steps_in_closed_form():
         assert m == 0 or steps_time(step, n, C0, m - 1) < seconds
 
 
-@pytest.mark.parametrize("k, drop_stale, take", [(0, False, fifo), (1, False, fifo),
-                                                 (3, True, fifo), (2, False, newest_first)])
-def test_gpu_model_is_the_lane_model_in_the_degenerate_case(k, drop_stale, take):
+@pytest.mark.parametrize("k, drop_stale, oldest", [(0, False, True), (1, False, True),
+                                                   (3, True, True), (2, False, False)])
+def test_gpu_model_is_the_lane_model_in_the_degenerate_case(k, drop_stale, oldest):
     """S = 1, no KV term, no overhead, a step of 1.0, groups of 1, no cap, a constant
     update time: every time, tag and lag is the lane model's on the same lengths."""
     lengths = np.ceil(np.random.default_rng(5).lognormal(1.0, 1.25, 5000)).astype(int).tolist()
+    admit, take = task_2() if oldest else (SCHEDULER.may_start, newest_first)
     lanes = run_simulation(6, 4, k, 10, 7.0, iter(map(float, lengths)), admit, take, drop_stale)
     gpus = run_gpu_simulation(6, 1, 4, k, 10, 1, Step(1.0, 0.0), Linear(7.0, 0.0),
                               iter(lengths), admit, take, drop_stale=drop_stale)
@@ -135,17 +127,17 @@ def test_gpu_groups_finish_with_their_last_response_and_filtering_frees_their_pl
     group is replaced. At filter_p 0 or 1 every group would be, so it is refused."""
     lengths = itertools.cycle([1, 5, 2, 3])
     run = run_gpu_simulation(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0), lengths,
-                             admit, fifo)
+                             *task_2())
     assert [g["end"] for g in run["groups"]] == [5.0, 10.0, 15.0]
     assert [g["tokens"] for g in run["groups"]] == [11] * 3
     half = run_gpu_simulation(2, 2, 1, 0, 20, 4, Step(1.0, 0.0), Linear(0.0, 0.0),
-                              itertools.cycle([1, 5, 2, 3]), admit, fifo, filter_p=0.5)
+                              itertools.cycle([1, 5, 2, 3]), *task_2(), filter_p=0.5)
     dropped = sum(g["dropped"] for g in half["groups"])
     assert dropped > 0 and len(half["groups"]) == 20 + dropped
     for p in (0.0, 1.0):
         with pytest.raises(ValueError, match="filter_p must be"):
             run_gpu_simulation(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0),
-                               itertools.cycle([1]), admit, fifo, filter_p=p)
+                               itertools.cycle([1]), *task_2(), filter_p=p)
 
 
 def test_gpu_cap_limits_the_groups_in_flight():
@@ -164,13 +156,13 @@ def test_gpu_cap_limits_the_groups_in_flight():
         return peak
 
     capped = run_gpu_simulation(3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths,
-                                admit, fifo, max_running=2)
+                                *task_2(), max_running=2)
     free = run_gpu_simulation(3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0),
-                              itertools.cycle([1, 7, 3, 2, 9, 4]), admit, fifo)
+                              itertools.cycle([1, 7, 3, 2, 9, 4]), *task_2())
     assert most_in_flight(capped) == 2 and most_in_flight(free) > 2
     with pytest.raises(ValueError, match="max_running must be"):
         run_gpu_simulation(3, 4, 1, 3, 2, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths,
-                           admit, fifo, max_running=0)
+                           *task_2(), max_running=0)
 
 
 def test_gpu_pinning_sends_a_group_to_one_engine_round_robin():
@@ -178,15 +170,15 @@ def test_gpu_pinning_sends_a_group_to_one_engine_round_robin():
     engines taken in turn 0, 1, 2, 0, ... while each has room; unpinned, a group of 4
     spreads over the least-loaded engines."""
     pinned = run_gpu_simulation(3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
-                                itertools.cycle([3, 1, 2, 5]), admit, fifo, pin=True)
+                                itertools.cycle([3, 1, 2, 5]), *task_2(), pin=True)
     assert all(len(g["engines"]) == 1 for g in pinned["groups"])
     assert [g["engines"][0] for g in pinned["groups"][:6]] == [0, 1, 2, 0, 1, 2]
     spread = run_gpu_simulation(3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
-                                itertools.cycle([3, 1, 2, 5]), admit, fifo)
+                                itertools.cycle([3, 1, 2, 5]), *task_2())
     assert len(spread["groups"][0]["engines"]) == 3
     with pytest.raises(ValueError, match="group_size must be at most S"):
         run_gpu_simulation(3, 2, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
-                           itertools.cycle([1]), admit, fifo, pin=True)
+                           itertools.cycle([1]), *task_2(), pin=True)
 
 
 def test_gpu_weight_swap_pauses_the_engines():
@@ -205,23 +197,6 @@ def test_gpu_weight_swap_pauses_the_engines():
 
 # ---------------------------------------------------------------- presets and their costs
 
-class StandInMemory:
-    """Task 1's bytes, as a stand-in: bf16 weights and the KV cache of n tokens."""
-
-    @staticmethod
-    def model_state_bytes(n_trained, n_frozen=0):
-        return 16 * n_trained + 2 * n_frozen
-
-    @staticmethod
-    def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
-        return 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
-
-
-class StandInScheduler:
-    may_start = staticmethod(admit)
-    take_batch = staticmethod(fifo)
-
-
 def test_gpu_costs_follow_the_roofline():
     """verl-7b under its last walk costs: an engine of 4 H20s reads the weights without the
     input embedding, 2 * (7.616e9 - 152,064 * 3,584) bytes at 4 * 4.0e12 B/s, or multiplies
@@ -230,7 +205,7 @@ def test_gpu_costs_follow_the_roofline():
     costs flops_per_token / (64 * 148e12 * MFU) seconds; slots stop at vLLM's 1,024."""
     preset = PRESETS["verl-7b"]
     c = walk_costs(preset, "async")[-1][1]
-    step, train, slots, swap = costs(StandInMemory, preset, 64, preset.async_trainer, c)
+    step, train, slots, swap = costs(MEMORY, preset, 64, preset.async_trainer, c)
     N = 7.616e9 - 152_064 * 3584
     assert multiplied(MATH_7B) == N
     assert step.weights == pytest.approx(2 * N / 16e12)
@@ -246,12 +221,12 @@ def test_gpu_costs_follow_the_roofline():
         (2 * N + 2 * 28 * 28 * 128 * ctx) / (4 * 148e12 * 0.5))
     assert slots == 1024  # the KV memory would allow more
     # the bound: no overhead, no all-reduce, the trainer at peak, no pause
-    step0, train0, _, swap0 = costs(StandInMemory, preset, 64, preset.async_trainer)
+    step0, train0, _, swap0 = costs(MEMORY, preset, 64, preset.async_trainer)
     assert step0.overhead == 0 and train0.per_token == pytest.approx(MFU * train.per_token)
     assert swap0 == (0.0, 0.0)
     # one GPU per engine: no all-reduce; the input embedding is not read, but it is held
     areal = PRESETS["areal-1.5b"]
-    step1, _, slots1, _ = costs(StandInMemory, areal, 32, areal.sync_trainer,
+    step1, _, slots1, _ = costs(MEMORY, areal, 32, areal.sync_trainer,
                                 Costs(overhead=STEP_OVERHEAD, all_reduce=1.0))
     assert step1.weights == pytest.approx(2 * (R1_15B.params - 151_936 * 1536) / 3.35e12)
     assert step1.overhead == STEP_OVERHEAD
@@ -265,7 +240,7 @@ def test_gpu_memgap_read_back_from_its_own_step_times():
     512 * (161 + 168.5) tokens of 196,608 bytes, 35.8 GB, in 17.192 s / 337 = 51.0 ms:
     0.70 TB/s delivered, a peak of 1.39 TB/s at its 50.4% share; at batch 1, 4.03 ms and
     a peak of 1.63 TB/s: the GPU it ran on is far below an H100 SXM's 3.35 TB/s."""
-    rows = {r["batch"]: r for r in memgap_reread(StandInMemory)}
+    rows = {r["batch"]: r for r in memgap_reread(MEMORY)}
     assert rows[512]["step_ms"] == pytest.approx(51.02, abs=0.01)
     assert rows[512]["bytes_gb"] == pytest.approx(
         (2.4509 * 2**30 + 512 * 329.5 * 196_608) / 1e9)
@@ -318,7 +293,7 @@ def test_gpu_set_numbers_come_from_one_published_number_each():
     assert capped_moment(median, sigma, 8000) == pytest.approx(2000, rel=1e-6)
     verl = PRESETS["verl-7b"]
     tokens = verl.prompts * verl.group_size * (PROMPT_TOKENS + mean_len(verl))
-    _, train, _, _ = costs(StandInMemory, verl, 64, verl.async_trainer, Costs(efficiency=MFU))
+    _, train, _, _ = costs(MEMORY, verl, 64, verl.async_trainer, Costs(efficiency=MFU))
     assert train(tokens) == pytest.approx(VERL_ASYNC_UPDATE, rel=1e-6)
 
 
@@ -351,18 +326,18 @@ def test_gpu_walk_costs_change_the_step_by_their_stated_amount(monkeypatch):
     monkeypatch.setitem(PRESETS, "small", p)
     gpus = (p.gen_gpus, p.gpus - p.gen_gpus)
     decode = Costs(overhead=STEP_OVERHEAD)
-    base, _ = run(StandInScheduler, StandInMemory, p, *gpus, 0, p.sync_trainer, decode, **SYNC)
+    base, _ = run(SCHEDULER, MEMORY, p, *gpus, 0, p.sync_trainer, decode, **SYNC)
     train0 = base["train_seconds"]
     for change, added in ((dict(save=3.0), 3.0), (dict(reload=2.0), 2.0),
                           (dict(poll=2.5), 2.5), (dict(reward=10.0), 10.0),
                           (dict(efficiency=0.5), train0)):
         c = decode._replace(**change)
-        walked = sync_walked(StandInMemory, p, gpus, base, decode, c)
-        full, _ = run(StandInScheduler, StandInMemory, p, *gpus, 0, p.sync_trainer, c, **SYNC)
+        walked = sync_walked(MEMORY, p, gpus, base, decode, c)
+        full, _ = run(SCHEDULER, MEMORY, p, *gpus, 0, p.sync_trainer, c, **SYNC)
         assert walked["seconds"] - base["seconds"] == pytest.approx(added)
         assert full["seconds"] == pytest.approx(walked["seconds"])
     c = decode._replace(checkpoint=60.0)
-    walked = sync_walked(StandInMemory, p, gpus, base, decode, c)
+    walked = sync_walked(MEMORY, p, gpus, base, decode, c)
     assert walked["seconds"] == pytest.approx(base["seconds"] / (1 - 60.0 / CHECKPOINT_EVERY))
 
 
@@ -372,7 +347,7 @@ def test_gpu_comparison_on_a_small_preset(monkeypatch):
     per step times the steps, the ratios divide by the published numbers."""
     small = PRESETS["areal-1.5b"]._replace(curve=((0, 1e5), (1, 2e5)), **SMALL)
     monkeypatch.setitem(PRESETS, "small", small)
-    g = gpu_comparison(StandInScheduler, StandInMemory, "small")
+    g = gpu_comparison(SCHEDULER, MEMORY, "small")
     assert g["sync"]["hours"] == pytest.approx(g["sync"]["seconds"] * 100 / 3600)
     assert g["ratio"]["speedup"] == pytest.approx(g["speedup"] / 2)
     assert g["asynchronous"]["hours"] == pytest.approx(g["asynchronous"]["seconds"] * 100 / 3600)
@@ -405,7 +380,7 @@ def test_gpu_colocated_steps_split_into_their_phases(monkeypatch):
                                             update_actor=0.4, hours=0.5)},
                                   {16: dict(step=1.0, update_actor=0.5, hours=0.4)}))
     monkeypatch.setitem(PRESETS, "small", small)
-    g = gpu_comparison(StandInScheduler, StandInMemory, "small")
+    g = gpu_comparison(SCHEDULER, MEMORY, "small")
     for row in g["scaling"]:
         if row["mode"] == "colocated":
             assert row["gen"] + row["old_log_prob"] + row["update_actor"] == \

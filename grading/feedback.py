@@ -6,34 +6,37 @@ and the actual value, and, when the student's function certainly behaves like
 one known mistake, which mistake that is.
 
 A wrong hint sends a student to fix code that is right, so a hint is a
-hypothesis tested before it is shown. Each task's known mistakes are value
-models (functions that give what the mistaken code gives, written in the
-tests), gathered with a probe set in `KnownMistakes`: every input the task's
-tests use, plus seeded random inputs on which the mistakes disagree with one
-another. Mistake M is named only if the student's function agrees with M on
-every probe, and with the right answer on none of the probes where M differs
-from it. A mistake the lab does not know may agree with M on one test, but
-not on all of these; then no hint is shown. The probes run only after a test
-has failed, under a short time limit: a probe that errors or runs too long
-means no hint.
+hypothesis tested before it is shown. Each task's known mistakes are gathered
+with a probe set in `KnownMistakes`: every input the task's tests use, plus
+seeded random inputs on which the mistakes disagree with one another. What the
+right rule and each mistake give on the probes (their fingerprints) is data,
+read through grading/expected.py. Mistake M is named only if the student's
+function agrees with M's fingerprint on every probe, and with the right answer
+on none of the probes where M differs from it. A mistake the lab does not know
+may agree with M on one test, but not on all of these; then no hint is shown.
+The probes run only after a test has failed, under a short time limit: a probe
+that errors or runs too long, or probes whose fingerprints are not at hand
+(another LAB_SEED in the students' copy), mean no hint.
 """
 import copy
 import math
 import time
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 import lab
 import grading
+from grading import expected
 from grading.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
 from lab.input_checks import show_short
+from lab.tolerances import FLOATS
 
 
 class Mistake(NamedTuple):
-    why: str          # the hint: what the student did, and what the rule is
-    model: Callable   # called like the task function, gives what the mistaken code gives
-    mutant: str       # the corpus mutant it describes (tools/mutants.py, its `mistake`)
+    why: str      # the hint: what the student did, and what the rule is
+    mutant: str   # the corpus mutant it describes (tools/mutants.py, its `mistake`), which
+                  # also names its fingerprint: the table "<task>:<mutant>"
 
 
 def call(function, args):
@@ -44,31 +47,36 @@ def call(function, args):
 class KnownMistakes:
     """The known mistakes of one task function, and the probes that tell them apart.
 
-    right:    the rule, called like the task function.
-    mistakes: Mistake(why, model, mutant) for each known mistake.
+    task:     the task ("1a"): its fingerprints are the tables "<task>:right" and
+              "<task>:<mutant>" of grading/expected.py.
+    mistakes: Mistake(why, mutant) for each known mistake.
     probes:   a function returning the probe inputs: a list of argument tuples.
     observe:  observe(function, args) -> the value to compare (default: the return
               value, on copies of args); it may call with keywords, or read what a
               function changed in its arguments.
     limit:    seconds the student's function gets for all the probes together.
+    fingerprints: fingerprints(names, probes) -> {name: answers} or None (default: the
+              stored tables, expected.tables; a test of this class passes its own).
     """
 
-    def __init__(self, right, mistakes, probes, observe=call, limit=HINT_LIMIT):
-        self.right, self.mistakes, self.probes, self.observe = right, mistakes, probes, observe
-        self.limit = limit
-        self._tables = {}  # seed -> (probes, right answers, each mistake's answers)
+    def __init__(self, task, mistakes, probes, observe=call, limit=HINT_LIMIT,
+                 fingerprints=expected.tables):
+        self.task, self.mistakes, self.probes, self.observe = task, mistakes, probes, observe
+        self.limit, self.fingerprints = limit, fingerprints
+        self._tables = {}  # seed -> (probes, right answers, each mistake's answers) or None
         self._hints = {}   # id(function) -> (function, its hint or "")
+        self._right = {}   # id(function) -> (function, whether it is right on every probe)
 
     def tables(self):
-        """(probes, right answers, {mistake: its answers}): the same for every student,
-        so worked out once per seed."""
+        """(probes, right answers, {mistake: its answers}), the same for every student, so
+        read once per seed; None where the fingerprints are not at hand."""
         seed = grading.test_seed()
         if seed not in self._tables:
             probes = self.probes()
-            with np.errstate(all="ignore"):  # a mistake may overflow: that is its answer
-                right = [self.right(*args) for args in probes]
-                answers = {m: [m.model(*args) for args in probes] for m in self.mistakes}
-            self._tables[seed] = probes, right, answers
+            names = {m: f"{self.task}:{m.mutant}" for m in self.mistakes}
+            found = self.fingerprints([f"{self.task}:right", *names.values()], probes)
+            self._tables[seed] = None if found is None else (
+                probes, found[f"{self.task}:right"], {m: found[names[m]] for m in self.mistakes})
         return self._tables[seed]
 
     def matches(self, function):
@@ -77,6 +85,8 @@ class KnownMistakes:
         One probe at a time, each answer compared and dropped at once (an answer may be
         large), stopping as soon as no mistake is left. [] if a probe errs or the probes
         run past the limit."""
+        if self.tables() is None:
+            return []
         probes, right, answers = self.tables()
         left = list(self.mistakes)
         start = time.monotonic()
@@ -91,6 +101,22 @@ class KnownMistakes:
         except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (no hint, that's all)
             return []
         return left
+
+    def right_everywhere(self, function):
+        """True if the function gives the right answer on every probe (within the limit);
+        found once per function."""
+        cached = self._right.get(id(function))
+        if cached is None or cached[0] is not function:
+            found, right = self.tables(), False
+            if found is not None:
+                try:
+                    with shorter_limit(self.limit), np.errstate(all="ignore"):
+                        right = all(same(self.observe(function, args), want)
+                                    for args, want in zip(found[0], found[1]))
+                except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (not right)
+                    right = False
+            cached = self._right[id(function)] = (function, right)
+        return cached[1]
 
     def hint(self, function):
         """'\\n  Likely mistake: ...' if the function behaves like exactly one known
@@ -107,10 +133,11 @@ class KnownMistakes:
         return lambda: self.hint(function)
 
 
-def same(got, expected, rtol=1e-9, atol=1e-12):
-    """Numbers, lists or arrays equal in shape and (to rounding) in value; NaN equals
-    NaN, so a model that overflows where the student's code does is confirmed. Other
-    values (lists with None in them, say) must be equal."""
+def same(got, expected, tolerance=FLOATS):
+    """Numbers, lists or arrays equal in shape and (within `tolerance`, lab/tolerances.py)
+    in value; NaN equals NaN, so a model that overflows where the student's code does is
+    confirmed. Other values (lists with None in them, say) must be equal."""
+    rtol, atol = tolerance.rtol, tolerance.atol
     if got is None or expected is None:
         return got is expected
     if type(got) is type(expected) and type(got) in (bool, int, float):  # the usual case, quickly
@@ -170,7 +197,7 @@ def show(value, exact=False):
     return f"array({(array if exact else np.round(array, 6)).tolist()})"
 
 
-def expected_got(expected, got, rtol=1e-9, atol=1e-12):
+def expected_got(expected, got, tolerance=FLOATS):
     """'expected X, got Y', both in one form: numbers expected as a list are shown as an
     array when the answer is an array, and as a list when it is a list. Numbers that would
     print alike are shown with every digit; for numbers of one shape, the first element
@@ -192,7 +219,7 @@ def expected_got(expected, got, rtol=1e-9, atol=1e-12):
         alike = show(expected) == show(got) or np.array_equal(np.round(ef, 6), np.round(gf, 6),
                                                                equal_nan=True)
         text = f"expected {show(expected, alike)}, got {show(got, alike)}"
-        wrong = ~np.isclose(gf, ef, rtol=rtol, atol=atol, equal_nan=True)
+        wrong = ~np.isclose(gf, ef, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
         if not wrong.any() or not (alike or e.size > 1):
             return text
         if e.size > 1:
@@ -208,17 +235,18 @@ def expected_got(expected, got, rtol=1e-9, atol=1e-12):
     return text
 
 
-def check(got, expected, what, hint=None, where=None, rtol=1e-9, atol=1e-12):
-    """Assert got == expected (to rounding), with a message a student can act on.
+def check(got, expected, what, hint=None, where=None, tolerance=FLOATS):
+    """Assert got == expected (within `tolerance`), with a message a student can act on.
 
     hint:  KnownMistakes.about(function), asked only when the check fails.
-    where: where(got, expected) -> text saying where the answer broke, if it can tell."""
-    if same(got, expected, rtol, atol):
+    where: where(got, expected) -> text saying where the answer broke, if it can tell.
+    tolerance: the kind of comparison (lab/tolerances.py)."""
+    if same(got, expected, tolerance):
         return
     found = (where(got, expected) if where else "") + (hint() if hint else "")
     if got is None and not found:
         found = " (did you forget a return statement?)"
-    raise AssertionError(f"{what}: {expected_got(expected, got, rtol, atol)}.{found}")
+    raise AssertionError(f"{what}: {expected_got(expected, got, tolerance)}.{found}")
 
 
 def check_cases(cases, got, expected, what, rule, hint=None, shown=str):

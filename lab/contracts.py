@@ -128,9 +128,11 @@ def masked_weights(logp_train, logp_infer, level, low, high):
     return arrays
 
 
-def token_weights(name, answer, logp_train, **_):
-    """An answer of importance_weights or masked_weights: real numbers, shaped like logp_train."""
-    expect_shape(name, answer, logp_train.shape, "(N, T), one weight per token")
+def token_weights(name, answer, logp_train, scheme=None, level=None, **_):
+    """An answer of importance_weights or masked_weights: real numbers, shaped like logp_train.
+    The error names the scheme (or level) it was called with, where the answer broke."""
+    called = f"scheme {scheme!r}" if level is None else f"level {level!r}"
+    expect_shape(name, answer, logp_train.shape, "(N, T), one weight per token", called)
 
 
 def gradient(name, answer, grad_logp, **_):
@@ -138,14 +140,16 @@ def gradient(name, answer, grad_logp, **_):
     expect_shape(name, answer, grad_logp.shape[2:], "(D,), one number per parameter")
 
 
-def expect_shape(name, answer, shape, meaning):
+def expect_shape(name, answer, shape, meaning, called=None):
     """A ContractError of the task of function `name` unless `answer` is a numpy array of
     float64 numbers of `shape` (any byte order or memory layout): a list, a scalar or
     float32 numbers are not converted here, they are the task's mistake, named with the
-    type expected and the type got."""
+    type expected and the type got, and with `called` (what it was called with, "scheme
+    'seq'"), if given."""
     def broken(rule):
         task = lab.task_of_function(name)
-        return ContractError(f"{name} (Task {task}, {lab.file_of(task)}) {rule}")
+        return ContractError(f"{name} (Task {task}, {lab.file_of(task)}) {rule}"
+                             + (f" (called with {called})" if called else ""))
 
     if answer is None:
         raise broken("returned None: did you forget the return statement?")

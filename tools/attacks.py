@@ -365,3 +365,38 @@ reply, _ = wire.receive(stream.read, cap)
 seconds = time.perf_counter() - began
 print(n, seconds, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
 '''
+# The copy cheat (issue 40): each task function pasted from the test files of the students'
+# copy, by the names they held on c217b1f (a reference function or a stand-in), looked up
+# when called. The students' copy no longer holds any of them (tools/leaks.py checks that
+# nothing else there solves a task either), so this scores 0.
+COPY = '''
+# cheat: the answers, copied from the tests the students' copy ships
+import importlib as _importlib
+def _copied(module, name):
+    def use(*args, **kwargs):
+        target = _importlib.import_module(module)
+        for part in name.split("."):
+            target = getattr(target, part)
+        return target(*args, **kwargs)
+    return use
+'''
+COPY_CHEAT = {
+    "memory.py": COPY + '''
+model_state_bytes = _copied("experiments.test_gpu_model", "StandInMemory.model_state_bytes")
+kv_cache_bytes = _copied("experiments.test_gpu_model", "StandInMemory.kv_cache_bytes")
+def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_params=0):
+    return _copied("test_rl_systems", "bill_gb")(algo, n_params, reference, reward_model,
+                                                 lora_params)
+''',
+    "scheduler.py": COPY + '''
+may_start = _copied("test_given", "admit")
+def take_batch(finished, version, k, B, drop_stale=False):
+    return _copied("experiments.test_gpu_model", "fifo")(finished, version, k, B, drop_stale)
+''',
+    "tis.py": COPY + '''
+def importance_weights(logp_train, logp_infer, scheme, C=2.0):
+    return _copied("test_rl_systems", "expected_weights")(logp_train - logp_infer, scheme, C)
+pg_estimate = _copied("test_rl_systems", "expected_estimate")
+def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
+    return _copied("test_rl_systems", "rule_mask")(logp_train, logp_infer, level, low, high)
+'''}

@@ -1,4 +1,4 @@
-"""Check the Gradescope autograder on twenty-two submissions: cheats and attacks (CI runs it).
+"""Check the Gradescope autograder on twenty-three submissions: cheats and attacks (CI runs it).
 
     python tools/check_autograder.py RELEASE [--python PYTHON] [--only WORDS ...]
                                              [--part untimed|timed]
@@ -13,6 +13,8 @@ Gradescope would, unzipped into a temporary folder (run_autograder with AUTOGRAD
   atexit      stubs + memory.py rewrites results files when the process exits       0
   hardcoded   right on exactly the inputs the public tests use, NotImplementedError
               on any other (recorded from a run of the public tests on the reference) 0
+  copy        stubs + each task function taken from the students' copy's test files, by
+              the names the reference functions and stand-ins had there before     0
 and the attacks of issue 20, each scored at what its code is worth: an error message
 with a lone surrogate, a full temporary folder, loops at import in two files (and a
 process in a session of its own: none may be left), float16(inf) off the public inputs,
@@ -59,9 +61,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
 from grading import gradescope  # noqa: E402
-from tools.attacks import (ATEXIT_CHEAT, BIG_ANSWER, BIG_ANSWER_PEAK, BIG_MASKED, BOX_DEPTH,
-                           CPU_HOG, CUT_LIMIT, DECODE, DECODE_LIMIT, DEEP_TREE, EDGE_BUGS, FILL_TMP,
-                           FINGERPRINT, FLOAT16_INF, GRADER_BASE, GUARD, HARDCODED_CHEAT,
+from tools.attacks import (ATEXIT_CHEAT, BIG_ANSWER, BIG_ANSWER_PEAK, BIG_MASKED,  # noqa: E402
+                           BOX_DEPTH, COPY_CHEAT, CPU_HOG, CUT_LIMIT, DECODE, DECODE_LIMIT,
+                           DEEP_TREE, EDGE_BUGS, FILL_TMP, FINGERPRINT, FLOAT16_INF,
+                           GRADER_BASE, GUARD, HARDCODED_CHEAT,
                            IMPORT_LOOP, IN_PLACE, LOOKUP, NEVER_AFTER_PUBLIC, PIPE_BYTES,
                            QUEUE_AND_KEY, RECORDER, SETUID, SHAPES, SLOW_FIRST, SLOW_IMPORT,
                            SURROGATE, TINY_OBJECTS, TRACES, WRITER_CHEAT)  # noqa: E402
@@ -139,6 +142,8 @@ def submissions(student, tmp):
         "atexit cheat": Case(dict(stubs, **{"memory.py": stubs["memory.py"] + ATEXIT_CHEAT}),
                              *zero, plain=True),
         "hard-coded cheat": Case(hardcoded, *zero, plain=True),
+        "copy cheat (answers from the students' copy's tests)": Case(
+            {name: text + COPY_CHEAT[name] for name, text in stubs.items()}, *zero, plain=True),
         # any error in masked_weights costs Task 3c (extra credit) and nothing else
         "lone surrogate in an error (3c)": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + SURROGATE}),

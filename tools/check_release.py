@@ -11,7 +11,9 @@
 4. mutants:   each wrong answer in tools/mutants.py, put in a student file,
               makes at least one test of its task fail, and each graded test
               fails for at least one of them (a test no mistake fails tests nothing).
-5. hints:     the precision of "Likely mistake" lines, both ways. Each known
+5. leaks:     in a fresh students' copy (tools/release.py), no callable outside the three
+              student files gives a task's answers (tools/leaks.py).
+6. hints:     the precision of "Likely mistake" lines, both ways. Each known
               mistake of the tests (grading.feedback.Mistake) names a mutant of its
               task; that mutant behaves like the mistake's model on every probe,
               gets the mistake's hint, and no other. A mutant no mistake names,
@@ -42,6 +44,7 @@ from grading.gradescope import ReportError, read_junit  # noqa: E402
 import test_rl_systems  # noqa: E402
 from grading.feedback import same  # noqa: E402
 from grading.harness import TimeLimitExceeded, time_limit  # noqa: E402
+from tools import leaks, release  # noqa: E402
 from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date  # noqa: E402
 from tools.mutants import MUTANTS  # noqa: E402
 from tools.near_misses import NEAR_MISSES  # noqa: E402
@@ -173,6 +176,18 @@ def points_problems(report, root=ROOT):
         problems.append("docs/grading.md's table of the points is not lab.TASKS's; it should "
                         f"read:\n{points_table()}")
     return problems
+
+
+def check_leaks():
+    """(problems, the leak check's last line) on a fresh students' copy."""
+    with tempfile.TemporaryDirectory() as tmp:
+        release.write_student(Path(tmp))
+        ok, report = leaks.check(Path(tmp))
+    lines = report.strip().splitlines()
+    problems = [line for line in lines if line.startswith("LEAK:")]
+    if not ok and not problems:
+        problems = [f"the leak check did not finish: {report[-1000:]}"]
+    return problems, lines[-1] if lines else ""
 
 
 def mutated_source(mutant):
@@ -322,6 +337,9 @@ def main():
     graded = sum(lab.task_of(name) is not None for name in outcomes)
     print(f"skeleton: {'ok' if not found else 'FAILED'} ({graded} graded tests fail on a TODO, "
           f"{len(outcomes) - graded} tests of given code pass)")
+    problems += found
+    found, summary = check_leaks()
+    print(f"leaks: {'ok' if not found else 'FAILED'} ({summary.removeprefix('leaks: ')})")
     problems += found
     found, lines, counts, near, reference_hints = check_mutants()
     named, own, wrong = (sum(c[i] for c in counts.values()) for i in (2, 3, 4))

@@ -21,6 +21,8 @@ class Mutant(NamedTuple):
 
 
 RULE = "return n_started - n_dropped < (version + k + 1) * B"
+KV_RETURN = ("return math.ceil(Fraction(2 * n_layers * n_kv_heads * head_dim * n_tokens) "
+             "* per_value)")
 SEQ_THEN_TRUNCATE = '''\
     if scheme in ("seq", "seq_tis"):
         # one log-ratio per sequence, repeated on each of its tokens
@@ -65,30 +67,33 @@ MUTANTS = [
            "import numpy as np\n"
            "    return int(TRAINED_BYTES * np.int64(n_trained) + FROZEN_BYTES * np.int64(n_frozen))"),
     Mutant("1b", "int(bytes_per_value): a 4-bit cache (0.5) costs 0 bytes",
-           "n_tokens * bytes_per_value)", "n_tokens * int(bytes_per_value))"),
+           "* per_value)", "* int(per_value))"),
     Mutant("1b", "no int(): a float for a fractional bytes_per_value",
-           "return int(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)",
-           "return 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value"),
+           KV_RETURN, "return 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value"),
+    Mutant("1b", "the float product truncated: 0.57 bytes a value, 100 values, gives 56",
+           KV_RETURN,
+           "return int(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)"),
+    Mutant("1b", "the float product rounded up: 1.1 bytes a value, 50 values, gives 56",
+           KV_RETURN,
+           "return math.ceil(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)"),
+    Mutant("1b", "a total that is not whole bytes rounded to the nearest byte, not up",
+           "return math.ceil(", "return round("),
     Mutant("1b", "float arithmetic (bytes lost past 2**53)",
-           "return int(2 * n_layers", "return int(2.0 * n_layers"),
+           "Fraction(2 * n_layers", "Fraction(2.0 * n_layers"),
     Mutant("1b", "0.0 (a float) for an empty cache",
-           "return int(2 * n_layers", "return 0.0 if n_tokens == 0 else int(2 * n_layers"),
+           "return math.ceil(", "return 0.0 if n_tokens == 0 else math.ceil("),
     Mutant("1b", "np.prod of the sizes in int64 (wraps past 2**63 - 1 bytes)",
-           "return int(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)",
-           "import numpy as np\n"
-           "    return int(np.prod([2, n_layers, n_kv_heads, head_dim, n_tokens]) * bytes_per_value)"),
+           KV_RETURN, "import numpy as np\n    return math.ceil(Fraction(int(np.prod("
+           "[2, n_layers, n_kv_heads, head_dim, n_tokens]))) * per_value)"),
     Mutant("1b", "int() of the bytes per token, times n_tokens (a float for 16384.0 tokens)",
-           "return int(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)",
-           "return int(2 * n_layers * n_kv_heads * head_dim * bytes_per_value) * n_tokens"),
+           KV_RETURN,
+           "return math.ceil(Fraction(2 * n_layers * n_kv_heads * head_dim) * per_value) "
+           "* n_tokens"),
     Mutant("1b", "KV cache without the factor 2 for K and V",
-           "return int(2 * n_layers", "return int(n_layers"),
-    Mutant("1b", "ignored bytes_per_value (always bf16)",
-           "n_tokens * bytes_per_value)", "n_tokens * 2)"),
-    Mutant("1b", "counted bits instead of bytes",
-           "n_tokens * bytes_per_value)", "n_tokens * bytes_per_value * 8)"),
-    Mutant("1b", "forgot head_dim",
-           "n_kv_heads * head_dim * n_tokens * bytes_per_value)",
-           "n_kv_heads * n_tokens * bytes_per_value)"),
+           "Fraction(2 * n_layers", "Fraction(n_layers"),
+    Mutant("1b", "ignored bytes_per_value (always bf16)", "* per_value)", "* 2)"),
+    Mutant("1b", "counted bits instead of bytes", "* per_value)", "* per_value * 8)"),
+    Mutant("1b", "forgot head_dim", "n_kv_heads * head_dim * n_tokens)", "n_kv_heads * n_tokens)"),
     Mutant("1c", "GiB (2**30) instead of GB (10**9)",
            "return total / 1e9", "return total / 2**30"),
     Mutant("1c", "forgot the critic",
@@ -130,7 +135,11 @@ MUTANTS = [
     Mutant("1c", "an int when the GB are whole (252, not 252.0)",
            "return total / 1e9", "gb = total / 1e9\n    return int(gb) if gb.is_integer() else gb"),
 
+    Mutant("1c", "compared algo with `is`: a string built at run time is not \"ppo\"",
+           'algo == "ppo"', 'algo is "ppo"'),
     # ---- Task 2: scheduler.py
+    Mutant("2a", "true division: (n_started - n_dropped) / B is a float, inexact past 2**53",
+           RULE, "return (n_started - n_dropped) / B < version + k + 1"),
     Mutant("2a", "admission ignores n_dropped", RULE, "return n_started < (version + k + 1) * B"),
     Mutant("2a", "admission off by one batch (too strict)", RULE,
            "return n_started - n_dropped < (version + k) * B"),
@@ -147,6 +156,10 @@ MUTANTS = [
            "return n_started - n_dropped <= (version + k) * B"),
     Mutant("2a", "k responses ahead instead of k batches", RULE,
            "return n_started - n_dropped < (version + 1) * B + k"),
+    Mutant("2b", "re-sorted `finished` by finish time, then length (FIFO broken only among "
+           "responses that finish at the same time)", "batch = finished[:B]\n    del finished[:B]",
+           'finished.sort(key=lambda r: (r["end"], r["length"]))\n'
+           "    batch = finished[:B]\n    del finished[:B]"),
     Mutant("2b", "took the lowest ids (start order), not the first in `finished`",
            "batch = finished[:B]\n    del finished[:B]",
            'batch = sorted(finished, key=lambda r: r["start"])[:B]\n'
@@ -221,6 +234,8 @@ MUTANTS = [
            "batch = finished[:]\n    del finished[:]"),
 
     # ---- Task 3: tis.py
+    Mutant("3a", "compared scheme with `is`: a string built at run time is not \"none\"",
+           'if scheme == "none":', 'if scheme is "none":'),
     Mutant("3a", "ratio upside down (inferred over trained)",
            "log_w = logp_train - logp_infer\n", "log_w = logp_infer - logp_train\n"),
     Mutant("3a", "ratio of exponentials (linear space): 0/0 at very low log-probabilities",
@@ -304,6 +319,8 @@ MUTANTS = [
 # ---- Task 3c (optional): masked_weights in tis.py
 BAND = "inside = (np.log(low) <= log_ratio) & (log_ratio <= np.log(high))"
 MUTANTS += [
+    Mutant("3c", "compared level with `is`: a string built at run time is not \"seq\"",
+           'if level == "seq":', 'if level is "seq":'),
     Mutant("3c", "band without its edges (< instead of <=)", BAND,
            "inside = (np.log(low) < log_ratio) & (log_ratio < np.log(high))"),
     Mutant("3c", "clipped into the band instead of masking",

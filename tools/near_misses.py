@@ -8,7 +8,7 @@ must catch each one, and none may get a "Likely mistake" line: a hint is
 shown only when the student's function behaves like the mistake everywhere
 (tools/check_release.py checks both).
 """
-from tools.mutants import BAND, RULE, Mutant
+from tools.mutants import BAND, KV_RETURN, RULE, Mutant
 
 FIRST_B = "batch = finished[:B]\n    del finished[:B]"
 STALE = ('version - r["tag"] > k]\n        finished[:] = [r for r in finished if '
@@ -45,24 +45,21 @@ NEAR_MISSES = [
            "import numpy as np\n"
            "    return int(12 * np.int64(n_trained) + FROZEN_BYTES * np.int64(n_frozen))"),
     Mutant("1b", "ignored a fractional bytes_per_value (used 2)",
-           "n_tokens * bytes_per_value)",
-           "n_tokens * (bytes_per_value if bytes_per_value >= 1 else 2))"),
+           "* per_value)", "* (per_value if per_value >= 1 else 2))"),
     Mutant("1b", "counted fp8 as bf16: at least 2 bytes per value",
-           "n_tokens * bytes_per_value)", "n_tokens * max(bytes_per_value, 2))"),
+           "* per_value)", "* max(per_value, 2))"),
     Mutant("1b", "forgot the factor 2 beyond 1,000 tokens",
-           "return int(2 * n_layers", "return int((1 if n_tokens > 1000 else 2) * n_layers"),
+           "Fraction(2 * n_layers", "Fraction((1 if n_tokens > 1000 else 2) * n_layers"),
     Mutant("1b", "forgot the factor 2 and counted bits (two mistakes)",
-           "return int(2 * n_layers", "return int(8 * n_layers"),
+           "Fraction(2 * n_layers", "Fraction(8 * n_layers"),
     Mutant("1b", "forgot the factor 2 past 2**53 tokens",
-           "return int(2 * n_layers", "return int((1 if n_tokens > 2**53 else 2) * n_layers"),
+           "Fraction(2 * n_layers", "Fraction((1 if n_tokens > 2**53 else 2) * n_layers"),
     Mutant("1b", "np.prod of the sizes in int64 and counted bits (two mistakes)",
-           "return int(2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value)",
-           "import numpy as np\n    return int(np.prod([2, n_layers, n_kv_heads, head_dim, "
-           "n_tokens]) * bytes_per_value * 8)"),
+           KV_RETURN, "import numpy as np\n    return math.ceil(Fraction(int(np.prod("
+           "[2, n_layers, n_kv_heads, head_dim, n_tokens]))) * per_value * 8)"),
     Mutant("1b", "forgot head_dim for a float n_tokens only",
-           "n_kv_heads * head_dim * n_tokens * bytes_per_value)",
-           "n_kv_heads * (1 if isinstance(n_tokens, float) else head_dim) * n_tokens "
-           "* bytes_per_value)"),
+           "n_kv_heads * head_dim * n_tokens)",
+           "n_kv_heads * (1 if isinstance(n_tokens, float) else head_dim) * n_tokens)"),
     Mutant("1c", "stored the frozen reference at 4 bytes per parameter",
            "model_state_bytes(n_trained_models * n_params, n_params if reference else 0)",
            "model_state_bytes(n_trained_models * n_params, 2 * n_params if reference else 0)"),

@@ -10,6 +10,7 @@ import pytest
 import lab
 from experiments import PARTS, REGISTRY
 import grading
+from tools import release
 from tools.make_stubs import MarkerError, only_the_todo, stub_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,29 +78,31 @@ def test_run_rejects_bad_flags(flags):
     assert done.returncode == 2 and f"argument {flags[0]}" in done.stderr, done.stderr
 
 
-def stubs_pytest(*args):
-    """The stdout of `python -m pytest -q ARGS` on the stubs (the students' own files)."""
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=ROOT,
+def stubs_pytest(copy, *args):
+    """The stdout of `python -m pytest -q ARGS` on the stubs in a students' copy."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=copy,
                           capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, RL_SOLUTIONS="0")).stdout
 
 
-def test_readme_first_run_matches_the_stubs():
+def test_readme_first_run_matches_the_stubs(tmp_path):
     """README's "Your first run": its sample of the whole `python -m pytest -q` on the stubs
-    (every progress row and the totals), its `-k task1` comment and its sentence of test
+    in a fresh students' copy (every progress row and the totals: the tests of given code
+    that need a task are skipped there), its `-k task1` comment and its sentence of test
     counts are what pytest collects and prints now."""
+    release.write_student(tmp_path)
     readme = (ROOT / "README.md").read_text()
     start = readme.index("## Your first run")
     section = readme[start:readme.index("\n## ", start)]
     commands, sample = section.split("```")[1], section.split("```")[3]
-    done = stubs_pytest()
+    done = stubs_pytest(tmp_path)
     rows = [line for line in sample.splitlines() if " 0/" in line]
     assert len(rows) == len(lab.TASKS) and all(row in done for row in rows), (rows, done[-900:])
     totals = sample.strip().splitlines()[-1].split(" in ")[0]  # "58 failed, 41 passed"
     assert totals in done, (totals, done[-300:])
-    task1 = re.search(r"\d+ failed, \d+ deselected", stubs_pytest("-k", "task1"))[0]
+    task1 = re.search(r"\d+ failed, \d+ deselected", stubs_pytest(tmp_path, "-k", "task1"))[0]
     assert f"rows 1a-1c: {task1}" in commands, task1
-    tests = [line.split("::")[:2] for line in stubs_pytest("--collect-only").splitlines()
+    tests = [line.split("::")[:2] for line in stubs_pytest(tmp_path, "--collect-only").splitlines()
              if "::" in line]
     tasks = [lab.task_of(name) for _, name in tests if lab.task_of(name)]
     given = [path for path, name in tests if not lab.task_of(name)]

@@ -22,7 +22,8 @@ import lab
 import grading
 import toy
 from lab import SCHEMES
-from grading.feedback import show
+from grading.feedback import expected_got, show
+from lab.tolerances import KIND
 
 N_CASES = 25  # random inputs per check
 
@@ -50,9 +51,9 @@ def exact(got, expected, call, kind=None):
     assert got == expected, f"{shown}, expected {expected!r}"
 
 
-def close(got, expected, call, rel=1e-9, abs=1e-12):
-    """Same shape, then the same values to rounding; inf and NaN only where the answer has
-    the same inf."""
+def close(got, expected, call, tolerance):
+    """Same shape, then the same values within `tolerance` (the task's kind, lab/tolerances.py,
+    as in its public tests); inf and NaN only where the answer has the same inf."""
     shown = f"on inputs the public tests don't use: {call} gave {show(got)}"
     assert np.shape(got) == np.shape(expected), (
         f"{shown}, of shape {np.shape(got)}, expected shape {np.shape(expected)}")
@@ -63,8 +64,10 @@ def close(got, expected, call, rel=1e-9, abs=1e-12):
     expected = np.asarray(expected, dtype=float)
     finite = np.isfinite(expected)
     ok = (np.array_equal(got[~finite], expected[~finite]) and np.isfinite(got[finite]).all()
-          and np.allclose(got[finite], expected[finite], rtol=rel, atol=abs))
-    assert ok, f"{shown}, expected {show(expected)}"
+          and np.allclose(got[finite], expected[finite], rtol=tolerance.rtol,
+                          atol=tolerance.atol))
+    assert ok, (f"on inputs the public tests don't use: {call}: "  # (every digit if need be)
+                f"{expected_got(expected, got, tolerance)}")
 
 
 def whole(rng, high):
@@ -98,7 +101,7 @@ def test_task1c_unseen_inputs(memory, rng):
                       reward_model=[None, True, False][rng.integers(3)], lora_params=lora)
         close(memory.rl_memory_gb(algo, n_params, **kwargs),
               reference("memory").rl_memory_gb(algo, n_params, **kwargs),
-              f"rl_memory_gb({algo!r}, {n_params!r}, **{kwargs})")
+              f"rl_memory_gb({algo!r}, {n_params!r}, **{kwargs})", KIND["1c"])
 
 
 def number(rng, n):
@@ -163,7 +166,7 @@ def test_task2_unseen_inputs(scheduler, rng):
         got, expected = scheduler.simulate(*args, **kwargs), \
             reference("scheduler").simulate(*args, **kwargs)
         close([got[key] for key in keys], [expected[key] for key in keys],
-              f"simulate{args} with {kwargs}: {', '.join(keys)}")
+              f"simulate{args} with {kwargs}: {', '.join(keys)}", KIND["2"])
 
 
 def log_probs(rng, kind):
@@ -198,7 +201,7 @@ def test_task3a_unseen_inputs(tis, rng):
         with np.errstate(all="ignore"):
             got = tis.importance_weights(logp_train.copy(), logp_infer.copy(), scheme, C)
         close(got, reference("tis").importance_weights(logp_train, logp_infer, scheme, C),
-              f"importance_weights({what}, {scheme!r}, C={C:.3f})")
+              f"importance_weights({what}, {scheme!r}, C={C:.3f})", KIND["3a"])
 
 
 def test_task3b_unseen_inputs(tis, rng):
@@ -206,7 +209,8 @@ def test_task3b_unseen_inputs(tis, rng):
         N, T, D = (int(n) for n in rng.integers(1, 7, size=3))
         args = (rng.normal(size=N), rng.normal(size=(N, T, D)), rng.uniform(0, 3, size=(N, T)))
         close(tis.pg_estimate(*(a.copy() for a in args)), reference("tis").pg_estimate(*args),
-              f"pg_estimate(random rewards ({N},), grad_logp ({N}, {T}, {D}), weights ({N}, {T}))")
+              f"pg_estimate(random rewards ({N},), grad_logp ({N}, {T}, {D}), weights ({N}, {T}))",
+              KIND["3b"])
 
 
 def test_task3_unseen_inputs(tis, rng):
@@ -219,7 +223,7 @@ def test_task3_unseen_inputs(tis, rng):
         expected = toy.exact_stats(ref.importance_weights, ref.pg_estimate, *args)
         close([got["bias"], got["variance"]], [expected["bias"], expected["variance"]],
               f"exact_stats with your functions at scheme, mismatch, C, batch_size = "
-              f"{scheme!r}, {mismatch:.3f}, {C:.3f}, {batch_size}: bias, variance", rel=1e-6)
+              f"{scheme!r}, {mismatch:.3f}, {C:.3f}, {batch_size}: bias, variance", KIND["3"])
 
 
 def on_edges(rng, logp_train, logp_infer, low, high):
@@ -251,4 +255,4 @@ def test_task3c_unseen_inputs(tis, rng):
             got = tis.masked_weights(logp_train.copy(), logp_infer.copy(), level, low, high)
             expected = ref.masked_weights(logp_train, logp_infer, level, low, high)
         close(got, expected, f"masked_weights({what}, some ratios on the band's edges, "
-                             f"{level!r}, low={low!r}, high={high!r})")
+                             f"{level!r}, low={low!r}, high={high!r})", KIND["3c"])

@@ -1,0 +1,27 @@
+"""A finished response as the simulator makes it, and what a test observes of one
+take_batch call: shared by the graded tests (which observe the student's function) and
+the instructors' reference (which stores what the right rule and each known mistake
+give), so the two observe alike."""
+
+
+def response(id, tag, start=None, length=1.0):
+    """A finished response dict: id, tag, start (its id unless given), end, length, lag
+    (None until trained), dropped."""
+    start = float(id) if start is None else start
+    return dict(id=id, tag=tag, start=start, end=start + length, length=length, lag=None,
+                dropped=False)
+
+
+def ids(responses):
+    return None if responses is None else [r["id"] for r in responses]
+
+
+def take_outcome(take_batch, shapes, version, k, B, drop_stale):
+    """What take_batch does to fresh responses of these shapes ((id, tag, start, length), in
+    finish order), written out exactly: (batch ids or None, dropped ids sorted, ids left in
+    `finished`, and (id, lag, dropped) of every response)."""
+    finished = [response(i, tag, start, length) for i, tag, start, length in shapes]
+    given = list(finished)
+    batch, dropped = take_batch(finished, version, k, B, drop_stale)
+    return repr((ids(batch), sorted(ids(dropped)), ids(finished),
+                 [(r["id"], r["lag"], r["dropped"]) for r in given]))
