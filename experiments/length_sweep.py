@@ -273,9 +273,14 @@ MAX_KL = 0.7       # to about 0.77 nats per token (student_t) and 1.1 (gaussian)
 
 def mismatch_for_kl(kl, noise="student_t"):
     """The mismatch scale whose per_token_kl is `kl`, by bisection (to 1e-12 relative)
-    over 0 .. KL_MISMATCH, where the KL grows with the scale."""
+    over 0 .. KL_MISMATCH, where the KL grows with the scale; exactly 0 for a KL of 0."""
     at_least("kl", kl, 0)
     at_most("kl", kl, MAX_KL, f"a mismatch scale up to {KL_MISMATCH} gives it")
+    if kl == 0:
+        # the KL grows as the scale squared, so below a scale of about 1e-8 it is lost in
+        # the rounding of per_token_kl, and a bisection toward 0 would stop wherever this
+        # CPU's last bits say
+        return 0.0
     low, high = 0.0, KL_MISMATCH
     while high - low > 1e-12 * high:
         middle = (low + high) / 2

@@ -78,6 +78,7 @@ def test_length_sweep_kl_is_the_long_run_kl_per_token():
     assert per_token_kl(0.6) == pytest.approx(0.158, abs=5e-4)  # the lab's Part 3 scale
     for kl in (1e-3, 0.16):
         assert per_token_kl(mismatch_for_kl(kl)) == pytest.approx(kl, rel=1e-9)
+    assert mismatch_for_kl(0) == 0.0  # exactly: not where the rounding near 0 stops a bisection
     with pytest.raises(ValueError, match="kl"):
         mismatch_for_kl(5.0)
 

@@ -3,12 +3,14 @@
     python tools/snapshots.py            # check (CI runs it)
     python tools/snapshots.py --update   # after a deliberate change: rewrite the snapshots
     python tools/snapshots.py --student-copy OUT/student   # a release's docs too
+    python tools/snapshots.py --only step_grid timeline   # rerun these runs only
 
 1. For each run, tools/snapshots/<name>.toml gives run.py's flags (the reference solutions
    always); the run's rl_systems.json must match tools/snapshots/<name>.json number for
    number within |fresh - snapshot| <= ATOL + RTOL * |snapshot|. The absolute part is for
    numbers near 0 (a bias of 1e-16 changes by a large factor when the arithmetic is
-   reordered).
+   reordered). The few numbers of CHAOTIC, which a CPU's last bits move further, have
+   wider tolerances of their own.
 2. Every number README.md or a file of docs/ quotes from a run is listed in that run's
    .toml, under the doc, with the words around it (a table row, all its numbers at once,
    under [rows]); the snapshot's value, formatted as quoted, must appear there in that doc.
@@ -46,6 +48,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "tools" / "snapshots"
 RTOL, ATOL = 1e-6, 1e-9
+# The numbers that depend on the CPU's last bits (numpy's exp and log differ in the last bit
+# on a CPU with AVX-512), each as (pattern of its path, rtol, atol), measured on two such
+# CPUs (an AVX-512 Xeon, and here one half of exp's and log's results moved by one bit):
+# - the toy's training is chaotic where a constant step meets the uncorrected mismatch 0.6:
+#   a stalled seed's last J moved by up to 0.07, which moved its cell's mean last J by up
+#   to 1.9% and its KL per update by up to 0.08%;
+# - a step-grid cell at a scale where a seed collapses or not: its reached count moved by
+#   1 and its mean and se by up to 18% and 52% (the printed best scales did not move).
+# Every printed and quoted number stayed the same on both.
+CHAOTIC = ((r"learning_curves\.\w+\.\d+\.stalled_J", 0.05, 0.0),
+           (r"learning_curves\.\w+\.\d+\.kl_per_update", 0.005, 0.0),
+           (r"step_grid\.\w+\.\d+\.grid\.\d+\.(mean|se)", 0.6, 0.0),
+           (r"step_grid\.\w+\.\d+\.grid\.\d+\.reached", 0.0, 2))
 sys.path.insert(0, str(ROOT))
 from tools import quote_formats  # noqa: E402  (the functions an "= expression" may call)
 
@@ -135,7 +150,9 @@ def differences(fresh, snapshot, path="", found=None):
             differences(a, b, f"{path}.{i}", found)
     elif (isinstance(snapshot, (int, float)) and isinstance(fresh, (int, float))
           and not isinstance(snapshot, bool)):
-        if not math.isclose(fresh, snapshot, rel_tol=RTOL, abs_tol=ATOL):
+        rtol, atol = next(((rtol, atol) for pattern, rtol, atol in CHAOTIC
+                           if re.fullmatch(pattern, path)), (RTOL, ATOL))
+        if not math.isclose(fresh, snapshot, rel_tol=rtol, abs_tol=atol):
             found.append(f"{path}: {fresh!r} now, {snapshot!r} in the snapshot")
     elif fresh != snapshot:
         found.append(f"{path}: {fresh!r} now, {snapshot!r} in the snapshot")
@@ -250,15 +267,23 @@ def main(argv=None):
     parser.add_argument("--update", action="store_true", help="rewrite the snapshots")
     parser.add_argument("--student-copy", type=Path, metavar="DIR",
                         help="also check the docs of this students' copy (OUT/student)")
+    parser.add_argument("--only", nargs="+", choices=sorted(RUNS), metavar="RUN",
+                        help="rerun only these runs (the docs are checked against the stored "
+                             "snapshots of the others)")
     args = parser.parse_args(argv)
+    chosen = {name: flags for name, flags in RUNS.items() if not args.only or name in args.only}
     problems = []
     snapshots = {}
     with tempfile.TemporaryDirectory() as tmp:
         # the runs are independent processes: run as many at once as there are cores
         with ThreadPoolExecutor(os.cpu_count()) as pool:
-            runs = dict(zip(RUNS, pool.map(lambda name: fresh_run(name, tmp), RUNS)))
+            runs = dict(zip(chosen, pool.map(lambda name: fresh_run(name, tmp), chosen)))
         for name, flags in RUNS.items():
-            fresh, path = runs[name], SNAPSHOTS / f"{name}.json"
+            path = SNAPSHOTS / f"{name}.json"
+            if name not in runs:
+                snapshots[name] = json.loads(path.read_text())
+                continue
+            fresh = runs[name]
             if args.update or not path.exists():
                 SNAPSHOTS.mkdir(exist_ok=True)
                 path.write_text(json.dumps(fresh, indent=1) + "\n")
