@@ -50,6 +50,7 @@ this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py
 import heapq
 import itertools
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -112,6 +113,19 @@ def steps_before(step, n, C0, seconds):
     while steps_time(step, n, C0, m) < seconds:
         m += 1
     return m
+
+
+@dataclass(slots=True)
+class Response:
+    """One response in flight: its group, its engine, the engine step it joined at and its
+    length in tokens; `version_tokens` sums, over its first `marked` tokens, the version of
+    the weights that made each (mark_versions adds to both when an update ends)."""
+    group: int
+    engine: int
+    joined: int
+    length: int
+    version_tokens: int = 0
+    marked: int = 0
 
 
 class Engine:
@@ -184,7 +198,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
     p_filter = 0.0 if filter_p is None else filter_p**group_size + (1 - filter_p)**group_size
     engines = [Engine(prompt) for _ in range(n_engines)]
     events = []     # heap of (time, response id, engine, engine stamp); stale stamps skipped
-    responses = []  # [group id, engine, joined step, length, version-token sum, tokens marked]
+    responses = []  # every Response, by id
     groups, finished, updates, log, ends = [], [], [], [], []
     time, version, n_dropped, trainer_done_at, batches = 0.0, 0, 0, None, []
     free, out_of_lengths, running, turn = n_engines * S, False, 0, 0
@@ -245,7 +259,7 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
                 engine = engines[e]
                 heapq.heappush(engine.ends, (engine.steps + length, len(responses)))
                 engine.joined_sum += engine.steps
-                responses.append([group["id"], e, engine.steps, length, 0, 0])
+                responses.append(Response(group["id"], e, engine.steps, length))
             for e in sorted({e for e, _ in placed}):
                 reschedule(e)
             free -= group_size
@@ -277,12 +291,14 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
         engine.advance(step, engine.ends[0][0] - engine.steps)
         heapq.heappop(engine.ends)
         response = responses[rid]
-        engine.joined_sum -= response[2]
+        engine.joined_sum -= response.joined
         free += 1
         ends.append(time)
         reschedule(e)
-        group = groups[response[0]]
-        group["version_tokens"] += response[4] + (response[3] - response[5]) * version
+        group = groups[response.group]
+        # its unmarked tokens were all made by the current version
+        group["version_tokens"] += (response.version_tokens
+                                    + (response.length - response.marked) * version)
         group["left"] -= 1
         if group["left"] == 0:
             group["end"] = time
@@ -305,9 +321,9 @@ def mark_versions(engines, responses, step, time, version):
         engine.catch_up(step, time)
         for _, rid in engine.ends:
             response = responses[rid]
-            made = engine.steps - response[2]
-            response[4] += (made - response[5]) * version
-            response[5] = made
+            made = engine.steps - response.joined
+            response.version_tokens += (made - response.marked) * version
+            response.marked = made
 
 
 def summarize_gpu(groups, updates, log, ends, time, B, group_size, batches, n_steps):

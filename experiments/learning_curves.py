@@ -13,6 +13,8 @@ its mean time, the number the table prints; right panel the mean time to the tar
 against k, +- 2 standard errors, at equal movement per update, at the common step and
 (with --step-grid) at each cell's best step.
 """
+from typing import NamedTuple
+
 import numpy as np
 
 import grading
@@ -87,15 +89,26 @@ def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
     return settings, np.array(tags), np.array(times)
 
 
+class Cells(NamedTuple):
+    """train_cells' answer: for every run, each (..., n_mismatches, n_traces, n_schemes,
+    n_seeds)."""
+    time: np.ndarray     # the time to the target (never reached: its last update's time)
+    reached: np.ndarray  # whether it reached the target
+    kl: np.ndarray       # its mean KL per update
+    step: np.ndarray     # its mean step
+    last_J: np.ndarray   # its J at its last update
+
+    def pick(self, index):
+        """The Cells at `index` of every array: a step (i) or a cell (m, trace, j)."""
+        return Cells(*(x[index] for x in self))
+
+
 def train_cells(tis, tags, times, steps, draws, mismatches, target, C, noise, kl=None):
     """Train every trace at every mismatch with every scheme and step (one pass) until each
     run reaches the target, at each of `steps`, or, where `kl` (one per step, NaN for none)
     gives one, with each update's step set so that it moves exactly that many nats per
     token (training.kl_steps).
-    Returns (time, reached, kl, steps, last_J), each (n_steps, n_mismatches, n_traces,
-    n_schemes, n_seeds): the time to target (a run that never reaches it counts at its last
-    update), whether it did, its mean KL per update, its mean step and its J at its last
-    update."""
+    Returns Cells, each (n_steps, n_mismatches, n_traces, n_schemes, n_seeds)."""
     n_m, n_t, n_s = len(mismatches), len(tags), len(STALENESS_SCHEMES)
     J, KL, used = training.train(tis.importance_weights, tis.pg_estimate,
                                  np.tile(tags, (n_m, 1, 1)), STALENESS_SCHEMES, steps, draws,
@@ -105,19 +118,19 @@ def train_cells(tis, tags, times, steps, draws, mismatches, target, C, noise, kl
                    for x in (J, KL, used))
     time, reached = training.time_to_target(J, times[:, None, None], target)
     last = J.shape[-1] - 1 - np.argmax(np.isfinite(J)[..., ::-1], axis=-1)
-    return (time, reached, np.nanmean(KL, axis=-1), np.nanmean(used, axis=-1),
-            np.take_along_axis(J, last[..., None], axis=-1)[..., 0])
+    return Cells(time, reached, np.nanmean(KL, axis=-1), np.nanmean(used, axis=-1),
+                 np.take_along_axis(J, last[..., None], axis=-1)[..., 0])
 
 
-def cell_row(s, scheme, mismatch, step, scale, target, run, m, j):
+def cell_row(s, scheme, mismatch, step, scale, target, cell):
     """One row of learning_curves' tables: a setting s, scheme and mismatch at one step,
-    from train_cells' `run` at mismatch index m and scheme index j."""
-    time, reached, kls, steps, last_J = (x[m, s["trace"], j] for x in run)
+    from its seeds' Cells `cell`."""
+    reached = cell.reached
     return dict(lanes=s["lanes"], B=s["B"], k=s["k"], drop_stale=s["drop_stale"], scheme=scheme,
-                mismatch=mismatch, step=step, scale=scale, target=target, **mean_se(time),
-                reached=int(reached.sum()), seeds=len(time), kl_per_update=float(kls.mean()),
-                mean_step=float(steps.mean()),
-                stalled_J=float(last_J[~reached].mean()) if (~reached).any() else None)
+                mismatch=mismatch, step=step, scale=scale, target=target, **mean_se(cell.time),
+                reached=int(reached.sum()), seeds=len(cell.time),
+                kl_per_update=float(cell.kl.mean()), mean_step=float(cell.step.mean()),
+                stalled_J=float(cell.last_J[~reached].mean()) if (~reached).any() else None)
 
 
 def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
@@ -146,18 +159,18 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
     draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
     both = train_cells(tis, tags, times, [step, step], draws, mismatches, target, C, noise,
                        [kl, np.nan])  # equal KL and 1x in one pass
-    runs = {name: tuple(x[i] for x in both) for i, name in enumerate(("equal_kl", "1x"))}
+    runs = {name: both.pick(i) for i, name in enumerate(("equal_kl", "1x"))}
     cells, sorted_times = [], {}
     for m, mismatch in enumerate(mismatches):
         for i, s in enumerate(settings):
             for j, scheme in enumerate(STALENESS_SCHEMES):
                 for name, run in runs.items():
+                    cell = run.pick((m, s["trace"], j))
                     cells.append(cell_row(s, scheme, mismatch, name, 1.0 if name == "1x" else None,
-                                          target, run, m, j))
+                                          target, cell))
                     if name == "equal_kl":
-                        sorted_times[f"{mismatch} {i} {scheme}"] = np.sort(
-                            run[0][m, s["trace"], j]).tolist()
-    per_seed = {name: run[0] for name, run in runs.items()}
+                        sorted_times[f"{mismatch} {i} {scheme}"] = np.sort(cell.time).tolist()
+    per_seed = {name: run.time for name, run in runs.items()}
     return dict(n_lanes=n_lanes, trainer_lanes=trainer_lanes, B=B, train_time=train_time,
                 sigma=sigma, horizon=horizon, n_seeds=n_seeds, target=target,
                 J_start=staleness_maths.expected_reward(toy.THETA), step=step,

@@ -61,21 +61,22 @@ def step_grid(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
         out = train_cells(tis, tags, times, [step * scale for scale in new], draws,
                           mismatches, target, C, noise)
         for i, scale in enumerate(new):
-            runs[scale] = tuple(x[i] for x in out)
-        return [runs[scale][0].mean(axis=-1).ravel() for scale in new]
+            runs[scale] = out.pick(i)
+        return [runs[scale].time.mean(axis=-1).ravel() for scale in new]
 
     grid, means, best = training.best_step(evaluate, scales)
-    best = best.reshape(runs[grid[0]][0].shape[:-1])
+    best = best.reshape(runs[grid[0]].time.shape[:-1])
     cells = []
     for m, mismatch in enumerate(mismatches):
         for s in settings:
             for j, scheme in enumerate(STALENESS_SCHEMES):
-                b = grid[best[m, s["trace"], j]]
+                cell = (m, s["trace"], j)
+                b = grid[best[cell]]
+                at = {g: runs[g].pick(cell) for g in grid}
                 cells.append(dict(cell_row(s, scheme, mismatch, float(b), float(b), target,
-                                           runs[b], m, j),
-                                  grid=[dict(scale=float(g),
-                                             **mean_se(runs[g][0][m, s["trace"], j]),
-                                             reached=int(runs[g][1][m, s["trace"], j].sum()))
+                                           at[b]),
+                                  grid=[dict(scale=float(g), **mean_se(at[g].time),
+                                             reached=int(at[g].reached.sum()))
                                         for g in grid]))
     return dict(n_lanes=n_lanes, trainer_lanes=trainer_lanes, B=B, horizon=horizon,
                 n_seeds=n_seeds, target=target, step=step, scales=[float(g) for g in grid],
