@@ -25,6 +25,7 @@ from experiments.part3_mismatch import LARGE_MISMATCH
 from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
 from experiments.staleness import STALENESS_KS, STALENESS_SCHEMES
+from lab import SCHEME, STORY
 
 KEY, LABEL, TASK, FLAG = "learning_curves", "Learning curves", "3", "learning_curves"
 SECONDS = 60.0
@@ -300,7 +301,6 @@ def paired_cells(d):
 
 # ---------------------------------------------------------------- drawn
 
-NAMES = {"none": "none (stale as on-policy)", "token_tis": "token_tis", "seq_tis": "seq_tis"}
 SETTING_COLORS = ["black", "tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:red"]
 SETTING_STYLES = ["-", "-", "--", ":", "-.", "-"]
 STEP_STYLES = {"equal_kl": ("-", "equal KL per update"), "1x": ("--", "common step 1x"),
@@ -322,10 +322,8 @@ def draw(results, path):
     axes = fig.subplots(len(panels), 4, squeeze=False)
     for row_axes, panel in zip(axes, panels):
         if panel is None:
-            for ax, title in zip(row_axes, ("Seeds at the target: none",
-                                            "Seeds at the target: token_tis",
-                                            "Seeds at the target: seq_tis",
-                                            "Time to the target against k")):
+            for ax, title in zip(row_axes, [f"Seeds at the target: {name}" for name in STORY]
+                                 + ["Time to the target against k"]):
                 placeholder(ax, results["unavailable"][LABEL])
                 ax.set_title(f"{title} (Tasks 2 and 3)", fontsize=10)
             continue
@@ -368,7 +366,7 @@ def reached_panel(ax, c, lanes, mismatch, scheme):
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("simulated time (time units, log scale); dot: the mean time")
     ax.set_ylabel(f"share of seeds with J >= {c['target']:g}")
-    ax.set_title(f"{NAMES[scheme]}, {lanes} lanes, mismatch {mismatch:g}, equal KL per update",
+    ax.set_title(f"{SCHEME[scheme].story}, {lanes} lanes, mismatch {mismatch:g}, equal KL per update",
                  fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
 

@@ -23,7 +23,7 @@ from experiments.options import bounded
 from experiments.part3_mismatch import BATCH_SIZE
 from experiments.part3c_masking import masked_functions
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks, placeholder
-from lab import SCHEMES
+from lab import SCHEME_TABLE, SCHEMES
 from lab.input_checks import at_least, at_most, one_of, whole_at_least
 from toy import (BLOCK, D, NOISES, PAIR_GRADS, PERTURBATIONS, SEQUENCES, START, THETA, V,
                  block_diagonal, cosine, estimates_by_pair, pair_sums, sample_responses,
@@ -426,8 +426,8 @@ def show(s):
 
 
 # The length sweep's schemes in two groups of four, one table each (lines <= 100 characters)
-LENGTH_GROUPS = (("none", "token", "token_tis", "token_mask"),
-                 ("seq", "seq_tis", "seq_mask", "geo_mask"))
+LENGTH_GROUPS = tuple(tuple(s.name for s in SCHEME_TABLE if s.family == family)
+                      for family in ("token", "seq"))
 
 
 def print_length_level(level, s):
@@ -497,12 +497,10 @@ def collapse_text(c):
 
 # The length sweep's panels: the ESS and cosine of the sequence-level schemes, the cosine of
 # the token-level ones (at most four schemes a panel), one row per KL level
-LENGTH_PANELS = (("ess", ("seq", "seq_tis", "seq_mask", "geo_mask"),
-                  "Sequence-level weights: ESS of a batch"),
-                 ("cosine", ("seq", "seq_tis", "seq_mask", "geo_mask"),
-                  "Sequence-level: cosine of the mean estimate"),
-                 ("cosine", ("none", "token", "token_tis", "token_mask"),
-                  "Token-level: cosine of the mean estimate"))
+TOKEN_LEVEL, SEQUENCE_LEVEL = LENGTH_GROUPS
+LENGTH_PANELS = (("ess", SEQUENCE_LEVEL, "Sequence-level weights: ESS of a batch"),
+                 ("cosine", SEQUENCE_LEVEL, "Sequence-level: cosine of the mean estimate"),
+                 ("cosine", TOKEN_LEVEL, "Token-level: cosine of the mean estimate"))
 
 
 def draw(results, path):

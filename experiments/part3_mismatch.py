@@ -6,7 +6,7 @@ import grading
 import toy
 from experiments.options import bounded
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks
-from lab import SCHEMES
+from lab import SCHEMES, STORY
 
 KEY, LABEL, TASK, FLAG = "mismatch", "Part 3", "3", None
 SECONDS = 1.3
@@ -14,8 +14,6 @@ MISMATCHES = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
 LARGE_MISMATCH = 0.6
 BATCH_SIZES = (1, 4, 16, 64, 256)
 BATCH_SIZE = 64  # --batch-size's default
-# The estimators the README's story is about, drawn bold in the bottom row; the others faint.
-STORY = ("none", "token_tis", "seq_tis")
 
 
 def arguments(p):

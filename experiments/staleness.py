@@ -14,12 +14,13 @@ from experiments.part2_scheduling import simulation_work
 from experiments.printing import row_name, say
 from experiments.staleness_maths import TARGET_KL
 from experiments.plotting import COLORS, placeholder
+from lab import SCHEME, STORY
 
 KEY, LABEL, TASK, FLAG = "staleness", "Staleness", "3", "staleness"
 SECONDS = 5.0
 NEEDS = "scheduling"  # it trains on Part 2's traces: run.py checks Part 2 ran first
 STALENESS_KS = (0, 1, 2, 4, 8)  # the staleness table's k, then k = 1 with drop_stale
-STALENESS_SCHEMES = ("none", "token_tis", "seq_tis")
+STALENESS_SCHEMES = STORY  # the schemes of the README's story (lab's SCHEME_TABLE)
 
 
 def arguments(p):
@@ -165,7 +166,7 @@ def staleness_panels(s, ax_error, ax_gain, ax_ratio):
     ks = [row["k"] for row in kept]
     sync = s["rows"][0]["schemes"]
     for scheme in s["schemes"]:
-        label, color = STALENESS_LABELS[scheme], COLORS[scheme]
+        label, color = SCHEME[scheme].story, COLORS[scheme]
         for key, style in (("rmse", "o-"), ("bias", "s--")):
             ax_error.plot(ks, [row["schemes"][scheme][key] for row in kept], style, color=color,
                           label=f"{label}: {key}")
@@ -204,5 +205,4 @@ def staleness_panels(s, ax_error, ax_gain, ax_ratio):
                          f"engine mismatch {s['mismatch']}", fontsize=8, title_fontsize=8,
                    loc="lower right", ncol=2)
     ax_ratio.legend(fontsize=8, loc="lower right")
-STALENESS_LABELS = {"none": "none (stale as on-policy)", "token_tis": "token_tis",
-                    "seq_tis": "seq_tis"}
+
