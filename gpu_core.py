@@ -165,36 +165,65 @@ class Engine:
         return self.t0 + steps_time(step, len(self.ends), self.in_flight(), end_step - self.steps), rid
 
 
-def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, lengths,
-                       may_start, take_batch, prompt=0, drop_stale=False, filter_p=None,
-                       seed=0, max_running=None, pin=False, swap=Linear(0.0, 0.0)):
-    """Simulate until the n_steps-th update; return the dict of `summarize_gpu`.
+@dataclass(frozen=True)
+class GpuSettings:
+    """The settings of one run_gpu_simulation (checked when made).
 
-    n_engines engines of S slots; step: a Step (seconds of a decode step); train: a
-    Linear cost in seconds of an update of a batch's tokens; lengths: an
-    iterator of response lengths in tokens (whole numbers >= 1, capped by the
-    caller; when it runs out, no group starts); prompt: prompt tokens of every response. filter_p: if given, a
-    finished group whose group_size rewards are all equal is discarded, with
-    probability p**n + (1 - p)**n for a per-response success rate p (DAPO's
-    dynamic sampling); it frees its place like a dropped group. max_running: groups
-    started and not finished at most (None: no cap); pin: a group's responses on one
-    engine, round-robin; swap: seconds an engine pauses when an update ends, a Linear
-    of the tokens in its KV caches (see the module docstring).
+    n_engines engines of S slots; B groups of group_size responses a batch, staleness
+    bound k, until the n_steps-th update; step: a Step (seconds of a decode step); train: a
+    Linear cost in seconds of an update of a batch's tokens; prompt: prompt tokens of every
+    response. filter_p: if given, a finished group whose group_size rewards are all equal is
+    discarded, with probability p**n + (1 - p)**n for a per-response success rate p (DAPO's
+    dynamic sampling); it frees its place like a dropped group. max_running: groups started
+    and not finished at most (None: no cap); pin: a group's responses on one engine,
+    round-robin; swap: seconds an engine pauses when an update ends, a Linear of the tokens
+    in its KV caches (see the module docstring).
     """
-    if max_running is not None and max_running < 1:
-        raise ValueError(f"max_running must be None or at least 1, got {max_running!r}")
-    if pin and group_size > S:
-        raise ValueError(f"with pin=True group_size must be at most S = {S} (a group's "
-                         f"responses share one engine), got {group_size}")
-    if group_size > n_engines * S:
-        raise ValueError(f"group_size must be at most n_engines * S = {n_engines * S} "
-                         f"(a group starts only when all its responses have a slot), "
-                         f"got {group_size}")
-    if filter_p is not None and not 0 < filter_p < 1:
-        raise ValueError(f"filter_p must be None or between 0 and 1 (exclusive): at 0 or 1 "
-                         f"every group is filtered out and nothing is ever trained, "
-                         f"got {filter_p!r}")
-    rng = np.random.default_rng(seed)
+    n_engines: int
+    S: int
+    B: int
+    k: int
+    n_steps: int
+    group_size: int
+    step: Step
+    train: Linear
+    prompt: int = 0
+    drop_stale: bool = False
+    filter_p: float | None = None
+    seed: int = 0
+    max_running: int | None = None
+    pin: bool = False
+    swap: Linear = Linear(0.0, 0.0)
+
+    def __post_init__(self):
+        S, group_size, max_running, filter_p = (self.S, self.group_size, self.max_running,
+                                                self.filter_p)
+        if max_running is not None and max_running < 1:
+            raise ValueError(f"max_running must be None or at least 1, got {max_running!r}")
+        if self.pin and group_size > S:
+            raise ValueError(f"with pin=True group_size must be at most S = {S} (a group's "
+                             f"responses share one engine), got {group_size}")
+        if group_size > self.n_engines * S:
+            raise ValueError(f"group_size must be at most n_engines * S = {self.n_engines * S} "
+                             f"(a group starts only when all its responses have a slot), "
+                             f"got {group_size}")
+        if filter_p is not None and not 0 < filter_p < 1:
+            raise ValueError(f"filter_p must be None or between 0 and 1 (exclusive): at 0 or 1 "
+                             f"every group is filtered out and nothing is ever trained, "
+                             f"got {filter_p!r}")
+
+
+def run_gpu_simulation(settings, lengths, may_start, take_batch):
+    """Simulate the GpuSettings `settings` until its n_steps-th update; return the dict of
+    `summarize_gpu`. lengths: an iterator of response lengths in tokens (whole numbers >= 1,
+    capped by the caller; when it runs out, no group starts); may_start and take_batch:
+    Task 2's functions."""
+    n_engines, S, B, k, group_size = (settings.n_engines, settings.S, settings.B, settings.k,
+                                      settings.group_size)
+    step, train, prompt, swap = settings.step, settings.train, settings.prompt, settings.swap
+    drop_stale, filter_p, max_running, pin = (settings.drop_stale, settings.filter_p,
+                                              settings.max_running, settings.pin)
+    rng = np.random.default_rng(settings.seed)
     p_filter = 0.0 if filter_p is None else filter_p**group_size + (1 - filter_p)**group_size
     engines = [Engine(prompt) for _ in range(n_engines)]
     events = []     # heap of (time, response id, engine, engine stamp); stale stamps skipped
@@ -282,9 +311,8 @@ def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, len
                 else:
                     engine.t0 = max(engine.t0, time) + swap.fixed
             version += 1
-            if version == n_steps:
-                return summarize_gpu(groups, updates, log, ends, time, B, group_size,
-                                     batches, n_steps)
+            if version == settings.n_steps:
+                return summarize_gpu(settings, groups, updates, log, ends, time, batches)
             continue
         time, rid, e, _ = heapq.heappop(events)
         engine = engines[e]
@@ -314,7 +342,7 @@ def mark_versions(engines, responses, step, time, version):
     """An update ends at `time`: every active response's tokens so far were made by
     `version`; the next ones, from each engine's next boundary, by version + 1 (weights
     swap at a step boundary and generation goes on, as in AReaL's interruptible rollouts;
-    what the swap costs is run_gpu_simulation's `swap`)."""
+    what the swap costs is GpuSettings' `swap`)."""
     for engine in engines:
         if not engine.ends:
             continue
@@ -326,8 +354,8 @@ def mark_versions(engines, responses, step, time, version):
             response.marked = made
 
 
-def summarize_gpu(groups, updates, log, ends, time, B, group_size, batches, n_steps):
-    """The numbers of a finished run (seconds; groups and tokens).
+def summarize_gpu(settings, groups, updates, log, ends, time, batches):
+    """The numbers of a finished run of GpuSettings `settings` (seconds; groups and tokens).
 
     throughput      = trained groups per second = n_steps * B / time
     mean_lag        = mean of version - tag over trained groups (the head lag of Part 2)
@@ -344,10 +372,11 @@ def summarize_gpu(groups, updates, log, ends, time, B, group_size, batches, n_st
     lags = sorted(g["lag"] for g in trained)
     tokens = sum(g["tokens"] for g in trained)
     trained_version = sum((g["tag"] + g["lag"]) * g["tokens"] for g in trained)
-    return dict(time=time, throughput=n_steps * B / time, mean_lag=float(np.mean(lags)),
+    return dict(time=time, throughput=settings.n_steps * settings.B / time,
+                mean_lag=float(np.mean(lags)),
                 max_lag=lags[-1],
                 head_token_lag=sum(g["lag"] * g["tokens"] for g in trained) / tokens,
                 token_lag=(trained_version - sum(g["version_tokens"] for g in trained)) / tokens,
                 train_tokens=sum(batches), batch_tokens=batches,
                 updates=updates, groups=groups, log=log, ends=ends,
-                group_size=group_size)
+                group_size=settings.group_size)

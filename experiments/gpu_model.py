@@ -24,15 +24,16 @@ synchronous runs simulate the whole cluster (SYNC).
 """
 import inspect
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from experiments.gpu_sources import (CHECKPOINT_EVERY, H800, MEMGAP_NEW, MEMGAP_PROMPT,
                                      MEMGAP_SHARES, MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS,
-                                     PROMPT_TOKENS, Costs, capped_moment, context,
-                                     flops_per_token, forward_flops, multiplied, passes)
-from gpu_core import Linear, Step, run_gpu_simulation
+                                     PROMPT_TOKENS, Costs, Preset, Trainer, capped_moment,
+                                     context, flops_per_token, forward_flops, multiplied, passes)
+from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation
 
 # The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
 # groups in flight (fewer shares if too few engines): an eighth, which keeps each preset's
@@ -108,32 +109,47 @@ def mean_len(preset):
     return capped_moment(preset.median_len, preset.sigma, preset.max_len)
 
 
-def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, c=Costs(), slots=None,
-        warmup=None, window=WINDOW, shard=None):
-    """One steady-state measurement over `window` steps after `warmup` (2 (min(k, 8) + 1)
-    by default) under the costs c: seconds per step, trained tokens per second and per
-    step, lags, and the run itself. k None: no staleness bound; k = 0 is a synchronous run
-    (its reward, poll and no KV recompute: costs). slots: responses per engine at most, if
-    not the number of `costs`; shard: simulate 1/shard of the cluster (at most one engine's
-    worth per shard; SHARD by default), with 1/shard of the cap on groups in flight.
+@dataclass(frozen=True)
+class GpuRun:
+    """The settings of one GPU-model run (see `run`): a preset with gen_gpus GPUs generating
+    and train_gpus training, at staleness bound k, with `trainer`, under the costs c."""
+    preset: Preset
+    gen_gpus: int
+    train_gpus: int
+    k: int | None        # None: no staleness bound; 0: a synchronous run
+    trainer: Trainer
+    c: Costs = Costs()
+    slots: int | None = None   # responses per engine at most, if not the number of `costs`
+    warmup: int | None = None  # steps before the window; 2 (min(k, 8) + 1) if None
+    window: int = WINDOW       # steps measured
+    shard: int | None = None   # simulate 1/shard of the cluster; SHARD if None
+
+
+def run(scheduler, memory, setup):
+    """One steady-state measurement of the GpuRun `setup`, over its window of steps after
+    its warm-up, under its costs c: seconds per step, trained tokens per second and per
+    step, lags, and the run itself. k = 0 is a synchronous run (its reward, poll and no KV
+    recompute: costs). A shard simulates at most one engine's worth of the cluster, with
+    1/shard of each batch, of the trainer's GPUs and of the cap on groups in flight.
 
     Checkpoints are charged after the run, exactly as if every CHECKPOINT_EVERY seconds the
     whole pipeline stopped for c.checkpoint seconds: seconds / (1 - checkpoint / every).
     """
-    k = NO_BOUND if k is None else k
-    shard = shard or SHARD
-    shard = max(1, min(shard, gen_gpus // preset.tp))
-    warmup = warmup or 2 * (min(k, 8) + 1)
-    step, train, limit, swap = costs(memory, preset, train_gpus / shard, trainer, c, k == 0)
-    slots = slots or limit
-    engines = gen_gpus // preset.tp // shard
-    B = preset.prompts // shard
+    preset, c, window = setup.preset, setup.c, setup.window
+    k = NO_BOUND if setup.k is None else setup.k
+    shard = max(1, min(setup.shard or SHARD, setup.gen_gpus // preset.tp))
+    warmup = setup.warmup or 2 * (min(k, 8) + 1)
+    step, train, limit, swap = costs(memory, preset, setup.train_gpus / shard, setup.trainer,
+                                     c, k == 0)
+    slots = setup.slots or limit
+    engines = setup.gen_gpus // preset.tp // shard
     cap = None if preset.max_running is None else max(1, preset.max_running // shard)
-    # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
-    r = run_gpu_simulation(engines, slots, B, k, warmup + window, preset.group_size, step,
-                           train, lengths(preset), inspect.unwrap(scheduler.may_start),
-                           inspect.unwrap(scheduler.take_batch), prompt=PROMPT_TOKENS,
+    settings = GpuSettings(engines, slots, preset.prompts // shard, k, warmup + window,
+                           preset.group_size, step, train, prompt=PROMPT_TOKENS,
                            max_running=cap, pin=preset.pin, swap=swap)
+    # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
+    r = run_gpu_simulation(settings, lengths(preset), inspect.unwrap(scheduler.may_start),
+                           inspect.unwrap(scheduler.take_batch))
     u = r["updates"]
     seconds = (u[-1][1] - u[warmup - 1][1]) / window / (1 - c.checkpoint / CHECKPOINT_EVERY)
     tokens = sum(r["batch_tokens"][warmup:]) * shard / window   # per step, whole cluster
@@ -234,14 +250,14 @@ class PresetRuns:
 
     def sync(self, c, gpus=None):
         """(result, simulation) at k = 0 under the costs c, on (generating, training) gpus."""
-        return run(self.scheduler, self.memory, self.p, *(gpus or self.sync_gpus), 0,
-                   self.p.sync_trainer, c, **SYNC)
+        setup = GpuRun(self.p, *(gpus or self.sync_gpus), 0, self.p.sync_trainer, c, **SYNC)
+        return run(self.scheduler, self.memory, setup)
 
     def split(self, g, k, c, gpus=None):
         """The asynchronous run at bound k, g of `gpus` GPUs (the preset's) generating."""
         p = self.p
-        result, _ = run(self.scheduler, self.memory, p, g, (gpus or p.gpus) - g, k,
-                        p.async_trainer, c, shard=self.shard)
+        setup = GpuRun(p, g, (gpus or p.gpus) - g, k, p.async_trainer, c, shard=self.shard)
+        result, _ = run(self.scheduler, self.memory, setup)
         return dict(gen_gpus=g, k=k_label(k), hours=self.hours(result["seconds"]), **result)
 
 
@@ -370,7 +386,8 @@ def held_out_comparison(runs, walk, ks, predicted_k, bound_k):
         colocated, asynchronous = p.scaling
         scaling, more = colocated_sizes(runs, walk, colocated)
         split_scaling, split_rows, split_given = split_sizes(runs, walk, asynchronous)
-        rows, given, scaling = rows + more + split_rows, given + split_given, scaling + split_scaling
+        rows, given = rows + more + split_rows, given + split_given
+        scaling += split_scaling
     return rows, given, scaling
 
 
@@ -469,10 +486,12 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
     rows = []
     for label, q, slots, change in variants:
         long = dict(warmup=40, window=30) if q.group_size == 1 else {}
-        sync, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
-                      cs._replace(**change), slots, **SYNC)
-        asyn, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, q.k,
-                      q.async_trainer, ca._replace(**change), slots, **long, shard=shard)
+        train_gpus = q.gpus - q.gen_gpus
+        sync, _ = run(scheduler, memory, GpuRun(q, q.gen_gpus, train_gpus, 0, q.sync_trainer,
+                                                cs._replace(**change), slots, **SYNC))
+        asyn, _ = run(scheduler, memory, GpuRun(q, q.gen_gpus, train_gpus, q.k, q.async_trainer,
+                                                ca._replace(**change), slots, **long,
+                                                shard=shard))
         rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
                          max_len=q.max_len, sync_seconds=sync["seconds"],
                          async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
@@ -515,9 +534,9 @@ def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps
     rows = []
     for label, group, cap in (("one by one", 1, 10**9), ("groups of 8", 8, 10**9),
                               ("one by one, cap 4x mean", 1, round(4 / tick))):
-        runs = [run_gpu_simulation(n_lanes, 1, B // group, k, n_steps, group, Step(tick, 0.0),
-                                   Linear(train_time, 0.0), lengths(cap),
-                                   inspect.unwrap(scheduler.may_start),
+        runs = [run_gpu_simulation(GpuSettings(n_lanes, 1, B // group, k, n_steps, group,
+                                               Step(tick, 0.0), Linear(train_time, 0.0)),
+                                   lengths(cap), inspect.unwrap(scheduler.may_start),
                                    inspect.unwrap(scheduler.take_batch)) for k in (0, 1, 2)]
         rows.append(dict(variant=label, k=[0, 1, 2],
                          gain=[r["throughput"] / runs[0]["throughput"] for r in runs],

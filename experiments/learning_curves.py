@@ -13,6 +13,7 @@ its mean time, the number the table prints; right panel the mean time to the tar
 against k, +- 2 standard errors, at equal movement per update, at the common step and
 (with --step-grid) at each cell's best step.
 """
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -20,7 +21,6 @@ import numpy as np
 import grading
 import toy
 from experiments import staleness_maths, training
-from experiments.part2_scheduling import simulation_work
 from experiments.part3_mismatch import LARGE_MISMATCH
 from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
@@ -55,14 +55,13 @@ def arguments(p):
                         "one common step (a PNG of its own)")
 
 
-def work(args):
-    return simulation_work(args)
+def work(settings):
+    return settings.simulation.work()
 
 
-def run(args, results):
-    return learning_curves(grading.load("scheduler"), grading.load("tis"), args.lanes,
-                           args.batch, train_time=args.train_time, sigma=args.sigma, C=args.C,
-                           noise=args.noise)
+def run(settings, results):
+    return learning_curves(grading.load("scheduler"), grading.load("tis"), settings.simulation,
+                           settings.toy)
 
 
 def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
@@ -104,20 +103,19 @@ class Cells(NamedTuple):
         return Cells(*(x[index] for x in self))
 
 
-def train_cells(tis, tags, times, steps, draws, mismatches, target, C, noise, kl=None):
+def train_cells(tis, tags, times, steps, draws, mismatches, how):
     """Train every trace at every mismatch with every scheme and step (one pass) until each
-    run reaches the target, at each of `steps`, or, where `kl` (one per step, NaN for none)
-    gives one, with each update's step set so that it moves exactly that many nats per
-    token (training.kl_steps).
+    run reaches how.target, at each of `steps`, or, where how.kl_per_update (one per step,
+    NaN for none) gives one, with each update's step set so that it moves exactly that many
+    nats per token (training.kl_steps); how: a training.Training.
     Returns Cells, each (n_steps, n_mismatches, n_traces, n_schemes, n_seeds)."""
     n_m, n_t, n_s = len(mismatches), len(tags), len(STALENESS_SCHEMES)
     J, KL, used = training.train(tis.importance_weights, tis.pg_estimate,
                                  np.tile(tags, (n_m, 1, 1)), STALENESS_SCHEMES, steps, draws,
-                                 np.repeat(mismatches, n_t), C, noise, target, with_kl=True,
-                                 kl_per_update=kl)
+                                 np.repeat(mismatches, n_t), replace(how, with_kl=True))
     J, KL, used = (np.moveaxis(x.reshape(n_m, n_t, n_s, len(steps), len(draws), -1), 3, 0)
                    for x in (J, KL, used))
-    time, reached = training.time_to_target(J, times[:, None, None], target)
+    time, reached = training.time_to_target(J, times[:, None, None], how.target)
     last = J.shape[-1] - 1 - np.argmax(np.isfinite(J)[..., ::-1], axis=-1)
     return Cells(time, reached, np.nanmean(KL, axis=-1), np.nanmean(used, axis=-1),
                  np.take_along_axis(J, last[..., None], axis=-1)[..., 0])
@@ -134,19 +132,18 @@ def cell_row(s, scheme, mismatch, step, scale, target, cell):
                 stalled_J=float(cell.last_J[~reached].mean()) if (~reached).any() else None)
 
 
-def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
-                    trainer_lanes=TRAINER_LANES, horizon=LEARNING_HORIZON,
-                    n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET, kl=EQUAL_KL,
-                    mismatches=LEARNING_MISMATCHES, C=2.0, noise="student_t"):
+def learning_curves(scheduler, tis, simulation, toy_settings):
     """Train the toy (training.py) on each setting's simulate trace, in two set-ups:
-    n_lanes lanes (generation-bound at the defaults: what asynchrony buys) and trainer_lanes
-    (more lanes than B: the trainer is the bottleneck, so k = 2, 4, 8 run at one throughput
-    and k sets the lag); k in STALENESS_KS and k = 1 with drop_stale; each scheme of
-    STALENESS_SCHEMES at each mismatch, n_seeds seeds; from Task 2's `scheduler` and Task 3's
-    `tis`. Every run trains until J >= target (up to `horizon` updates).
+    simulation.lanes lanes (generation-bound at the defaults: what asynchrony buys) and
+    TRAINER_LANES (more lanes than B: the trainer is the bottleneck, so k = 2, 4, 8 run at
+    one throughput and k sets the lag); k in STALENESS_KS and k = 1 with drop_stale; each scheme of
+    STALENESS_SCHEMES at each mismatch of LEARNING_MISMATCHES, LEARNING_SEEDS seeds; from
+    Task 2's `scheduler` and Task 3's `tis`, simulation's B, train_time and sigma and
+    toy_settings' C and noise. Every run trains until J >= LEARNING_TARGET (up to
+    LEARNING_HORIZON updates).
 
     Two steps per cell: "equal_kl" (the headline), every update's step set so that it moves
-    the policy by exactly `kl` nats per token (training.kl_steps), and "1x", the common
+    the policy by exactly EQUAL_KL nats per token (training.kl_steps), and "1x", the common
     step staleness_maths.step_for_kl(TARGET_KL) for every update of every cell.
     Returns per cell (set-up, setting, scheme, mismatch, step) the time to target (mean,
     standard error, seeds that reached it, the mean KL per update measured), in the lists
@@ -154,12 +151,16 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
     fraction of seeds that have reached the target against time); and paired comparisons
     over the same seeds (`costs`, learning_costs).
     """
+    n_lanes, trainer_lanes, B = simulation.lanes, TRAINER_LANES, simulation.batch
+    horizon, n_seeds, target, kl = LEARNING_HORIZON, LEARNING_SEEDS, LEARNING_TARGET, EQUAL_KL
+    mismatches, C, noise = LEARNING_MISMATCHES, toy_settings.C, toy_settings.noise
+    train_time, sigma = simulation.train_time, simulation.sigma
     settings, tags, times = learning_settings(scheduler, (n_lanes, trainer_lanes), B, horizon,
                                               train_time, sigma)
     step = staleness_maths.step_for_kl(staleness_maths.TARGET_KL)
     draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
-    both = train_cells(tis, tags, times, [step, step], draws, mismatches, target, C, noise,
-                       [kl, np.nan])  # equal KL and 1x in one pass
+    how = training.Training(C, noise, target, kl_per_update=[kl, np.nan])
+    both = train_cells(tis, tags, times, [step, step], draws, mismatches, how)  # equal KL, 1x
     runs = {name: both.pick(i) for i, name in enumerate(("equal_kl", "1x"))}
     cells, sorted_times = [], {}
     for m, mismatch in enumerate(mismatches):
@@ -366,8 +367,8 @@ def reached_panel(ax, c, lanes, mismatch, scheme):
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("simulated time (time units, log scale); dot: the mean time")
     ax.set_ylabel(f"share of seeds with J >= {c['target']:g}")
-    ax.set_title(f"{SCHEME[scheme].story}, {lanes} lanes, mismatch {mismatch:g}, equal KL per update",
-                 fontsize=10)
+    ax.set_title(f"{SCHEME[scheme].story}, {lanes} lanes, mismatch {mismatch:g}, equal KL per "
+                 "update", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
 
 

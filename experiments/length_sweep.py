@@ -20,9 +20,9 @@ import numpy as np
 
 import grading
 from experiments.options import bounded
-from experiments.part3_mismatch import BATCH_SIZE
 from experiments.part3c_masking import masked_functions
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks, placeholder
+from experiments.settings import DEFAULT_TOY
 from lab import SCHEME_TABLE, SCHEMES
 from lab.input_checks import at_least, at_most, one_of, whole_at_least
 from toy import (BLOCK, D, NOISES, PAIR_GRADS, PERTURBATIONS, SEQUENCES, START, THETA, V,
@@ -61,13 +61,15 @@ def arguments(p):
                         "(nats; the mismatch scale that gives it is found exactly)")
 
 
-def work(args):
+def work(settings):
     """Sampled batches of batch_size responses."""
-    return max(1.0, args.batch_size / BATCH_SIZE)
+    return max(1.0, settings.toy.batch_size / DEFAULT_TOY.batch_size)
 
 
-def run(args, results):
-    return length_sweep(grading.load("tis"), args.length_kl, args.batch_size, args.C, args.noise)
+def run(settings, results):
+    t = settings.toy
+    return length_sweep(grading.load("tis"), settings.options.length_kl, t.batch_size, t.C,
+                        t.noise)
 
 
 def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):

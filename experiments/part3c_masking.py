@@ -15,12 +15,12 @@ def arguments(p):
     pass
 
 
-def work(args):
+def work(settings):
     return 1.0
 
 
-def run(args, results):
-    return masked_sweep(grading.load("tis"), args.batch_size, args.noise)
+def run(settings, results):
+    return masked_sweep(grading.load("tis"), settings.toy.batch_size, settings.toy.noise)
 
 
 def masked_functions(tis, low=0.5, high=2.0):

@@ -26,18 +26,19 @@ def arguments(p):
                         "down, the published numbers (docs/gpu-model.md); all: the three presets")
 
 
-def names(args):
-    return list(PRESETS) if args.preset == "all" else [args.preset]
+def names(settings):
+    preset = settings.options.preset
+    return list(PRESETS) if preset == "all" else [preset]
 
 
-def work(args):
-    return len(names(args))
+def work(settings):
+    return len(names(settings))
 
 
-def run(args, results):
+def run(settings, results):
     """{preset: its comparison}, for each preset asked for."""
     return {name: gpu_comparison(grading.load("scheduler"), grading.load("memory"), name)
-            for name in names(args)}
+            for name in names(settings)}
 
 
 def show(runs):
