@@ -247,13 +247,8 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
         logp_sampler = sampler_logp.reshape(-1)[slots[..., None] * (R * (V + 1) * V) + at_run]
         logp_train = log_softmax_rows(here)[np.arange(len(runs))[:, None, None], previous,
                                             tokens]  # version u trains
-        weights = np.empty(tokens.shape)
-        for i, name in enumerate(schemes):
-            mine = scheme[runs] == i
-            if mine.any():
-                w = importance_weights(logp_train[mine].reshape(-1, T),
-                                       logp_sampler[mine].reshape(-1, T), name, C)
-                weights[mine] = np.asarray(w, dtype=float).reshape(-1, B, T)
+        weights = scheme_weights(importance_weights, schemes, scheme[runs], logp_train,
+                                 logp_sampler, C)
         rewards = toy.reward(tokens.reshape(-1, T)).reshape(len(runs), B)
         g = batch_estimates(pg_estimate, here, rewards, tokens, previous, weights)
         g = g.reshape(-1, V + 1, V)
@@ -269,6 +264,20 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     if with_kl:
         return J, KL.reshape(*shape, n_updates), used.reshape(*shape, n_updates)
     return J
+
+
+def scheme_weights(importance_weights, schemes, scheme_of_run, logp_train, logp_sampler, C):
+    """The importance weights of every run's batch (r, B, T), each run's from its scheme:
+    one call of importance_weights per scheme, on the batches of the runs that use it."""
+    weights = np.empty(logp_train.shape)
+    B = logp_train.shape[1]
+    for i, name in enumerate(schemes):
+        mine = scheme_of_run == i
+        if mine.any():
+            w = importance_weights(logp_train[mine].reshape(-1, T),
+                                   logp_sampler[mine].reshape(-1, T), name, C)
+            weights[mine] = np.asarray(w, dtype=float).reshape(-1, B, T)
+    return weights
 
 
 def time_to_target(J, times, target):
