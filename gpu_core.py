@@ -50,6 +50,7 @@ this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py
 import heapq
 import itertools
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -114,6 +115,19 @@ def steps_before(step, n, C0, seconds):
     return m
 
 
+@dataclass(slots=True)
+class Response:
+    """One response in flight: its group, its engine, the engine step it joined at and its
+    length in tokens; `version_tokens` sums, over its first `marked` tokens, the version of
+    the weights that made each (mark_versions adds to both when an update ends)."""
+    group: int
+    engine: int
+    joined: int
+    length: int
+    version_tokens: int = 0
+    marked: int = 0
+
+
 class Engine:
     """One generation engine: its active responses and where its decode steps stand.
 
@@ -151,167 +165,248 @@ class Engine:
         return self.t0 + steps_time(step, len(self.ends), self.in_flight(), end_step - self.steps), rid
 
 
-def run_gpu_simulation(n_engines, S, B, k, n_steps, group_size, step, train, lengths,
-                       may_start, take_batch, prompt=0, drop_stale=False, filter_p=None,
-                       seed=0, max_running=None, pin=False, swap=Linear(0.0, 0.0)):
-    """Simulate until the n_steps-th update; return the dict of `summarize_gpu`.
+@dataclass(frozen=True)
+class GpuSettings:
+    """The settings of one run_gpu_simulation (checked when made).
 
-    n_engines engines of S slots; step: a Step (seconds of a decode step); train: a
-    Linear cost in seconds of an update of a batch's tokens; lengths: an
-    iterator of response lengths in tokens (whole numbers >= 1, capped by the
-    caller; when it runs out, no group starts); prompt: prompt tokens of every response. filter_p: if given, a
-    finished group whose group_size rewards are all equal is discarded, with
-    probability p**n + (1 - p)**n for a per-response success rate p (DAPO's
-    dynamic sampling); it frees its place like a dropped group. max_running: groups
-    started and not finished at most (None: no cap); pin: a group's responses on one
-    engine, round-robin; swap: seconds an engine pauses when an update ends, a Linear
-    of the tokens in its KV caches (see the module docstring).
+    n_engines engines of S slots; B groups of group_size responses a batch, staleness
+    bound k, until the n_steps-th update; step: a Step (seconds of a decode step); train: a
+    Linear cost in seconds of an update of a batch's tokens; prompt: prompt tokens of every
+    response. filter_p: if given, a finished group whose group_size rewards are all equal is
+    discarded, with probability p**n + (1 - p)**n for a per-response success rate p (DAPO's
+    dynamic sampling); it frees its place like a dropped group. max_running: groups started
+    and not finished at most (None: no cap); pin: a group's responses on one engine,
+    round-robin; swap: seconds an engine pauses when an update ends, a Linear of the tokens
+    in its KV caches (see the module docstring).
     """
-    if max_running is not None and max_running < 1:
-        raise ValueError(f"max_running must be None or at least 1, got {max_running!r}")
-    if pin and group_size > S:
-        raise ValueError(f"with pin=True group_size must be at most S = {S} (a group's "
-                         f"responses share one engine), got {group_size}")
-    if group_size > n_engines * S:
-        raise ValueError(f"group_size must be at most n_engines * S = {n_engines * S} "
-                         f"(a group starts only when all its responses have a slot), "
-                         f"got {group_size}")
-    if filter_p is not None and not 0 < filter_p < 1:
-        raise ValueError(f"filter_p must be None or between 0 and 1 (exclusive): at 0 or 1 "
-                         f"every group is filtered out and nothing is ever trained, "
-                         f"got {filter_p!r}")
-    rng = np.random.default_rng(seed)
-    p_filter = 0.0 if filter_p is None else filter_p**group_size + (1 - filter_p)**group_size
-    engines = [Engine(prompt) for _ in range(n_engines)]
-    events = []     # heap of (time, response id, engine, engine stamp); stale stamps skipped
-    responses = []  # [group id, engine, joined step, length, version-token sum, tokens marked]
-    groups, finished, updates, log, ends = [], [], [], [], []
-    time, version, n_dropped, trainer_done_at, batches = 0.0, 0, 0, None, []
-    free, out_of_lengths, running, turn = n_engines * S, False, 0, 0
+    n_engines: int
+    S: int
+    B: int
+    k: int
+    n_steps: int
+    group_size: int
+    step: Step
+    train: Linear
+    prompt: int = 0
+    drop_stale: bool = False
+    filter_p: float | None = None
+    seed: int = 0
+    max_running: int | None = None
+    pin: bool = False
+    swap: Linear = Linear(0.0, 0.0)
 
-    def reschedule(e):
-        engine = engines[e]
+    def __post_init__(self):
+        S, group_size, max_running, filter_p = (self.S, self.group_size, self.max_running,
+                                                self.filter_p)
+        if max_running is not None and max_running < 1:
+            raise ValueError(f"max_running must be None or at least 1, got {max_running!r}")
+        if self.pin and group_size > S:
+            raise ValueError(f"with pin=True group_size must be at most S = {S} (a group's "
+                             f"responses share one engine), got {group_size}")
+        if group_size > self.n_engines * S:
+            raise ValueError(f"group_size must be at most n_engines * S = {self.n_engines * S} "
+                             f"(a group starts only when all its responses have a slot), "
+                             f"got {group_size}")
+        if filter_p is not None and not 0 < filter_p < 1:
+            raise ValueError(f"filter_p must be None or between 0 and 1 (exclusive): at 0 or 1 "
+                             f"every group is filtered out and nothing is ever trained, "
+                             f"got {filter_p!r}")
+
+
+def run_gpu_simulation(settings, lengths, may_start, take_batch):
+    """Simulate the GpuSettings `settings` until its n_steps-th update; return the dict of
+    `summarize_gpu`. lengths: an iterator of response lengths in tokens (whole numbers >= 1,
+    capped by the caller; when it runs out, no group starts); may_start and take_batch:
+    Task 2's functions."""
+    cluster = Cluster(settings, lengths, may_start, take_batch)
+    while True:
+        if cluster.trainer_done_at is None:
+            cluster.train()
+        cluster.start_groups()
+        if cluster.trainer_done_at is None and not cluster.events:
+            raise SchedulerError(f"the GPU simulation can never finish: {cluster.state()}")
+        # The next event: the update ends (first, on a tie), or a response ends.
+        if cluster.update_ends_next():
+            cluster.end_update()
+            if cluster.version == settings.n_steps:
+                return summarize_gpu(settings, cluster.groups, cluster.updates, cluster.log,
+                                     cluster.ends, cluster.time, cluster.batches)
+        else:
+            cluster.end_response()
+
+
+class Cluster:
+    """The state of one run_gpu_simulation: the engines and the heap of their next ends,
+    the groups and responses started, the trainer's updates, and the clock."""
+
+    def __init__(self, settings, lengths, may_start, take_batch):
+        self.settings, self.lengths = settings, lengths
+        self.may_start, self.take_batch = may_start, take_batch
+        p, n = settings.filter_p, settings.group_size
+        self.p_filter = 0.0 if p is None else p**n + (1 - p)**n
+        self.rng = np.random.default_rng(settings.seed)
+        self.engines = [Engine(settings.prompt) for _ in range(settings.n_engines)]
+        # heap of (time, response id, engine, engine stamp); stale stamps are skipped
+        self.events = []
+        self.responses = []  # every Response, by id
+        self.groups, self.finished, self.updates, self.log, self.ends = [], [], [], [], []
+        self.time, self.version, self.n_dropped, self.trainer_done_at = 0.0, 0, 0, None
+        self.batches = []    # the tokens of each update
+        self.free, self.out_of_lengths = settings.n_engines * settings.S, False
+        self.running, self.turn = 0, 0  # groups started and not finished; pin's next engine
+
+    def state(self):
+        s = self.settings
+        return (f"version={self.version}, {len(self.groups)} groups started, "
+                f"{self.n_dropped} dropped, {len(self.finished)} finished groups waiting, "
+                f"k={s.k}, B={s.B}")
+
+    def reschedule(self, e):
+        """Engine e changed: log its speed and push its next end (older entries go stale)."""
+        engine, step = self.engines[e], self.settings.step
         engine.stamp += 1
-        log.append((engine.t0, e, len(engine.ends), step(engine.in_flight(), len(engine.ends))))
+        self.log.append((engine.t0, e, len(engine.ends), step(engine.in_flight(),
+                                                               len(engine.ends))))
         nxt = engine.next_end(step)
         if nxt is not None:
-            heapq.heappush(events, (nxt[0], nxt[1], e, engine.stamp))
+            heapq.heappush(self.events, (nxt[0], nxt[1], e, engine.stamp))
 
-    while True:
-        if trainer_done_at is None:
-            batch, dropped = _checked_take_batch(take_batch, finished, version, k, B, drop_stale,
-                                                 len(groups), n_dropped)
-            n_dropped += len(dropped)
-            if batch is not None:
-                tokens = sum(g["tokens"] for g in batch) + prompt * group_size * B
-                trainer_done_at = time + train(tokens)
-                updates.append((time, trainer_done_at))
-                batches.append(tokens)
+    def train(self):
+        """The idle trainer takes a batch, if take_batch gives one, and starts its update."""
+        s = self.settings
+        batch, dropped = _checked_take_batch(self.take_batch, self.finished, self.version, s.k,
+                                             s.B, s.drop_stale, len(self.groups),
+                                             self.n_dropped)
+        self.n_dropped += len(dropped)
+        if batch is not None:
+            tokens = sum(g["tokens"] for g in batch) + s.prompt * s.group_size * s.B
+            self.trainer_done_at = self.time + s.train(tokens)
+            self.updates.append((self.time, self.trainer_done_at))
+            self.batches.append(tokens)
 
-        while free >= group_size and not out_of_lengths and (max_running is None
-                                                              or running < max_running):
-            if pin:  # the next engine, round-robin, that has room for the whole group
-                room = [(turn + i) % n_engines for i in range(n_engines)
-                        if len(engines[(turn + i) % n_engines].ends) + group_size <= S]
-                if not room:
-                    break
-            allowed = may_start(len(groups), n_dropped, version, k, B)
+    def start_groups(self):
+        """Start groups while there are slots, lengths, room under the cap and may_start
+        allows it."""
+        s = self.settings
+        while self.free >= s.group_size and not self.out_of_lengths and (
+                s.max_running is None or self.running < s.max_running):
+            room = self.pinned_room() if s.pin else None
+            if s.pin and not room:
+                break
+            allowed = self.may_start(len(self.groups), self.n_dropped, self.version, s.k, s.B)
             if type(allowed) is not bool:
-                allowed = _as_bool(allowed, len(groups), n_dropped, version, k, B)
+                allowed = _as_bool(allowed, len(self.groups), self.n_dropped, self.version,
+                                   s.k, s.B)
             if not allowed:
                 break
-            drawn = list(itertools.islice(lengths, group_size))
-            if len(drawn) < group_size:
-                out_of_lengths = True
+            drawn = list(itertools.islice(self.lengths, s.group_size))
+            if len(drawn) < s.group_size:
+                self.out_of_lengths = True
                 break
-            group = dict(id=len(groups), tag=version, start=time, end=None, tokens=sum(drawn),
-                         lag=None, dropped=False, left=group_size, version_tokens=0)
-            groups.append(group)
-            running += 1
-            if pin:
-                placed = [(room[0], length) for length in drawn]
-                turn = (room[0] + 1) % n_engines
-            else:
-                loads = [len(engine.ends) for engine in engines]
-                placed = []
-                for length in drawn:  # each to the engine with the fewest active responses
-                    e = loads.index(min(loads))
-                    loads[e] += 1
-                    placed.append((e, length))
-            for e in sorted({e for e, _ in placed}):
-                engines[e].catch_up(step, time)
-            group["engines"] = sorted({e for e, _ in placed})
-            for e, length in placed:
-                engine = engines[e]
-                heapq.heappush(engine.ends, (engine.steps + length, len(responses)))
-                engine.joined_sum += engine.steps
-                responses.append([group["id"], e, engine.steps, length, 0, 0])
-            for e in sorted({e for e, _ in placed}):
-                reschedule(e)
-            free -= group_size
+            self.start(drawn, room)
 
-        if trainer_done_at is None and not events:
-            raise SchedulerError(f"the GPU simulation can never finish: version={version}, "
-                                 f"{len(groups)} groups started, {n_dropped} dropped, "
-                                 f"{len(finished)} finished groups waiting, k={k}, B={B}")
+    def pinned_room(self):
+        """The engines, round-robin from the next one, with room for a whole group."""
+        n, s = len(self.engines), self.settings
+        return [(self.turn + i) % n for i in range(n)
+                if len(self.engines[(self.turn + i) % n].ends) + s.group_size <= s.S]
 
-        # The next event: the update ends (first, on a tie), or a response ends.
-        while events and events[0][3] != engines[events[0][2]].stamp:
+    def start(self, drawn, room):
+        """Start a group of responses of the `drawn` lengths: all on room[0] if pinned, else
+        each on the engine with the fewest active responses."""
+        group = dict(id=len(self.groups), tag=self.version, start=self.time, end=None,
+                     tokens=sum(drawn), lag=None, dropped=False, left=len(drawn),
+                     version_tokens=0)
+        self.groups.append(group)
+        self.running += 1
+        if room is not None:
+            placed = [(room[0], length) for length in drawn]
+            self.turn = (room[0] + 1) % len(self.engines)
+        else:
+            loads = [len(engine.ends) for engine in self.engines]
+            placed = []
+            for length in drawn:
+                e = loads.index(min(loads))
+                loads[e] += 1
+                placed.append((e, length))
+        group["engines"] = sorted({e for e, _ in placed})
+        for e in group["engines"]:
+            self.engines[e].catch_up(self.settings.step, self.time)
+        for e, length in placed:
+            engine = self.engines[e]
+            heapq.heappush(engine.ends, (engine.steps + length, len(self.responses)))
+            engine.joined_sum += engine.steps
+            self.responses.append(Response(group["id"], e, engine.steps, length))
+        for e in group["engines"]:
+            self.reschedule(e)
+        self.free -= len(drawn)
+
+    def update_ends_next(self):
+        """Whether the update ends before the next response does (or on a tie)."""
+        events = self.events
+        while events and events[0][3] != self.engines[events[0][2]].stamp:
             heapq.heappop(events)
-        if trainer_done_at is not None and (not events or trainer_done_at <= events[0][0]):
-            time, trainer_done_at = trainer_done_at, None
-            mark_versions(engines, responses, step, time, version)
-            for e, engine in enumerate(engines):
-                if engine.ends:  # at its boundary now (mark_versions), it pauses there
-                    engine.t0 += swap(engine.in_flight())
-                    reschedule(e)
-                else:
-                    engine.t0 = max(engine.t0, time) + swap.fixed
-            version += 1
-            if version == n_steps:
-                return summarize_gpu(groups, updates, log, ends, time, B, group_size,
-                                     batches, n_steps)
-            continue
-        time, rid, e, _ = heapq.heappop(events)
-        engine = engines[e]
-        engine.advance(step, engine.ends[0][0] - engine.steps)
+        return self.trainer_done_at is not None and (not events
+                                                     or self.trainer_done_at <= events[0][0])
+
+    def end_update(self):
+        """The update ends: the tokens so far are the old version's, the engines pause."""
+        swap = self.settings.swap
+        self.time, self.trainer_done_at = self.trainer_done_at, None
+        mark_versions(self.engines, self.responses, self.settings.step, self.time, self.version)
+        for e, engine in enumerate(self.engines):
+            if engine.ends:  # at its boundary now (mark_versions), it pauses there
+                engine.t0 += swap(engine.in_flight())
+                self.reschedule(e)
+            else:
+                engine.t0 = max(engine.t0, self.time) + swap.fixed
+        self.version += 1
+
+    def end_response(self):
+        """The next response ends; its group finishes with its last response (and may be
+        filtered out)."""
+        self.time, rid, e, _ = heapq.heappop(self.events)
+        engine = self.engines[e]
+        engine.advance(self.settings.step, engine.ends[0][0] - engine.steps)
         heapq.heappop(engine.ends)
-        response = responses[rid]
-        engine.joined_sum -= response[2]
-        free += 1
-        ends.append(time)
-        reschedule(e)
-        group = groups[response[0]]
-        group["version_tokens"] += response[4] + (response[3] - response[5]) * version
+        response = self.responses[rid]
+        engine.joined_sum -= response.joined
+        self.free += 1
+        self.ends.append(self.time)
+        self.reschedule(e)
+        group = self.groups[response.group]
+        # its unmarked tokens were all made by the current version
+        group["version_tokens"] += (response.version_tokens
+                                    + (response.length - response.marked) * self.version)
         group["left"] -= 1
         if group["left"] == 0:
-            group["end"] = time
-            running -= 1
-            if p_filter and rng.random() < p_filter:
+            group["end"] = self.time
+            self.running -= 1
+            if self.p_filter and self.rng.random() < self.p_filter:
                 group["dropped"] = True
-                n_dropped += 1
+                self.n_dropped += 1
             else:
-                finished.append(group)
+                self.finished.append(group)
 
 
 def mark_versions(engines, responses, step, time, version):
     """An update ends at `time`: every active response's tokens so far were made by
     `version`; the next ones, from each engine's next boundary, by version + 1 (weights
     swap at a step boundary and generation goes on, as in AReaL's interruptible rollouts;
-    what the swap costs is run_gpu_simulation's `swap`)."""
+    what the swap costs is GpuSettings' `swap`)."""
     for engine in engines:
         if not engine.ends:
             continue
         engine.catch_up(step, time)
         for _, rid in engine.ends:
             response = responses[rid]
-            made = engine.steps - response[2]
-            response[4] += (made - response[5]) * version
-            response[5] = made
+            made = engine.steps - response.joined
+            response.version_tokens += (made - response.marked) * version
+            response.marked = made
 
 
-def summarize_gpu(groups, updates, log, ends, time, B, group_size, batches, n_steps):
-    """The numbers of a finished run (seconds; groups and tokens).
+def summarize_gpu(settings, groups, updates, log, ends, time, batches):
+    """The numbers of a finished run of GpuSettings `settings` (seconds; groups and tokens).
 
     throughput      = trained groups per second = n_steps * B / time
     mean_lag        = mean of version - tag over trained groups (the head lag of Part 2)
@@ -328,10 +423,11 @@ def summarize_gpu(groups, updates, log, ends, time, B, group_size, batches, n_st
     lags = sorted(g["lag"] for g in trained)
     tokens = sum(g["tokens"] for g in trained)
     trained_version = sum((g["tag"] + g["lag"]) * g["tokens"] for g in trained)
-    return dict(time=time, throughput=n_steps * B / time, mean_lag=float(np.mean(lags)),
+    return dict(time=time, throughput=settings.n_steps * settings.B / time,
+                mean_lag=float(np.mean(lags)),
                 max_lag=lags[-1],
                 head_token_lag=sum(g["lag"] * g["tokens"] for g in trained) / tokens,
                 token_lag=(trained_version - sum(g["version_tokens"] for g in trained)) / tokens,
                 train_tokens=sum(batches), batch_tokens=batches,
                 updates=updates, groups=groups, log=log, ends=ends,
-                group_size=group_size)
+                group_size=settings.group_size)

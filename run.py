@@ -17,7 +17,7 @@ from pathlib import Path
 
 import grading
 import lab
-from experiments import FLAGS, PARTS, REGISTRY, main_figure
+from experiments import FLAGS, PARTS, REGISTRY, main_figure, settings
 from experiments.options import DefaultsOnce, png_path
 from experiments.printing import say
 from grading import harness
@@ -27,6 +27,7 @@ from scheduler_core import MAX_RESPONSES, SchedulerError
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=DefaultsOnce)
+    settings.arguments(p)  # the simulator's and the toy's, which several experiments share
     for experiment in REGISTRY:
         experiment.arguments(p)
     if grading.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
@@ -42,10 +43,12 @@ def parse_args(argv=None):
 
 
 class Run:
-    """One run of run.py: its flags, the results so far, and the experiment running."""
+    """One run of run.py: its flags, the settings built from them once (passed whole to every
+    experiment), the results so far, and the experiment running."""
 
     def __init__(self, args):
         self.args, self.results = args, dict(code=grading.code_under_test(), unavailable={})
+        self.settings = settings.Settings.from_options(args)
         self.limit, self.stopped = None, False  # Ctrl-C stops the run: the rest is skipped
         self.watchdog = harness.Watchdog(abort=self.stuck)
 
@@ -63,11 +66,11 @@ class Run:
             self.results["unavailable"][e.LABEL] = "not run: the run was interrupted"
             return
         file = lab.file_of(next(t for t in lab.TASKS if t.startswith(e.TASK)))
-        self.limit = max(harness.TIME_LIMIT, 5 * e.SECONDS * e.work(self.args))
+        self.limit = max(harness.TIME_LIMIT, 5 * e.SECONDS * e.work(self.settings))
         try:
             with harness.time_limit(f"{e.LABEL} (Task {e.TASK}, {file})", self.watchdog,
                                     self.limit):
-                result = e.run(self.args, self.results)
+                result = e.run(self.settings, self.results)
         except NotImplementedError as todo:
             if not str(todo):
                 return self.failed(e, todo, note)

@@ -7,13 +7,16 @@ An experiment is a module with these names (part1_memory.py is the smallest exam
     TASK      the task it needs, "2": a failure points at that task's tests
     SECONDS   its wall-clock seconds with the reference and the default flags, measured on
               a busy 2-core machine (a quiet one takes about a third); run.py allows 5 times
-              this, times work(args), and at least the harness's TIME_LIMIT
+              this, times work(settings), and at least the harness's TIME_LIMIT
     FLAG      the option that asks for it ("drop_stale" for --drop-stale); None for the
               parts that always run (Parts 1-3 and Task 3c's masking)
-    arguments(parser)   adds its command-line options
-    work(args)          how many times the default's work the options ask for (>= 1)
-    run(args, results)  its result, a dict of plain numbers; it takes the task modules from
-                        grading.load, and may read an earlier experiment's result
+    arguments(parser)   adds its own command-line options
+    work(settings)      how many times the default's work the options ask for (>= 1)
+    run(settings, results)  its result, a dict of plain numbers; it takes the task modules
+                        from grading.load, and may read an earlier experiment's result.
+                        settings (settings.Settings, built once by run.py) holds the model
+                        families' settings (simulation, toy) and the options, of which an
+                        experiment reads only its own
     show(result)        prints the result in full
     short(result)       (Parts 1-3 only) the result in one line, printed after a flag's section
     draw(results, path) (flags only) its own figure; the parts share rl_systems.png
@@ -21,9 +24,10 @@ An experiment is a module with these names (part1_memory.py is the smallest exam
 
 A new experiment is one module here plus one line in REGISTRY (and its snapshot in
 tools/snapshots/ and its section in the docs). The other modules of this room are what
-several experiments share: model_shapes (the real models), gpu_model and gpu_sources (the
-GPU cost model and its sources), staleness_maths and training (the toy's policy moving
-under lag), printing and plotting.
+several experiments share: settings (the model families' settings and their options),
+model_shapes (the real models), gpu_model and gpu_sources (the GPU cost model and its
+sources), staleness_maths and training (the toy's policy moving under lag), printing and
+plotting.
 """
 from experiments import (c_sweep, drop_stale, equal_hardware, gpu_sweep, learning_curves,
                          length_sweep, part1_memory, part2_scheduling, part3_mismatch,

@@ -14,12 +14,13 @@ def arguments(p):
                         f"mismatch {LARGE_MISMATCH} (a PNG of its own)")
 
 
-def work(args):
+def work(settings):
     return 1.0
 
 
-def run(args, results):
-    return c_sweep(grading.load("tis"), batch_size=args.batch_size, noise=args.noise)
+def run(settings, results):
+    return c_sweep(grading.load("tis"), batch_size=settings.toy.batch_size,
+                   noise=settings.toy.noise)
 
 
 def c_sweep(tis, Cs=C_SWEEP, mismatch=LARGE_MISMATCH, batch_size=64, noise="student_t"):

@@ -1,6 +1,5 @@
 """--drop-stale (Task 2): k = 1 dropping stale responses: how many, how long, what it buys."""
 import grading
-from experiments.part2_scheduling import settings, simulation_work
 from experiments.plotting import extra_figure
 
 KEY, LABEL, TASK, FLAG = "drop_stale", "Drop stale", "2", "drop_stale"
@@ -14,12 +13,12 @@ def arguments(p):
                         "(a PNG of its own)")
 
 
-def work(args):
-    return simulation_work(args)
+def work(settings):
+    return settings.simulation.work()
 
 
-def run(args, results):
-    return drop_stale_analysis(grading.load("scheduler"), **settings(args))
+def run(settings, results):
+    return drop_stale_analysis(grading.load("scheduler"), **settings.simulation.simulate())
 
 
 def drop_stale_analysis(scheduler, n_lanes, B, k=1, n_steps=200, train_time=1.0, sigma=1.25):

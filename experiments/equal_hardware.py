@@ -5,7 +5,6 @@ import math
 import grading
 from experiments.model_shapes import ROUND_7B
 from experiments.options import bounded
-from experiments.part2_scheduling import simulation_work
 from experiments.printing import say
 from experiments.plotting import placeholder
 from lab import GPU_GB
@@ -28,20 +27,21 @@ def arguments(p):
                         "(default: --gpus x --train-time)")
 
 
-def work(args):
+def work(settings):
     """A simulation per split of the GPUs, of more lanes."""
-    return simulation_work(args) * max(1.0, args.gpus / GPUS) * args.lanes_per_gpu
+    mine = settings.options
+    return settings.simulation.work() * max(1.0, mine.gpus / GPUS) * mine.lanes_per_gpu
 
 
-def run(args, results):
-    train_work = args.gpus * args.train_time if args.train_work is None else args.train_work
-    return equal_hardware(grading.load("scheduler"), grading.load("memory"), args.gpus,
-                          args.lanes_per_gpu, train_work, B=args.batch, n_steps=args.steps,
-                          sigma=args.sigma)
+def run(settings, results):
+    mine, simulation = settings.options, settings.simulation
+    train_work = mine.gpus * simulation.train_time if mine.train_work is None else mine.train_work
+    return equal_hardware(grading.load("scheduler"), grading.load("memory"), simulation,
+                          mine.gpus, mine.lanes_per_gpu, train_work)
 
 
-def equal_hardware(scheduler, memory, gpus=16, lanes_per_gpu=1, train_work=16.0, k=1, B=32,
-                   n_steps=200, sigma=1.25):
+def equal_hardware(scheduler, memory, simulation, gpus=16, lanes_per_gpu=1, train_work=16.0,
+                   k=1):
     """Synchronous vs asynchronous RL on the same `gpus` GPUs (G below), from the Task 2
     module `scheduler` (and Task 1's `memory` for which splits can hold the model).
 
@@ -53,9 +53,12 @@ def equal_hardware(scheduler, memory, gpus=16, lanes_per_gpu=1, train_work=16.0,
     A split is feasible if its G - g trainer GPUs hold the model state of GRPO on the
     lab's 7B (126 GB: at least 2 GPUs). speedup = best feasible throughput / sync.
 
+    simulation: its B, steps and sigma (its lanes and train time are the split's).
+
     Example: at G = 16, train_work = 16 the sync run is Part 2's k = 0 run (16 lanes,
     train_time 1).
     """
+    B, n_steps, sigma = simulation.batch, simulation.steps, simulation.sigma
     def throughput(n_lanes, k, train_time):
         return scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
                                   sigma=sigma)["throughput"]

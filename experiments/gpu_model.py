@@ -24,14 +24,16 @@ synchronous runs simulate the whole cluster (SYNC).
 """
 import inspect
 import math
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from experiments.gpu_sources import (CHECKPOINT_EVERY, H800, MEMGAP_NEW, MEMGAP_PROMPT,
                                      MEMGAP_SHARES, MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS,
-                                     PROMPT_TOKENS, Costs, capped_moment, context,
-                                     flops_per_token, forward_flops, multiplied, passes)
-from gpu_core import Linear, Step, run_gpu_simulation
+                                     PROMPT_TOKENS, Costs, Preset, Trainer, capped_moment,
+                                     context, flops_per_token, forward_flops, multiplied, passes)
+from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation
 
 # The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
 # groups in flight (fewer shares if too few engines): an eighth, which keeps each preset's
@@ -46,10 +48,17 @@ KS = (1, 2, 4)
 NO_BOUND = 10**6  # k for "no staleness bound" (Fig. 7's infinity): far above any lag reached
 
 
+class EngineCosts(NamedTuple):
+    """What `costs` gives gpu_core for one run."""
+    step: Step      # seconds of an engine's decode step
+    train: Linear   # seconds of the trainer's update of a batch's tokens
+    slots: int      # responses an engine holds at once
+    swap: Linear    # an engine's pause at each update, of its tokens in flight
+
+
 def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
-    """(step, train, slots, swap): an engine's decode-step cost (Step), the trainer's update
-    cost (Linear, seconds), the responses an engine holds at once, and the pause of an
-    engine at each update (Linear of its tokens in flight), under the costs c:
+    """The EngineCosts (step, train, slots, swap) of an engine and the trainer under the
+    costs c:
 
       step  = overhead + max(2 N / (tp * bandwidth), n * 2 N / (tp * peak FLOP/s))
               + C * kv_per_token / (tp * bandwidth)          (+ 2 all-reduces a layer, tp > 1)
@@ -83,7 +92,7 @@ def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
     second = capped_moment(preset.median_len, preset.sigma, preset.max_len, 2)
     free = preset.memory_fraction * tp * gpu.memory_gb * 1e9 - held
     paged = max(1, math.floor(free / (kv * (PROMPT_TOKENS + second / (2 * first)))))
-    return step, train, min(paged, preset.engine_limit), swap
+    return EngineCosts(step, train, min(paged, preset.engine_limit), swap)
 
 
 def lengths(preset, seed=0):
@@ -100,32 +109,47 @@ def mean_len(preset):
     return capped_moment(preset.median_len, preset.sigma, preset.max_len)
 
 
-def run(scheduler, memory, preset, gen_gpus, train_gpus, k, trainer, c=Costs(), slots=None,
-        warmup=None, window=WINDOW, shard=None):
-    """One steady-state measurement over `window` steps after `warmup` (2 (min(k, 8) + 1)
-    by default) under the costs c: seconds per step, trained tokens per second and per
-    step, lags, and the run itself. k None: no staleness bound; k = 0 is a synchronous run
-    (its reward, poll and no KV recompute: costs). slots: responses per engine at most, if
-    not the number of `costs`; shard: simulate 1/shard of the cluster (at most one engine's
-    worth per shard; SHARD by default), with 1/shard of the cap on groups in flight.
+@dataclass(frozen=True)
+class GpuRun:
+    """The settings of one GPU-model run (see `run`): a preset with gen_gpus GPUs generating
+    and train_gpus training, at staleness bound k, with `trainer`, under the costs c."""
+    preset: Preset
+    gen_gpus: int
+    train_gpus: int
+    k: int | None        # None: no staleness bound; 0: a synchronous run
+    trainer: Trainer
+    c: Costs = Costs()
+    slots: int | None = None   # responses per engine at most, if not the number of `costs`
+    warmup: int | None = None  # steps before the window; 2 (min(k, 8) + 1) if None
+    window: int = WINDOW       # steps measured
+    shard: int | None = None   # simulate 1/shard of the cluster; SHARD if None
+
+
+def run(scheduler, memory, setup):
+    """One steady-state measurement of the GpuRun `setup`, over its window of steps after
+    its warm-up, under its costs c: seconds per step, trained tokens per second and per
+    step, lags, and the run itself. k = 0 is a synchronous run (its reward, poll and no KV
+    recompute: costs). A shard simulates at most one engine's worth of the cluster, with
+    1/shard of each batch, of the trainer's GPUs and of the cap on groups in flight.
 
     Checkpoints are charged after the run, exactly as if every CHECKPOINT_EVERY seconds the
     whole pipeline stopped for c.checkpoint seconds: seconds / (1 - checkpoint / every).
     """
-    k = NO_BOUND if k is None else k
-    shard = shard or SHARD
-    shard = max(1, min(shard, gen_gpus // preset.tp))
-    warmup = warmup or 2 * (min(k, 8) + 1)
-    step, train, limit, swap = costs(memory, preset, train_gpus / shard, trainer, c, k == 0)
-    slots = slots or limit
-    engines = gen_gpus // preset.tp // shard
-    B = preset.prompts // shard
+    preset, c, window = setup.preset, setup.c, setup.window
+    k = NO_BOUND if setup.k is None else setup.k
+    shard = max(1, min(setup.shard or SHARD, setup.gen_gpus // preset.tp))
+    warmup = setup.warmup or 2 * (min(k, 8) + 1)
+    step, train, limit, swap = costs(memory, preset, setup.train_gpus / shard, setup.trainer,
+                                     c, k == 0)
+    slots = setup.slots or limit
+    engines = setup.gen_gpus // preset.tp // shard
     cap = None if preset.max_running is None else max(1, preset.max_running // shard)
-    # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
-    r = run_gpu_simulation(engines, slots, B, k, warmup + window, preset.group_size, step,
-                           train, lengths(preset), inspect.unwrap(scheduler.may_start),
-                           inspect.unwrap(scheduler.take_batch), prompt=PROMPT_TOKENS,
+    settings = GpuSettings(engines, slots, preset.prompts // shard, k, warmup + window,
+                           preset.group_size, step, train, prompt=PROMPT_TOKENS,
                            max_running=cap, pin=preset.pin, swap=swap)
+    # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
+    r = run_gpu_simulation(settings, lengths(preset), inspect.unwrap(scheduler.may_start),
+                           inspect.unwrap(scheduler.take_batch))
     u = r["updates"]
     seconds = (u[-1][1] - u[warmup - 1][1]) / window / (1 - c.checkpoint / CHECKPOINT_EVERY)
     tokens = sum(r["batch_tokens"][warmup:]) * shard / window   # per step, whole cluster
@@ -150,10 +174,10 @@ def sync_walked(memory, preset, gpus, result, simulated, c):
     before = costs(memory, preset, gpus[1], trainer, simulated, True)
     after = costs(memory, preset, gpus[1], trainer, c, True)
     inner = (result["seconds"] * (1 - simulated.checkpoint / CHECKPOINT_EVERY)
-             - before[3].fixed - before[1](tokens) + after[3].fixed + after[1](tokens))
+             - before.swap.fixed - before.train(tokens) + after.swap.fixed + after.train(tokens))
     seconds = inner / (1 - c.checkpoint / CHECKPOINT_EVERY)
     return dict(result, seconds=seconds, throughput=tokens / seconds,
-                train_seconds=after[1](tokens))
+                train_seconds=after.train(tokens))
 
 
 def walk_costs(preset, mode):
@@ -186,104 +210,202 @@ def k_label(k):
     return "no bound" if k is None else str(k)
 
 
+class HeldOut(NamedTuple):
+    """A held-out published number against the model (in the JSON, the list of its fields)."""
+    what: str
+    predicted: float
+    published: float
+    ratio: float          # predicted / published
+    bound: float | None   # the perfect pipeline's, where it was run
+    same: str             # the row that is the same measurement, "derived" or ""
+
+
+def held_out(what, bound, predicted, published, same=""):
+    return HeldOut(what, predicted, published, predicted / published, bound, same)
+
+
+class GivenBack(NamedTuple):
+    """The published number a preset was set from, given back by the model."""
+    what: str
+    model: float
+    target: float
+    ratio: float          # model / target
+
+
+def given_back(what, model, target):
+    return GivenBack(what, model, target, model / target)
+
+
+class PresetRuns:
+    """The runs of one preset under any Costs: its synchronous baseline (the whole
+    cluster) and its asynchronous split; `hours` scales a step's seconds to its n_steps."""
+
+    def __init__(self, scheduler, memory, preset, shard=None):
+        self.scheduler, self.memory, self.p, self.shard = scheduler, memory, preset, shard
+        self.sync_gpus = ((preset.gpus, preset.gpus) if preset.baseline == "colocated"
+                          else (preset.gen_gpus, preset.gpus - preset.gen_gpus))
+
+    def hours(self, seconds):
+        return seconds * self.p.n_steps / 3600
+
+    def sync(self, c, gpus=None):
+        """(result, simulation) at k = 0 under the costs c, on (generating, training) gpus."""
+        setup = GpuRun(self.p, *(gpus or self.sync_gpus), 0, self.p.sync_trainer, c, **SYNC)
+        return run(self.scheduler, self.memory, setup)
+
+    def split(self, g, k, c, gpus=None):
+        """The asynchronous run at bound k, g of `gpus` GPUs (the preset's) generating."""
+        p = self.p
+        setup = GpuRun(p, g, (gpus or p.gpus) - g, k, p.async_trainer, c, shard=self.shard)
+        result, _ = run(self.scheduler, self.memory, setup)
+        return dict(gen_gpus=g, k=k_label(k), hours=self.hours(result["seconds"]), **result)
+
+
+class Walk(NamedTuple):
+    """walk_down's answer: (synchronous, asynchronous) pairs of results and of Costs."""
+    rows: list        # one dict per stage, the bound first (the JSON's "walk")
+    bound: tuple      # the results at the bound
+    predicted: tuple  # the results with the whole walk charged
+    simulation: dict  # the last synchronous run simulated (its generation is printed)
+    costs: tuple      # the Costs with the whole walk charged
+
+
+def walk_down(runs):
+    """The bound, then each cost of the preset's walk charged in turn (walk_costs). The
+    synchronous run is simulated again only for a cost that changes generation (DECODE);
+    sync_walked charges the others exactly. The asynchronous one is simulated again for
+    every cost that applies to it."""
+    p, rows = runs.p, []
+    sync = asyn = None
+    for (cost, cs), (_, ca) in zip(walk_costs(p, "sync"), walk_costs(p, "async")):
+        if sync is None or cost.field in DECODE:
+            sync, simulation = runs.sync(cs)
+            simulated, measured = cs, sync
+        elif cost.applies in ("both", "sync"):
+            sync = sync_walked(runs.memory, p, runs.sync_gpus, measured, simulated, cs)
+        if asyn is None or cost.applies in ("both", "async"):
+            asyn = runs.split(p.gen_gpus, p.k, ca)
+        if cost is None:
+            bound = (sync, asyn)
+        rows.append(walk_row(cost, sync, asyn, runs.hours))
+    return Walk(rows, bound, (sync, asyn), simulation, (cs, ca))
+
+
+def walk_row(cost, sync, asyn, hours):
+    """One stage of the walk: the cost charged last (None: the bound) and both runs."""
+    name, source, applies = (("bound", "a perfect pipeline at the sourced configuration",
+                              "both") if cost is None else (cost.name, cost.source, cost.applies))
+    return dict(name=name, source=source, applies=applies, seconds=asyn["seconds"],
+                hours=asyn["hours"], sync_seconds=sync["seconds"],
+                sync_hours=hours(sync["seconds"]))
+
+
+def k_curve(runs, walk):
+    """(ks, predicted, bound): the asynchronous runs at each staleness bound of the preset's
+    published curve (KS without one), with the whole walk and, for a curve, at the bound."""
+    p = runs.p
+    ks = [k for k, _ in p.curve if k != 0] or list(KS)
+    predicted = [walk.predicted[1] if k == p.k else runs.split(p.gen_gpus, k, walk.costs[1])
+                 for k in ks]
+    bound = [walk.bound[1] if k == p.k else runs.split(p.gen_gpus, k, Costs()) for k in ks] \
+        if p.curve else []
+    return ks, predicted, bound
+
+
+def hours_held_out(runs, walk, ks, predicted_k, bound_k):
+    """The held-out hours, their speedup and the published curve's tokens per second."""
+    p, hours = runs.p, runs.hours
+    (bound_sync, bound_async), (sync, asyn) = walk.bound, walk.predicted
+    bound_hours, sync_hours = hours(bound_sync["seconds"]), hours(sync["seconds"])
+    rows = [held_out("synchronous hours", bound_hours, sync_hours, p.sync_hours),
+            held_out("asynchronous hours", bound_async["hours"], asyn["hours"], p.async_hours),
+            held_out("speedup (the two above)", bound_hours / bound_async["hours"],
+                     sync_hours / asyn["hours"], p.sync_hours / p.async_hours, "derived")]
+    bound_runs = {0: bound_sync, **dict(zip(ks, bound_k))}
+    predicted_runs = {0: sync, **dict(zip(ks, predicted_k))}
+    for k, value in p.curve:
+        same = {0: "synchronous hours", p.k: "asynchronous hours"}.get(k, "")
+        rows.append(held_out(f"tokens/s at k = {k_label(k)} (thousands)",
+                             bound_runs[k]["throughput"] / 1e3,
+                             predicted_runs[k]["throughput"] / 1e3, value / 1e3, same))
+    return rows
+
+
+def colocated_sizes(runs, walk, colocated):
+    """verl's colocated runs at each published size (the bound at the preset's own only:
+    it would double the time): (scaling rows, held-out rows), each phase held out."""
+    p, scaling, rows = runs.p, [], []
+    for gpus, published in colocated.items():
+        if gpus == p.gpus:
+            result, bound_up = walk.predicted[0], phases(p, walk.bound[0], gpus, Costs())
+        else:
+            result, bound_up = runs.sync(walk.costs[0], (gpus, gpus))[0], {}
+        split_up = phases(p, result, gpus, walk.costs[0])
+        scaling.append(dict(gpus=gpus, mode="colocated", hours=runs.hours(result["seconds"]),
+                            **split_up))
+        for phase in ("gen", "old_log_prob", "update_actor", "step"):
+            same = "synchronous hours" if (gpus, phase) == (p.gpus, "step") else ""
+            rows.append(held_out(f"colocated {gpus}: {phase} s", bound_up.get(phase),
+                                 split_up[phase], published[phase], same))
+    return scaling, rows
+
+
+def split_sizes(runs, walk, asynchronous):
+    """verl's g:g asynchronous runs at each published size: (scaling rows, held-out rows,
+    given-back rows); the preset's own split's update_actor is the number its lengths were
+    set from, so it is given back, not held out."""
+    p, scaling, rows, given = runs.p, [], [], []
+    for g, published in asynchronous.items():
+        own = g == p.gen_gpus
+        result = walk.predicted[1] if own else runs.split(g, p.k, walk.costs[1], 2 * g)
+        bound = walk.bound[1] if own else {}
+        scaling.append(dict(gpus=2 * g, mode=f"{g}:{g}", hours=result["hours"],
+                            step=result["seconds"], update_actor=result["train_seconds"]))
+        if own:
+            given.append(given_back(f"{g}:{g}: update_actor s", result["train_seconds"],
+                                    published["update_actor"]))
+        rows.append(held_out(f"{g}:{g}: step s", bound.get("seconds"), result["seconds"],
+                             published["step"], "asynchronous hours" if own else ""))
+        if not own and "update_actor" in published:
+            rows.append(held_out(f"{g}:{g}: update_actor s", bound.get("train_seconds"),
+                                 result["train_seconds"], published["update_actor"]))
+    return scaling, rows, given
+
+
+def held_out_comparison(runs, walk, ks, predicted_k, bound_k):
+    """(held-out rows, given-back rows, scaling rows): every published number against the
+    model, each measurement once; verl's other cluster sizes are run here."""
+    p = runs.p
+    rows, given, scaling = hours_held_out(runs, walk, ks, predicted_k, bound_k), [], []
+    if p.curve:  # the one published number each preset's lengths were set from, given back
+        sequences = p.prompts * p.group_size
+        given.append(given_back("tokens a sequence (k = 0 rate x hours)",
+                                walk.predicted[1]["tokens_per_step"] / sequences,
+                                dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences)))
+    if p.scaling:
+        colocated, asynchronous = p.scaling
+        scaling, more = colocated_sizes(runs, walk, colocated)
+        split_scaling, split_rows, split_given = split_sizes(runs, walk, asynchronous)
+        rows, given = rows + more + split_rows, given + split_given
+        scaling += split_scaling
+    return rows, given, scaling
+
+
 def gpu_comparison(scheduler, memory, name, shard=None):
     """The bound, the walk down and the published numbers for preset `name` (see the module
     docstring). `walk` lists, from the bound to the prediction, each cost with the seconds
     per step and hours of the asynchronous run (`seconds`, `hours`) and of the synchronous
-    one (`sync_seconds`, `sync_hours`) once it is charged; `held_out` lists (what,
-    predicted, published, ratio, bound) for every held-out published number, each
-    measurement once (`same` names the numbers that are the same measurement)."""
+    one (`sync_seconds`, `sync_hours`) once it is charged; `held_out` lists a HeldOut for
+    every held-out published number, each measurement once (`same` names the numbers that
+    are the same measurement), and `set` a GivenBack for the number the preset was set from."""
     p = PRESETS[name]
-    hours = lambda seconds: seconds * p.n_steps / 3600  # noqa: E731
-    sync_gpus = (p.gpus, p.gpus) if p.baseline == "colocated" else (p.gen_gpus,
-                                                                    p.gpus - p.gen_gpus)
-
-    def sync_run(c, gpus=sync_gpus):
-        return run(scheduler, memory, p, *gpus, 0, p.sync_trainer, c, **SYNC)
-
-    def split(g, k, c, gpus=p.gpus):
-        result, _ = run(scheduler, memory, p, g, gpus - g, k, p.async_trainer, c, shard=shard)
-        return dict(gen_gpus=g, k=k_label(k), hours=hours(result["seconds"]), **result)
-
-    walk, bound_sync, bound_async = [], None, None
-    sync = asyn = None
-    for (cost, cs), (_, ca) in zip(walk_costs(p, "sync"), walk_costs(p, "async")):
-        if sync is None or cost.field in DECODE:
-            sync, sync_sim = sync_run(cs)
-            simulated, measured = cs, sync
-        elif cost.applies in ("both", "sync"):
-            sync = sync_walked(memory, p, sync_gpus, measured, simulated, cs)
-        if asyn is None or cost.applies in ("both", "async"):
-            asyn = split(p.gen_gpus, p.k, ca)
-        if cost is None:
-            bound_sync, bound_async = sync, asyn
-        walk.append(dict(name="bound" if cost is None else cost.name,
-                         source="a perfect pipeline at the sourced configuration"
-                         if cost is None else cost.source,
-                         applies="both" if cost is None else cost.applies,
-                         seconds=asyn["seconds"], hours=asyn["hours"],
-                         sync_seconds=sync["seconds"], sync_hours=hours(sync["seconds"])))
-    final_sync, final_async = cs, ca
-    published = asyn
-    ks = [k for k, _ in p.curve if k != 0] or list(KS)
-    by_k = [published if k == p.k else split(p.gen_gpus, k, final_async) for k in ks]
-    bound_k = [bound_async if k == p.k else split(p.gen_gpus, k, Costs()) for k in ks] \
-        if p.curve else []
-    sync_hours = hours(sync["seconds"])
-    speedup = sync_hours / published["hours"]
-
-    # (what, bound, predicted, published, same measurement as)
-    held_out = [("synchronous hours", hours(bound_sync["seconds"]), sync_hours, p.sync_hours,
-                 ""),
-                ("asynchronous hours", bound_async["hours"], published["hours"], p.async_hours,
-                 ""),
-                ("speedup (the two above)", hours(bound_sync["seconds"]) / bound_async["hours"],
-                 speedup, p.sync_hours / p.async_hours, "derived")]
-    if p.curve:
-        bound_runs = {0: bound_sync, **dict(zip(ks, bound_k))}
-        runs = {0: sync, **dict(zip(ks, by_k))}
-        for k, value in p.curve:
-            same = {0: "synchronous hours", p.k: "asynchronous hours"}.get(k, "")
-            held_out.append((f"tokens/s at k = {k_label(k)} (thousands)",
-                             bound_runs[k]["throughput"] / 1e3, runs[k]["throughput"] / 1e3,
-                             value / 1e3, same))
-    # the one published number each preset's lengths were set from, given back
-    sequences = p.prompts * p.group_size
-    set_rows = []
-    if p.curve:
-        set_rows.append(("tokens a sequence (k = 0 rate x hours)",
-                         published["tokens_per_step"] / sequences,
-                         dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences)))
-    scaling = []
-    if p.scaling:
-        rows_colocated, rows_async = p.scaling
-        for gpus, row in rows_colocated.items():
-            if gpus == p.gpus:
-                result, bound_result = sync, bound_sync
-            else:  # the other sizes: the prediction only (the bound would double the time)
-                result, bound_result = sync_run(final_sync, (gpus, gpus))[0], None
-            split_up = phases(p, result, gpus, final_sync)
-            bound_up = phases(p, bound_result, gpus, Costs()) if bound_result else {}
-            scaling.append(dict(gpus=gpus, mode="colocated", hours=hours(result["seconds"]),
-                                **split_up))
-            for phase in ("gen", "old_log_prob", "update_actor", "step"):
-                same = "synchronous hours" if (gpus, phase) == (p.gpus, "step") else ""
-                held_out.append((f"colocated {gpus}: {phase} s", bound_up.get(phase),
-                                 split_up[phase], row[phase], same))
-        for g, row in rows_async.items():
-            result = published if g == p.gen_gpus else split(g, p.k, final_async, 2 * g)
-            bound_result = bound_async if g == p.gen_gpus else {}
-            scaling.append(dict(gpus=2 * g, mode=f"{g}:{g}", hours=result["hours"],
-                                step=result["seconds"], update_actor=result["train_seconds"]))
-            same = "asynchronous hours" if g == p.gen_gpus else ""
-            if g == p.gen_gpus:
-                set_rows.append((f"{g}:{g}: update_actor s", result["train_seconds"],
-                                 row["update_actor"]))
-            held_out.append((f"{g}:{g}: step s", bound_result.get("seconds"), result["seconds"],
-                             row["step"], same))
-            if g != p.gen_gpus and "update_actor" in row:
-                held_out.append((f"{g}:{g}: update_actor s", bound_result.get("train_seconds"),
-                                 result["train_seconds"], row["update_actor"], ""))
+    runs = PresetRuns(scheduler, memory, p, shard)
+    walk = walk_down(runs)
+    ks, predicted_k, bound_k = k_curve(runs, walk)
+    held, given, scaling = held_out_comparison(runs, walk, ks, predicted_k, bound_k)
+    (bound_sync, bound_async), (sync, asyn) = walk.bound, walk.predicted
+    sync_hours = runs.hours(sync["seconds"])
+    speedup = sync_hours / asyn["hours"]
     return dict(
         preset=name, system=p.system, model=p.model.name, gpu=p.gpu.name, gpus=p.gpus,
         gen_gpus=p.gen_gpus, tp=p.tp, prompts=p.prompts, group_size=p.group_size,
@@ -292,22 +414,20 @@ def gpu_comparison(scheduler, memory, name, shard=None):
         residual_causes=p.residual,
         max_running=p.max_running, pin=p.pin, engine_limit=p.engine_limit,
         sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
-        slots=sync["slots"], walk=walk,
-        bound=dict(sync_hours=hours(bound_sync["seconds"]), async_hours=bound_async["hours"],
+        slots=sync["slots"], walk=walk.rows,
+        bound=dict(sync_hours=runs.hours(bound_sync["seconds"]), async_hours=bound_async["hours"],
                    by_k=[dict(k=k_label(k), throughput=r["throughput"])
                          for k, r in zip(ks, bound_k)],
                    sync_throughput=bound_sync["throughput"]),
-        sync=dict(hours=sync_hours, **sync, **generation(sync_sim)),
-        asynchronous=published, by_k=by_k, scaling=scaling,
+        sync=dict(hours=sync_hours, **sync, **generation(walk.simulation)),
+        asynchronous=asyn, by_k=predicted_k, scaling=scaling,
         speedup=speedup,
         published=dict(sync_hours=p.sync_hours, async_hours=p.async_hours,
                        speedup=p.sync_hours / p.async_hours, curve=[[k_label(k), v]
                                                                   for k, v in p.curve]),
-        ratio=dict(sync=sync_hours / p.sync_hours, asynchronous=published["hours"] / p.async_hours,
+        ratio=dict(sync=sync_hours / p.sync_hours, asynchronous=asyn["hours"] / p.async_hours,
                    speedup=speedup / (p.sync_hours / p.async_hours)),
-        held_out=[[what, x, y, x / y, b, same] for what, b, x, y, same in held_out],
-        set=[[what, x, y, x / y] for what, x, y in set_rows],
-        notes=[list(n) for n in p.notes])
+        held_out=held, set=given, notes=[list(n) for n in p.notes])
 
 
 def generation(r, points=200):
@@ -347,7 +467,7 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
     """
     p = PRESETS[name]
     cs, ca = walk_costs(p, "sync")[-1][1], walk_costs(p, "async")[-1][1]
-    _, _, limit, _ = costs(memory, p, 1, p.sync_trainer, cs)
+    limit = costs(memory, p, 1, p.sync_trainer, cs).slots
     m = p.model
     weights = memory.model_state_bytes(0, int(m.params))
     kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, PROMPT_TOKENS + p.max_len)
@@ -366,10 +486,12 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
     rows = []
     for label, q, slots, change in variants:
         long = dict(warmup=40, window=30) if q.group_size == 1 else {}
-        sync, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, 0, q.sync_trainer,
-                      cs._replace(**change), slots, **SYNC)
-        asyn, _ = run(scheduler, memory, q, q.gen_gpus, q.gpus - q.gen_gpus, q.k,
-                      q.async_trainer, ca._replace(**change), slots, **long, shard=shard)
+        train_gpus = q.gpus - q.gen_gpus
+        sync, _ = run(scheduler, memory, GpuRun(q, q.gen_gpus, train_gpus, 0, q.sync_trainer,
+                                                cs._replace(**change), slots, **SYNC))
+        asyn, _ = run(scheduler, memory, GpuRun(q, q.gen_gpus, train_gpus, q.k, q.async_trainer,
+                                                ca._replace(**change), slots, **long,
+                                                shard=shard))
         rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
                          max_len=q.max_len, sync_seconds=sync["seconds"],
                          async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
@@ -412,9 +534,9 @@ def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps
     rows = []
     for label, group, cap in (("one by one", 1, 10**9), ("groups of 8", 8, 10**9),
                               ("one by one, cap 4x mean", 1, round(4 / tick))):
-        runs = [run_gpu_simulation(n_lanes, 1, B // group, k, n_steps, group, Step(tick, 0.0),
-                                   Linear(train_time, 0.0), lengths(cap),
-                                   inspect.unwrap(scheduler.may_start),
+        runs = [run_gpu_simulation(GpuSettings(n_lanes, 1, B // group, k, n_steps, group,
+                                               Step(tick, 0.0), Linear(train_time, 0.0)),
+                                   lengths(cap), inspect.unwrap(scheduler.may_start),
                                    inspect.unwrap(scheduler.take_batch)) for k in (0, 1, 2)]
         rows.append(dict(variant=label, k=[0, 1, 2],
                          gain=[r["throughput"] / runs[0]["throughput"] for r in runs],

@@ -18,11 +18,11 @@ def arguments(p):
                         "length cap and the concurrency cap (a PNG of its own)")
 
 
-def work(args):
+def work(settings):
     return 1.0
 
 
-def run(args, results):
+def run(settings, results):
     return gpu_sweep(grading.load("scheduler"), grading.load("memory"))
 
 

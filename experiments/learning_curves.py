@@ -13,16 +13,19 @@ its mean time, the number the table prints; right panel the mean time to the tar
 against k, +- 2 standard errors, at equal movement per update, at the common step and
 (with --step-grid) at each cell's best step.
 """
+from dataclasses import replace
+from typing import NamedTuple
+
 import numpy as np
 
 import grading
 import toy
 from experiments import staleness_maths, training
-from experiments.part2_scheduling import simulation_work
 from experiments.part3_mismatch import LARGE_MISMATCH
 from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
 from experiments.staleness import STALENESS_KS, STALENESS_SCHEMES
+from lab import SCHEME, STORY
 
 KEY, LABEL, TASK, FLAG = "learning_curves", "Learning curves", "3", "learning_curves"
 SECONDS = 60.0
@@ -52,14 +55,13 @@ def arguments(p):
                         "one common step (a PNG of its own)")
 
 
-def work(args):
-    return simulation_work(args)
+def work(settings):
+    return settings.simulation.work()
 
 
-def run(args, results):
-    return learning_curves(grading.load("scheduler"), grading.load("tis"), args.lanes,
-                           args.batch, train_time=args.train_time, sigma=args.sigma, C=args.C,
-                           noise=args.noise)
+def run(settings, results):
+    return learning_curves(grading.load("scheduler"), grading.load("tis"), settings.simulation,
+                           settings.toy)
 
 
 def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
@@ -87,52 +89,61 @@ def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
     return settings, np.array(tags), np.array(times)
 
 
-def train_cells(tis, tags, times, steps, draws, mismatches, target, C, noise, kl=None):
+class Cells(NamedTuple):
+    """train_cells' answer: for every run, each (..., n_mismatches, n_traces, n_schemes,
+    n_seeds)."""
+    time: np.ndarray     # the time to the target (never reached: its last update's time)
+    reached: np.ndarray  # whether it reached the target
+    kl: np.ndarray       # its mean KL per update
+    step: np.ndarray     # its mean step
+    last_J: np.ndarray   # its J at its last update
+
+    def pick(self, index):
+        """The Cells at `index` of every array: a step (i) or a cell (m, trace, j)."""
+        return Cells(*(x[index] for x in self))
+
+
+def train_cells(tis, tags, times, steps, draws, mismatches, how):
     """Train every trace at every mismatch with every scheme and step (one pass) until each
-    run reaches the target, at each of `steps`, or, where `kl` (one per step, NaN for none)
-    gives one, with each update's step set so that it moves exactly that many nats per
-    token (training.kl_steps).
-    Returns (time, reached, kl, steps, last_J), each (n_steps, n_mismatches, n_traces,
-    n_schemes, n_seeds): the time to target (a run that never reaches it counts at its last
-    update), whether it did, its mean KL per update, its mean step and its J at its last
-    update."""
+    run reaches how.target, at each of `steps`, or, where how.kl_per_update (one per step,
+    NaN for none) gives one, with each update's step set so that it moves exactly that many
+    nats per token (training.kl_steps); how: a training.Training.
+    Returns Cells, each (n_steps, n_mismatches, n_traces, n_schemes, n_seeds)."""
     n_m, n_t, n_s = len(mismatches), len(tags), len(STALENESS_SCHEMES)
     J, KL, used = training.train(tis.importance_weights, tis.pg_estimate,
                                  np.tile(tags, (n_m, 1, 1)), STALENESS_SCHEMES, steps, draws,
-                                 np.repeat(mismatches, n_t), C, noise, target, with_kl=True,
-                                 kl_per_update=kl)
+                                 np.repeat(mismatches, n_t), replace(how, with_kl=True))
     J, KL, used = (np.moveaxis(x.reshape(n_m, n_t, n_s, len(steps), len(draws), -1), 3, 0)
                    for x in (J, KL, used))
-    time, reached = training.time_to_target(J, times[:, None, None], target)
+    time, reached = training.time_to_target(J, times[:, None, None], how.target)
     last = J.shape[-1] - 1 - np.argmax(np.isfinite(J)[..., ::-1], axis=-1)
-    return (time, reached, np.nanmean(KL, axis=-1), np.nanmean(used, axis=-1),
-            np.take_along_axis(J, last[..., None], axis=-1)[..., 0])
+    return Cells(time, reached, np.nanmean(KL, axis=-1), np.nanmean(used, axis=-1),
+                 np.take_along_axis(J, last[..., None], axis=-1)[..., 0])
 
 
-def cell_row(s, scheme, mismatch, step, scale, target, run, m, j):
+def cell_row(s, scheme, mismatch, step, scale, target, cell):
     """One row of learning_curves' tables: a setting s, scheme and mismatch at one step,
-    from train_cells' `run` at mismatch index m and scheme index j."""
-    time, reached, kls, steps, last_J = (x[m, s["trace"], j] for x in run)
+    from its seeds' Cells `cell`."""
+    reached = cell.reached
     return dict(lanes=s["lanes"], B=s["B"], k=s["k"], drop_stale=s["drop_stale"], scheme=scheme,
-                mismatch=mismatch, step=step, scale=scale, target=target, **mean_se(time),
-                reached=int(reached.sum()), seeds=len(time), kl_per_update=float(kls.mean()),
-                mean_step=float(steps.mean()),
-                stalled_J=float(last_J[~reached].mean()) if (~reached).any() else None)
+                mismatch=mismatch, step=step, scale=scale, target=target, **mean_se(cell.time),
+                reached=int(reached.sum()), seeds=len(cell.time),
+                kl_per_update=float(cell.kl.mean()), mean_step=float(cell.step.mean()),
+                stalled_J=float(cell.last_J[~reached].mean()) if (~reached).any() else None)
 
 
-def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
-                    trainer_lanes=TRAINER_LANES, horizon=LEARNING_HORIZON,
-                    n_seeds=LEARNING_SEEDS, target=LEARNING_TARGET, kl=EQUAL_KL,
-                    mismatches=LEARNING_MISMATCHES, C=2.0, noise="student_t"):
+def learning_curves(scheduler, tis, simulation, toy_settings):
     """Train the toy (training.py) on each setting's simulate trace, in two set-ups:
-    n_lanes lanes (generation-bound at the defaults: what asynchrony buys) and trainer_lanes
-    (more lanes than B: the trainer is the bottleneck, so k = 2, 4, 8 run at one throughput
-    and k sets the lag); k in STALENESS_KS and k = 1 with drop_stale; each scheme of
-    STALENESS_SCHEMES at each mismatch, n_seeds seeds; from Task 2's `scheduler` and Task 3's
-    `tis`. Every run trains until J >= target (up to `horizon` updates).
+    simulation.lanes lanes (generation-bound at the defaults: what asynchrony buys) and
+    TRAINER_LANES (more lanes than B: the trainer is the bottleneck, so k = 2, 4, 8 run at
+    one throughput and k sets the lag); k in STALENESS_KS and k = 1 with drop_stale; each scheme of
+    STALENESS_SCHEMES at each mismatch of LEARNING_MISMATCHES, LEARNING_SEEDS seeds; from
+    Task 2's `scheduler` and Task 3's `tis`, simulation's B, train_time and sigma and
+    toy_settings' C and noise. Every run trains until J >= LEARNING_TARGET (up to
+    LEARNING_HORIZON updates).
 
     Two steps per cell: "equal_kl" (the headline), every update's step set so that it moves
-    the policy by exactly `kl` nats per token (training.kl_steps), and "1x", the common
+    the policy by exactly EQUAL_KL nats per token (training.kl_steps), and "1x", the common
     step staleness_maths.step_for_kl(TARGET_KL) for every update of every cell.
     Returns per cell (set-up, setting, scheme, mismatch, step) the time to target (mean,
     standard error, seeds that reached it, the mean KL per update measured), in the lists
@@ -140,24 +151,28 @@ def learning_curves(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25
     fraction of seeds that have reached the target against time); and paired comparisons
     over the same seeds (`costs`, learning_costs).
     """
+    n_lanes, trainer_lanes, B = simulation.lanes, TRAINER_LANES, simulation.batch
+    horizon, n_seeds, target, kl = LEARNING_HORIZON, LEARNING_SEEDS, LEARNING_TARGET, EQUAL_KL
+    mismatches, C, noise = LEARNING_MISMATCHES, toy_settings.C, toy_settings.noise
+    train_time, sigma = simulation.train_time, simulation.sigma
     settings, tags, times = learning_settings(scheduler, (n_lanes, trainer_lanes), B, horizon,
                                               train_time, sigma)
     step = staleness_maths.step_for_kl(staleness_maths.TARGET_KL)
     draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
-    both = train_cells(tis, tags, times, [step, step], draws, mismatches, target, C, noise,
-                       [kl, np.nan])  # equal KL and 1x in one pass
-    runs = {name: tuple(x[i] for x in both) for i, name in enumerate(("equal_kl", "1x"))}
+    how = training.Training(C, noise, target, kl_per_update=[kl, np.nan])
+    both = train_cells(tis, tags, times, [step, step], draws, mismatches, how)  # equal KL, 1x
+    runs = {name: both.pick(i) for i, name in enumerate(("equal_kl", "1x"))}
     cells, sorted_times = [], {}
     for m, mismatch in enumerate(mismatches):
         for i, s in enumerate(settings):
             for j, scheme in enumerate(STALENESS_SCHEMES):
                 for name, run in runs.items():
+                    cell = run.pick((m, s["trace"], j))
                     cells.append(cell_row(s, scheme, mismatch, name, 1.0 if name == "1x" else None,
-                                          target, run, m, j))
+                                          target, cell))
                     if name == "equal_kl":
-                        sorted_times[f"{mismatch} {i} {scheme}"] = np.sort(
-                            run[0][m, s["trace"], j]).tolist()
-    per_seed = {name: run[0] for name, run in runs.items()}
+                        sorted_times[f"{mismatch} {i} {scheme}"] = np.sort(cell.time).tolist()
+    per_seed = {name: run.time for name, run in runs.items()}
     return dict(n_lanes=n_lanes, trainer_lanes=trainer_lanes, B=B, train_time=train_time,
                 sigma=sigma, horizon=horizon, n_seeds=n_seeds, target=target,
                 J_start=staleness_maths.expected_reward(toy.THETA), step=step,
@@ -287,7 +302,6 @@ def paired_cells(d):
 
 # ---------------------------------------------------------------- drawn
 
-NAMES = {"none": "none (stale as on-policy)", "token_tis": "token_tis", "seq_tis": "seq_tis"}
 SETTING_COLORS = ["black", "tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:red"]
 SETTING_STYLES = ["-", "-", "--", ":", "-.", "-"]
 STEP_STYLES = {"equal_kl": ("-", "equal KL per update"), "1x": ("--", "common step 1x"),
@@ -309,10 +323,8 @@ def draw(results, path):
     axes = fig.subplots(len(panels), 4, squeeze=False)
     for row_axes, panel in zip(axes, panels):
         if panel is None:
-            for ax, title in zip(row_axes, ("Seeds at the target: none",
-                                            "Seeds at the target: token_tis",
-                                            "Seeds at the target: seq_tis",
-                                            "Time to the target against k")):
+            for ax, title in zip(row_axes, [f"Seeds at the target: {name}" for name in STORY]
+                                 + ["Time to the target against k"]):
                 placeholder(ax, results["unavailable"][LABEL])
                 ax.set_title(f"{title} (Tasks 2 and 3)", fontsize=10)
             continue
@@ -355,8 +367,8 @@ def reached_panel(ax, c, lanes, mismatch, scheme):
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("simulated time (time units, log scale); dot: the mean time")
     ax.set_ylabel(f"share of seeds with J >= {c['target']:g}")
-    ax.set_title(f"{NAMES[scheme]}, {lanes} lanes, mismatch {mismatch:g}, equal KL per update",
-                 fontsize=10)
+    ax.set_title(f"{SCHEME[scheme].story}, {lanes} lanes, mismatch {mismatch:g}, equal KL per "
+                 "update", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
 
 

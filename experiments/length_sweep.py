@@ -20,10 +20,10 @@ import numpy as np
 
 import grading
 from experiments.options import bounded
-from experiments.part3_mismatch import BATCH_SIZE
 from experiments.part3c_masking import masked_functions
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks, placeholder
-from lab import SCHEMES
+from experiments.settings import DEFAULT_TOY
+from lab import SCHEME_TABLE, SCHEMES
 from lab.input_checks import at_least, at_most, one_of, whole_at_least
 from toy import (BLOCK, D, NOISES, PAIR_GRADS, PERTURBATIONS, SEQUENCES, START, THETA, V,
                  block_diagonal, cosine, estimates_by_pair, pair_sums, sample_responses,
@@ -61,13 +61,15 @@ def arguments(p):
                         "(nats; the mismatch scale that gives it is found exactly)")
 
 
-def work(args):
+def work(settings):
     """Sampled batches of batch_size responses."""
-    return max(1.0, args.batch_size / BATCH_SIZE)
+    return max(1.0, settings.toy.batch_size / DEFAULT_TOY.batch_size)
 
 
-def run(args, results):
-    return length_sweep(grading.load("tis"), args.length_kl, args.batch_size, args.C, args.noise)
+def run(settings, results):
+    t = settings.toy
+    return length_sweep(grading.load("tis"), settings.options.length_kl, t.batch_size, t.C,
+                        t.noise)
 
 
 def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
@@ -431,8 +433,8 @@ def show(s):
 
 
 # The length sweep's schemes in two groups of four, one table each (lines <= 100 characters)
-LENGTH_GROUPS = (("none", "token", "token_tis", "token_mask"),
-                 ("seq", "seq_tis", "seq_mask", "geo_mask"))
+LENGTH_GROUPS = tuple(tuple(s.name for s in SCHEME_TABLE if s.family == family)
+                      for family in ("token", "seq"))
 
 
 def print_length_level(level, s):
@@ -502,12 +504,10 @@ def collapse_text(c):
 
 # The length sweep's panels: the ESS and cosine of the sequence-level schemes, the cosine of
 # the token-level ones (at most four schemes a panel), one row per KL level
-LENGTH_PANELS = (("ess", ("seq", "seq_tis", "seq_mask", "geo_mask"),
-                  "Sequence-level weights: ESS of a batch"),
-                 ("cosine", ("seq", "seq_tis", "seq_mask", "geo_mask"),
-                  "Sequence-level: cosine of the mean estimate"),
-                 ("cosine", ("none", "token", "token_tis", "token_mask"),
-                  "Token-level: cosine of the mean estimate"))
+TOKEN_LEVEL, SEQUENCE_LEVEL = LENGTH_GROUPS
+LENGTH_PANELS = (("ess", SEQUENCE_LEVEL, "Sequence-level weights: ESS of a batch"),
+                 ("cosine", SEQUENCE_LEVEL, "Sequence-level: cosine of the mean estimate"),
+                 ("cosine", TOKEN_LEVEL, "Token-level: cosine of the mean estimate"))
 
 
 def draw(results, path):

@@ -1,54 +1,31 @@
 """Part 2 (Task 2): throughput and lag against the staleness bound k, on the lane simulator.
 
-Its options (--lanes, -B, --steps, --train-time, --sigma) set every simulation of the
-experiments that run Task 2's scheduler; `settings` and `simulation_work` give them.
+Its simulations use the Simulation settings (experiments/settings.py: --lanes, -B, --steps,
+--train-time, --sigma), as every experiment that runs Task 2's scheduler does.
 """
 from collections import Counter
 
 
 import grading
-from experiments.options import bounded
 from experiments.plotting import label_ends, log_ticks
-from scheduler_core import MAX_RESPONSES, MAX_SIGMA
 
 KEY, LABEL, TASK, FLAG = "scheduling", "Part 2", "2", None
 SECONDS = 0.8
 KS = (0, 1, 2, 3, 4, 6, 8)
-DEFAULTS = dict(lanes=16, batch=32, steps=200)  # the options' defaults, for simulation_work
 
 
 def arguments(p):
-    p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=DEFAULTS["lanes"],
-                   help="generation lanes")
-    p.add_argument("-B", "--batch", type=bounded(int, 1), default=DEFAULTS["batch"],
-                   help="B, responses per training batch")
-    p.add_argument("--steps", type=bounded(int, 1), default=DEFAULTS["steps"],
-                   help="training steps per simulated run")
-    p.add_argument("--train-time", type=bounded(float, 0), default=1.0,
-                   help="time units per update; try 3.0, where the trainer is the bottleneck")
-    p.add_argument("--sigma", type=bounded(float, 0, MAX_SIGMA), default=1.25,
-                   help="lognormal shape of response lengths; larger = heavier tail")
+    pass  # its options are the Simulation family's (experiments/settings.py)
 
 
-def settings(args):
-    """simulate's settings from the options."""
-    return dict(n_lanes=args.lanes, B=args.batch, n_steps=args.steps,
-                train_time=args.train_time, sigma=args.sigma)
+def work(settings):
+    return settings.simulation.work()
 
 
-def simulation_work(args):
-    """Times the default's work of a simulation: it keeps B x steps responses."""
-    return max(1.0, args.batch / DEFAULTS["batch"]) * max(1.0, args.steps / DEFAULTS["steps"])
-
-
-def work(args):
-    return simulation_work(args)
-
-
-def run(args, results):
+def run(settings, results):
     scheduler = grading.load("scheduler")
     scheduler.may_start(0, 0, 0, 0, 1)  # Task 2a first: a TODO is named in task order
-    return scheduling_sweep(scheduler, **settings(args))
+    return scheduling_sweep(scheduler, **settings.simulation.simulate())
 
 
 def scheduling_sweep(scheduler, n_lanes, B, ks=KS, n_steps=200, train_time=1.0, sigma=1.25):

@@ -1,38 +1,31 @@
 """Part 3 (Task 3): exact bias, noise and RMSE of the five estimators against the mismatch.
 
-Its options (--noise, --C, --batch-size) set every experiment that runs Task 3's estimators.
+It and every experiment that runs Task 3's estimators use the Toy settings
+(experiments/settings.py: --noise, --C, --batch-size).
 """
 import grading
 import toy
-from experiments.options import bounded
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks
-from lab import SCHEMES
+from lab import SCHEMES, STORY
 
 KEY, LABEL, TASK, FLAG = "mismatch", "Part 3", "3", None
 SECONDS = 1.3
 MISMATCHES = tuple(round(0.1 * i, 1) for i in range(11))  # 0.0, 0.1, ..., 1.0
 LARGE_MISMATCH = 0.6
 BATCH_SIZES = (1, 4, 16, 64, 256)
-BATCH_SIZE = 64  # --batch-size's default
-# The estimators the README's story is about, drawn bold in the bottom row; the others faint.
-STORY = ("none", "token_tis", "seq_tis")
 
 
 def arguments(p):
-    p.add_argument("--noise", choices=toy.NOISES, default="student_t",
-                   help="shape of the inference engine's logit perturbation")
-    p.add_argument("--C", type=bounded(float, 1), default=2.0,
-                   help="truncation level of token_tis and seq_tis")
-    p.add_argument("--batch-size", type=bounded(int, 1, toy.MAX_BATCH_SIZE), default=BATCH_SIZE,
-                   help="responses per gradient estimate in Part 3")
+    pass  # its options are the Toy family's (experiments/settings.py)
 
 
-def work(args):
+def work(settings):
     return 1.0
 
 
-def run(args, results):
-    return mismatch_sweep(grading.load("tis"), args.C, args.batch_size, args.noise)
+def run(settings, results):
+    t = settings.toy
+    return mismatch_sweep(grading.load("tis"), t.C, t.batch_size, t.noise)
 
 
 def mismatch_sweep(tis, C=2.0, batch_size=64, noise="student_t"):

@@ -5,7 +5,7 @@ Drawn on Part 3's panels of rl_systems.png, faint and dashed, once Task 3c is do
 import grading
 import toy
 from experiments.part3_mismatch import LARGE_MISMATCH, MISMATCHES
-from lab import MASK_LEVELS
+from lab import MASKED
 
 KEY, LABEL, TASK, FLAG = "masking", "Masking", "3c", None
 SECONDS = 0.9
@@ -15,12 +15,12 @@ def arguments(p):
     pass
 
 
-def work(args):
+def work(settings):
     return 1.0
 
 
-def run(args, results):
-    return masked_sweep(grading.load("tis"), args.batch_size, args.noise)
+def run(settings, results):
+    return masked_sweep(grading.load("tis"), settings.toy.batch_size, settings.toy.noise)
 
 
 def masked_functions(tis, low=0.5, high=2.0):
@@ -33,7 +33,7 @@ def masked_functions(tis, low=0.5, high=2.0):
     def level_weights(level):
         return lambda logp_train, logp_infer, scheme=None, C=None: tis.masked_weights(
             logp_train, logp_infer, level, low, high)
-    return {f"{level}_mask": level_weights(level) for level in MASK_LEVELS}
+    return {name: level_weights(level) for level, name in MASKED.items()}
 
 
 def masked_sweep(tis, batch_size=64, noise="student_t", low=0.5, high=2.0):

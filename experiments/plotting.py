@@ -6,17 +6,12 @@ pyplot: a figure saved to a file needs no window, and no pyplot (0.1 s to import
 """
 import math
 
+from lab import SCHEME_TABLE
 
-COLORS = {"none": "black", "token": "tab:blue", "token_tis": "tab:green", "seq": "tab:red",
-          "seq_tis": "tab:orange", "token_mask": "tab:cyan", "seq_mask": "tab:pink",
-          "geo_mask": "tab:olive"}
-# A marker per scheme too, so lines of close colours (or printed in grey) stay apart.
-MARKERS = {"none": "o", "token": "s", "token_tis": "^", "seq": "D", "seq_tis": "v",
-           "token_mask": "P", "seq_mask": "X", "geo_mask": "*"}
-# The code's names (the README gives their long forms once); the masks add their task.
-LABELS = {"none": "none", "token": "token", "token_tis": "token_tis", "seq": "seq",
-          "seq_tis": "seq_tis", "token_mask": "token_mask (3c)", "seq_mask": "seq_mask (3c)",
-          "geo_mask": "geo_mask (3c)"}
+# Each scheme's colour, marker and label, by name, from lab's SCHEME_TABLE.
+COLORS = {s.name: s.color for s in SCHEME_TABLE}
+MARKERS = {s.name: s.marker for s in SCHEME_TABLE}
+LABELS = {s.name: s.label for s in SCHEME_TABLE}
 
 
 def placeholder(ax, text):

@@ -26,18 +26,19 @@ def arguments(p):
                         "down, the published numbers (docs/gpu-model.md); all: the three presets")
 
 
-def names(args):
-    return list(PRESETS) if args.preset == "all" else [args.preset]
+def names(settings):
+    preset = settings.options.preset
+    return list(PRESETS) if preset == "all" else [preset]
 
 
-def work(args):
-    return len(names(args))
+def work(settings):
+    return len(names(settings))
 
 
-def run(args, results):
+def run(settings, results):
     """{preset: its comparison}, for each preset asked for."""
     return {name: gpu_comparison(grading.load("scheduler"), grading.load("memory"), name)
-            for name in names(args)}
+            for name in names(settings)}
 
 
 def show(runs):
@@ -54,8 +55,9 @@ def show_preset(g):
         f"length {g['mean_len']:,.0f} (sigma {g['sigma']:.2f}), {g['slots']} responses per "
         f"engine at most; {g['n_steps']} batches")
     say(f"  set from a published number: {g['set_number']}")
-    for what, model, target, ratio in g["set"]:
-        print(f"    given back: {what} {model:,.2f} against {target:,.2f} ({ratio:.3f})")
+    for row in g["set"]:  # GivenBack
+        print(f"    given back: {row.what} {row.model:,.2f} against {row.target:,.2f} "
+              f"({row.ratio:.3f})")
     print(f"  {'walk down (cumulative)':<44}{'sync s':>9}{'sync h':>8}{'async s':>9}"
           f"{'async h':>8}")
     for w in g["walk"]:
@@ -65,12 +67,12 @@ def show_preset(g):
           f"{g['published']['async_hours']:>8.2f}")
     print(f"  {'held out':<40}{'bound':>9}{'predicted':>10}{'published':>10}{'ratio':>7}"
           f"{'residual':>10}")
-    for what, predicted, published, ratio, bound, same in g["held_out"]:
-        b = "" if bound is None else f"{bound:.2f}"
-        note = f"  (= {same})" if same and same != "derived" else (
-            "  (derived)" if same else "")
-        print(f"  {what:<40}{b:>9}{predicted:>10.2f}{published:>10.2f}{ratio:>7.2f}"
-              f"{published - predicted:>+10.2f}{note}")
+    for row in g["held_out"]:  # HeldOut
+        b = "" if row.bound is None else f"{row.bound:.2f}"
+        note = f"  (= {row.same})" if row.same and row.same != "derived" else (
+            "  (derived)" if row.same else "")
+        print(f"  {row.what:<40}{b:>9}{row.predicted:>10.2f}{row.published:>10.2f}"
+              f"{row.ratio:>7.2f}{row.published - row.predicted:>+10.2f}{note}")
     say(f"  the residual (published - predicted) is what the walk leaves unpriced; likeliest: "
         f"{g['residual_causes']}")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
@@ -208,14 +210,8 @@ def phase_panel(g, ax):
 
 
 def published_scaling(g):
-    """The README's numbers for each row of g['scaling'], from the held-out list and the
-    set number."""
-    table = {row[0]: row[2] for row in g["held_out"]}
-    rows = []
-    for r in g["scaling"]:
-        if r["mode"] == "colocated":
-            prefix = f"colocated {r['gpus']}: "
-            rows.append({key: table[f"{prefix}{key} s"] for key, _ in PHASES})
-        else:
-            rows.append(dict(step=table[f"{r['mode']}: step s"]))
-    return rows
+    """The README's numbers for each row of g['scaling'], read from the preset's published
+    tables: colocated rows by their GPUs, g:g rows by their g generating GPUs (half)."""
+    colocated, asynchronous = PRESETS[g["preset"]].scaling
+    return [colocated[r["gpus"]] if r["mode"] == "colocated" else asynchronous[r["gpus"] // 2]
+            for r in g["scaling"]]

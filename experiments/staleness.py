@@ -10,16 +10,16 @@ import grading
 import toy
 from experiments import staleness_maths
 from experiments.options import bounded
-from experiments.part2_scheduling import simulation_work
 from experiments.printing import row_name, say
 from experiments.staleness_maths import TARGET_KL
 from experiments.plotting import COLORS, placeholder
+from lab import SCHEME, STORY
 
 KEY, LABEL, TASK, FLAG = "staleness", "Staleness", "3", "staleness"
 SECONDS = 5.0
 NEEDS = "scheduling"  # it trains on Part 2's traces: run.py checks Part 2 ran first
 STALENESS_KS = (0, 1, 2, 4, 8)  # the staleness table's k, then k = 1 with drop_stale
-STALENESS_SCHEMES = ("none", "token_tis", "seq_tis")
+STALENESS_SCHEMES = STORY  # the schemes of the README's story (lab's SCHEME_TABLE)
 
 
 def arguments(p):
@@ -32,27 +32,29 @@ def arguments(p):
                    help="Part 3's engine mismatch on top of the lag, for --staleness")
 
 
-def work(args):
-    return simulation_work(args)
+def work(settings):
+    return settings.simulation.work()
 
 
-def run(args, results):
-    return staleness_sweep(grading.load("scheduler"), grading.load("tis"), args.lanes,
-                           args.batch, n_steps=args.steps, train_time=args.train_time,
-                           sigma=args.sigma, kl=args.staleness_kl,
-                           mismatch=args.staleness_mismatch, C=args.C, noise=args.noise)
+def run(settings, results):
+    mine = settings.options
+    return staleness_sweep(grading.load("scheduler"), grading.load("tis"), settings.simulation,
+                           settings.toy, kl=mine.staleness_kl, mismatch=mine.staleness_mismatch)
 
 
-def staleness_sweep(scheduler, tis, n_lanes, B, ks=STALENESS_KS, n_steps=200, train_time=1.0,
-                    sigma=1.25, kl=TARGET_KL, mismatch=0.0, C=2.0, noise="student_t",
-                    n_batches=staleness_maths.ONE_STEP_BATCHES):
+def staleness_sweep(scheduler, tis, simulation, toy_settings, ks=STALENESS_KS, kl=TARGET_KL,
+                    mismatch=0.0, n_batches=staleness_maths.ONE_STEP_BATCHES):
     """What each k's lag costs the gradient (staleness_maths.py), from Task 2's `scheduler`
     (the lag of every trained response, batch by batch) and Task 3's `tis` (the weights
     that correct it). One row per k in ks, then k = 1 with drop_stale; per row and scheme
     the bias, variance, RMSE and cosine of the batch estimate at version v, and the
     expected gain of J per update and per time unit (gain per update x updates per time
     unit, throughput / B: a dropped response costs its time and trains nothing), to second
-    order and exactly (Monte Carlo over n_batches batches, staleness_maths.exact_gain_stats)."""
+    order and exactly (Monte Carlo over n_batches batches, staleness_maths.exact_gain_stats);
+    the simulations at `simulation`, the estimators at toy_settings' C and noise."""
+    n_lanes, B, n_steps = simulation.lanes, simulation.batch, simulation.steps
+    sigma, train_time = simulation.sigma, simulation.train_time
+    C, noise = toy_settings.C, toy_settings.noise
     settings = [(k, False) for k in ks] + [(1, True)]
     runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
                                sigma=sigma, drop_stale=drop) for k, drop in settings]
@@ -165,7 +167,7 @@ def staleness_panels(s, ax_error, ax_gain, ax_ratio):
     ks = [row["k"] for row in kept]
     sync = s["rows"][0]["schemes"]
     for scheme in s["schemes"]:
-        label, color = STALENESS_LABELS[scheme], COLORS[scheme]
+        label, color = SCHEME[scheme].story, COLORS[scheme]
         for key, style in (("rmse", "o-"), ("bias", "s--")):
             ax_error.plot(ks, [row["schemes"][scheme][key] for row in kept], style, color=color,
                           label=f"{label}: {key}")
@@ -204,5 +206,4 @@ def staleness_panels(s, ax_error, ax_gain, ax_ratio):
                          f"engine mismatch {s['mismatch']}", fontsize=8, title_fontsize=8,
                    loc="lower right", ncol=2)
     ax_ratio.legend(fontsize=8, loc="lower right")
-STALENESS_LABELS = {"none": "none (stale as on-policy)", "token_tis": "token_tis",
-                    "seq_tis": "seq_tis"}
+

@@ -13,7 +13,6 @@ from experiments import staleness_maths, training
 from experiments.learning_curves import (LEARNING_MISMATCHES, LEARNING_SEED, LEARNING_TARGET,
                                          TRAINER_LANES, cell_row, learning_settings, mean_se,
                                          rows_key, set_up_tables, time_cell, train_cells)
-from experiments.part2_scheduling import simulation_work
 from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
 from experiments.staleness import STALENESS_SCHEMES
@@ -32,50 +31,54 @@ def arguments(p):
                         "common steps, each at its best (fewer seeds)")
 
 
-def work(args):
-    return simulation_work(args)
+def work(settings):
+    return settings.simulation.work()
 
 
-def run(args, results):
-    return step_grid(grading.load("scheduler"), grading.load("tis"), args.lanes, args.batch,
-                     train_time=args.train_time, sigma=args.sigma, C=args.C, noise=args.noise)
+def run(settings, results):
+    return step_grid(grading.load("scheduler"), grading.load("tis"), settings.simulation,
+                     settings.toy)
 
 
-def step_grid(scheduler, tis, n_lanes=16, B=32, train_time=1.0, sigma=1.25,
-              trainer_lanes=TRAINER_LANES, lanes=(TRAINER_LANES,), horizon=GRID_HORIZON,
-              n_seeds=GRID_SEEDS, target=LEARNING_TARGET, mismatches=LEARNING_MISMATCHES,
-              scales=GRID_SCALES, C=2.0, noise="student_t"):
+def step_grid(scheduler, tis, simulation, toy_settings, lanes=(TRAINER_LANES,)):
     """The step sensitivity of learning_curves: every cell (set-up, setting, scheme,
     mismatch; the set-ups of `lanes`, by default the trainer-bound one) at step
-    scale x staleness_maths.step_for_kl(TARGET_KL) for every update, for scales from `scales`,
-    the grid growing (training.best_step) until every cell's least mean time to target has
-    a larger one on both sides; n_seeds seeds (the first of learning_curves' draws).
-    Returns each cell's times at every scale and its best scale, as rows like
+    scale x staleness_maths.step_for_kl(TARGET_KL) for every update, for scales from
+    GRID_SCALES, the grid growing (training.best_step) until every cell's least mean time to
+    target has a larger one on both sides; GRID_SEEDS seeds (the first of learning_curves'
+    draws), GRID_HORIZON updates; simulation's B, train_time and sigma, toy_settings' C and
+    noise. Returns each cell's times at every scale and its best scale, as rows like
     learning_curves' (step = the best scale)."""
-    settings, tags, times = learning_settings(scheduler, lanes, B, horizon, train_time, sigma)
+    n_lanes, trainer_lanes, B = simulation.lanes, TRAINER_LANES, simulation.batch
+    horizon, n_seeds, target = GRID_HORIZON, GRID_SEEDS, LEARNING_TARGET
+    mismatches, scales = LEARNING_MISMATCHES, GRID_SCALES
+    how = training.Training(toy_settings.C, toy_settings.noise, target)
+    settings, tags, times = learning_settings(scheduler, lanes, B, horizon,
+                                              simulation.train_time, simulation.sigma)
     step = staleness_maths.step_for_kl(staleness_maths.TARGET_KL)
     draws = np.random.default_rng(LEARNING_SEED).random((n_seeds, horizon, B, toy.T))
     runs = {}
 
     def evaluate(new):  # every new scale in one pass
         out = train_cells(tis, tags, times, [step * scale for scale in new], draws,
-                          mismatches, target, C, noise)
+                          mismatches, how)
         for i, scale in enumerate(new):
-            runs[scale] = tuple(x[i] for x in out)
-        return [runs[scale][0].mean(axis=-1).ravel() for scale in new]
+            runs[scale] = out.pick(i)
+        return [runs[scale].time.mean(axis=-1).ravel() for scale in new]
 
     grid, means, best = training.best_step(evaluate, scales)
-    best = best.reshape(runs[grid[0]][0].shape[:-1])
+    best = best.reshape(runs[grid[0]].time.shape[:-1])
     cells = []
     for m, mismatch in enumerate(mismatches):
         for s in settings:
             for j, scheme in enumerate(STALENESS_SCHEMES):
-                b = grid[best[m, s["trace"], j]]
+                cell = (m, s["trace"], j)
+                b = grid[best[cell]]
+                at = {g: runs[g].pick(cell) for g in grid}
                 cells.append(dict(cell_row(s, scheme, mismatch, float(b), float(b), target,
-                                           runs[b], m, j),
-                                  grid=[dict(scale=float(g),
-                                             **mean_se(runs[g][0][m, s["trace"], j]),
-                                             reached=int(runs[g][1][m, s["trace"], j].sum()))
+                                           at[b]),
+                                  grid=[dict(scale=float(g), **mean_se(at[g].time),
+                                             reached=int(at[g].reached.sum()))
                                         for g in grid]))
     return dict(n_lanes=n_lanes, trainer_lanes=trainer_lanes, B=B, horizon=horizon,
                 n_seeds=n_seeds, target=target, step=step, scales=[float(g) for g in grid],

@@ -18,6 +18,7 @@ from experiments.model_shapes import MODELS, ROUND_7B
 from experiments.part1_memory import lanes_per_gpu
 from experiments.part2_scheduling import lag_counts, scheduling_sweep
 from experiments.learning_curves import train_cells
+from experiments.settings import Simulation, Toy
 from experiments.staleness import STALENESS_SCHEMES, staleness_sweep
 from experiments.timeline import timeline
 from scheduler_core import SchedulerError, lognormal_lengths, run_simulation
@@ -182,8 +183,8 @@ def test_lag_counts_count_each_trained_lag():
 
 
 def test_equal_hardware_compares_on_the_same_gpus():
-    e = equal_hardware(NewestFirst, MEMORY, gpus=6, lanes_per_gpu=2, train_work=3.0,
-                       k=1, B=16, n_steps=5)
+    e = equal_hardware(NewestFirst, MEMORY, Simulation(batch=16, steps=5), gpus=6,
+                       lanes_per_gpu=2, train_work=3.0, k=1)
     sync = NewestFirst.simulate(12, 16, 0, n_steps=5, train_time=3.0 / 6)
     assert e["sync_throughput"] == sync["throughput"], "sync is k = 0 on all G GPUs' lanes"
     assert [s["gen_gpus"] for s in e["splits"]] == [1, 2, 3, 4, 5]
@@ -200,7 +201,7 @@ def test_lanes_per_gpu_is_the_kv_cache_beside_the_weights():
 
 
 def test_timeline_shares_one_window():
-    t = timeline(NewestFirst, 16, 32, n_steps=12)  # k = 1 still runs past the window
+    t = timeline(NewestFirst, Simulation(16, 32, 12))  # k = 1 still runs past the window
     k0, k1 = t["runs"]
     assert t["window"] == k0["updates"][3][1] and len(k0["updates"]) == 4
     assert k1["busy"] > 2 * k0["busy"], "asynchrony fills the idle lane time"
@@ -269,7 +270,8 @@ def test_staleness_hessian_matches_finite_differences(hessian):
 
 
 def test_staleness_with_all_lags_0_is_on_policy():
-    s = staleness_sweep(NewestFirst, STAND_IN_TIS, 16, 32, ks=(0,), n_steps=4, n_batches=10)
+    s = staleness_sweep(NewestFirst, STAND_IN_TIS, Simulation(16, 32, 4), Toy(), ks=(0,),
+                        n_batches=10)
     row = s["rows"][0]
     assert row["k"] == 0 and row["max_lag"] == 0
     for scheme, stats in row["schemes"].items():
@@ -397,8 +399,8 @@ def test_training_is_deterministic_for_a_fixed_seed():
     # a run stopped at its target (after 1 update at least) was the same run until then
     # (to rounding: its blocks of pg_estimate calls hold other runs)
     stopped = training.train(STAND_IN_TIS.importance_weights, STAND_IN_TIS.pg_estimate, tags,
-                             ("none", "seq_tis"), (2.0, 4.0), draws, 0.6, target=0.25,
-                             n_always=1)
+                             ("none", "seq_tis"), (2.0, 4.0), draws, 0.6,
+                             training.Training(target=0.25, n_always=1))
     kept = np.isfinite(stopped)
     assert np.allclose(stopped[kept], runs[0][kept], rtol=1e-12) and not kept.all()
 
@@ -436,7 +438,7 @@ def test_a_seed_that_never_reaches_the_target_counts_at_its_last_update():
     draws = np.random.default_rng(8).random((3, 3, 4, toy.T))
     clock = np.array([[0.0, 1.5, 2.5, 4.0]])
     time, reached, kl, steps, last_J = (x[0] for x in train_cells(
-        STAND_IN_TIS, tags, clock, [5.0], draws, [0.0], 0.99, 2.0, "student_t"))
+        STAND_IN_TIS, tags, clock, [5.0], draws, [0.0], training.Training(target=0.99)))
     assert (time == 4.0).all() and not reached.any()
     assert np.allclose(last_J, training.train(STAND_IN_TIS.importance_weights,
                                               STAND_IN_TIS.pg_estimate, tags, STALENESS_SCHEMES,

@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from gpu_core import Linear, Step, run_gpu_simulation, steps_before, steps_time
-from experiments.gpu_model import (SYNC, costs, gpu_comparison, lengths, mean_len, memgap_reread,
-                                   run, sync_walked, walk_costs)
+from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation, steps_before, steps_time
+from experiments.gpu_model import (SYNC, GpuRun, costs, gpu_comparison, lengths, mean_len,
+                                   memgap_reread, run, sync_walked, walk_costs)
 from experiments.gpu_sources import (AREAL_MEAN_LEN, CHECKPOINT_EVERY, INPUT_EMBEDDING, MATH_7B,
                                      MFU, PRESETS, PROMPT_TOKENS, R1_15B, STEP_OVERHEAD,
                                      VERL_ASYNC_UPDATE, Costs, Trainer, capped_moment, context,
@@ -28,9 +28,16 @@ def task_2():
     return SCHEDULER.may_start, SCHEDULER.take_batch
 
 
+def gpu_run(n_engines, S, B, k, n_steps, group_size, step, train, lengths, may_start,
+            take_batch, **options):
+    """run_gpu_simulation with its settings written out in order, as the tests give them."""
+    settings = GpuSettings(n_engines, S, B, k, n_steps, group_size, step, train, **options)
+    return run_gpu_simulation(settings, lengths, may_start, take_batch)
+
+
 def simulate(lengths, S=2, B=2, k=0, n_steps=1, step=Step(1.0, 0.5), train=Linear(0.0, 0.1),
              **options):
-    return run_gpu_simulation(1, S, B, k, n_steps, 1, step, train, iter(lengths), *task_2(),
+    return gpu_run(1, S, B, k, n_steps, 1, step, train, iter(lengths), *task_2(),
                               **options)
 
 
@@ -109,7 +116,7 @@ def test_gpu_model_is_the_lane_model_in_the_degenerate_case(k, drop_stale, oldes
     lengths = np.ceil(np.random.default_rng(5).lognormal(1.0, 1.25, 5000)).astype(int).tolist()
     admit, take = task_2() if oldest else (SCHEDULER.may_start, newest_first)
     lanes = run_simulation(6, 4, k, 10, 7.0, iter(map(float, lengths)), admit, take, drop_stale)
-    gpus = run_gpu_simulation(6, 1, 4, k, 10, 1, Step(1.0, 0.0), Linear(7.0, 0.0),
+    gpus = gpu_run(6, 1, 4, k, 10, 1, Step(1.0, 0.0), Linear(7.0, 0.0),
                               iter(lengths), admit, take, drop_stale=drop_stale)
     assert gpus["time"] == lanes["time"] and gpus["updates"] == lanes["updates"]
     n = len(gpus["groups"])
@@ -126,17 +133,17 @@ def test_gpu_groups_finish_with_their_last_response_and_filtering_frees_their_pl
     filter_p = 0.5 a group of 4 is discarded with probability 2 / 16, and each discarded
     group is replaced. At filter_p 0 or 1 every group would be, so it is refused."""
     lengths = itertools.cycle([1, 5, 2, 3])
-    run = run_gpu_simulation(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0), lengths,
+    run = gpu_run(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0), lengths,
                              *task_2())
     assert [g["end"] for g in run["groups"]] == [5.0, 10.0, 15.0]
     assert [g["tokens"] for g in run["groups"]] == [11] * 3
-    half = run_gpu_simulation(2, 2, 1, 0, 20, 4, Step(1.0, 0.0), Linear(0.0, 0.0),
+    half = gpu_run(2, 2, 1, 0, 20, 4, Step(1.0, 0.0), Linear(0.0, 0.0),
                               itertools.cycle([1, 5, 2, 3]), *task_2(), filter_p=0.5)
     dropped = sum(g["dropped"] for g in half["groups"])
     assert dropped > 0 and len(half["groups"]) == 20 + dropped
     for p in (0.0, 1.0):
         with pytest.raises(ValueError, match="filter_p must be"):
-            run_gpu_simulation(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0),
+            gpu_run(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0),
                                itertools.cycle([1]), *task_2(), filter_p=p)
 
 
@@ -155,13 +162,13 @@ def test_gpu_cap_limits_the_groups_in_flight():
             peak = max(peak, level)
         return peak
 
-    capped = run_gpu_simulation(3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths,
+    capped = gpu_run(3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths,
                                 *task_2(), max_running=2)
-    free = run_gpu_simulation(3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0),
+    free = gpu_run(3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0),
                               itertools.cycle([1, 7, 3, 2, 9, 4]), *task_2())
     assert most_in_flight(capped) == 2 and most_in_flight(free) > 2
     with pytest.raises(ValueError, match="max_running must be"):
-        run_gpu_simulation(3, 4, 1, 3, 2, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths,
+        gpu_run(3, 4, 1, 3, 2, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths,
                            *task_2(), max_running=0)
 
 
@@ -169,15 +176,15 @@ def test_gpu_pinning_sends_a_group_to_one_engine_round_robin():
     """pin=True (AReaL's gserver manager): all 4 responses of a group on one engine, the
     engines taken in turn 0, 1, 2, 0, ... while each has room; unpinned, a group of 4
     spreads over the least-loaded engines."""
-    pinned = run_gpu_simulation(3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
+    pinned = gpu_run(3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
                                 itertools.cycle([3, 1, 2, 5]), *task_2(), pin=True)
     assert all(len(g["engines"]) == 1 for g in pinned["groups"])
     assert [g["engines"][0] for g in pinned["groups"][:6]] == [0, 1, 2, 0, 1, 2]
-    spread = run_gpu_simulation(3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
+    spread = gpu_run(3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
                                 itertools.cycle([3, 1, 2, 5]), *task_2())
     assert len(spread["groups"][0]["engines"]) == 3
     with pytest.raises(ValueError, match="group_size must be at most S"):
-        run_gpu_simulation(3, 2, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
+        gpu_run(3, 2, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
                            itertools.cycle([1]), *task_2(), pin=True)
 
 
@@ -326,14 +333,16 @@ def test_gpu_walk_costs_change_the_step_by_their_stated_amount(monkeypatch):
     monkeypatch.setitem(PRESETS, "small", p)
     gpus = (p.gen_gpus, p.gpus - p.gen_gpus)
     decode = Costs(overhead=STEP_OVERHEAD)
-    base, _ = run(SCHEDULER, MEMORY, p, *gpus, 0, p.sync_trainer, decode, **SYNC)
+    base, _ = run(SCHEDULER, MEMORY, GpuRun(p, *gpus, 0, p.sync_trainer, decode,
+                                                          **SYNC))
     train0 = base["train_seconds"]
     for change, added in ((dict(save=3.0), 3.0), (dict(reload=2.0), 2.0),
                           (dict(poll=2.5), 2.5), (dict(reward=10.0), 10.0),
                           (dict(efficiency=0.5), train0)):
         c = decode._replace(**change)
         walked = sync_walked(MEMORY, p, gpus, base, decode, c)
-        full, _ = run(SCHEDULER, MEMORY, p, *gpus, 0, p.sync_trainer, c, **SYNC)
+        full, _ = run(SCHEDULER, MEMORY, GpuRun(p, *gpus, 0, p.sync_trainer, c,
+                                                              **SYNC))
         assert walked["seconds"] - base["seconds"] == pytest.approx(added)
         assert full["seconds"] == pytest.approx(walked["seconds"])
     c = decode._replace(checkpoint=60.0)

@@ -1,7 +1,6 @@
 """--timeline (Task 2): what every lane did over time, at k = 0 and k = 1."""
 
 import grading
-from experiments.part2_scheduling import settings, simulation_work
 from experiments.printing import say
 from experiments.plotting import placeholder
 from scheduler_core import assign_lanes
@@ -15,24 +14,27 @@ def arguments(p):
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
 
 
-def work(args):
-    return simulation_work(args)
+def work(settings):
+    return settings.simulation.work()
 
 
-def run(args, results):
-    return timeline(grading.load("scheduler"), drop_stale=args.drop_stale, **settings(args))
+def run(settings, results):
+    # with --drop-stale the lanes drop stale responses too: its experiment comes earlier in
+    # REGISTRY, and run.py gives an experiment asked for its key in results before it runs
+    return timeline(grading.load("scheduler"), settings.simulation,
+                    drop_stale="drop_stale" in results)
 
 
-def timeline(scheduler, n_lanes, B, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
-             ks=(0, 1), n_updates=4):
+def timeline(scheduler, simulation, drop_stale=False, ks=(0, 1), n_updates=4):
     """What every lane did, for k in ks (ks[0] must be 0), over the same window: from 0 to
     the end of the k = 0 run's n_updates-th update.
 
     Each response started in the window gets a lane (scheduler_core.assign_lanes);
     busy = lane-time spent generating within the window / (n_lanes * window).
     """
-    runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time,
-                               sigma=sigma, drop_stale=drop_stale) for k in ks]
+    n_lanes, B, n_steps = simulation.lanes, simulation.batch, simulation.steps
+    runs = [scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=simulation.train_time,
+                               sigma=simulation.sigma, drop_stale=drop_stale) for k in ks]
     window = runs[0]["updates"][min(n_updates, n_steps) - 1][1]
     panels = []
     for k, r in zip(ks, runs):
@@ -42,7 +44,8 @@ def timeline(scheduler, n_lanes, B, n_steps=200, train_time=1.0, sigma=1.25, dro
                           dropped=s["dropped"]) for s, lane in zip(shown, assign_lanes(shown))]
         panels.append(dict(k=k, busy=busy / (n_lanes * window), responses=responses,
                            updates=[u for u in r["updates"] if u[0] < window]))
-    return dict(n_lanes=n_lanes, B=B, sigma=sigma, train_time=train_time, drop_stale=drop_stale,
+    return dict(n_lanes=n_lanes, B=B, sigma=simulation.sigma, train_time=simulation.train_time,
+                drop_stale=drop_stale,
                 n_updates=n_updates, window=window, runs=panels)
 
 

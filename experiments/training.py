@@ -29,6 +29,7 @@ update moves the policy (update_kls), the measure by which learning_curves gives
 scheme the same movement per update.
 """
 import inspect
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -171,23 +172,41 @@ def kl_steps(thetas, directions, kl, iterations=30, rtol=1e-9):
     return s
 
 
-def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch=0.0, C=2.0,
-          noise="student_t", target=None, n_always=0, with_kl=False, kl_per_update=None):
+@dataclass(frozen=True)
+class Training:
+    """How train trains the toy (beyond what it trains on).
+
+    C, noise: the truncation level of the TIS schemes and the engine's logit noise (the Toy
+    settings' --C and --noise). With a target, a run stops once its J >= target and it has
+    made n_always updates. With kl_per_update (one number, or one per step, NaN for "not
+    controlled"), a KL-controlled step: every update's step is set (kl_steps) so that it
+    moves the policy by exactly that many nats per token, in place of the step size of
+    `steps`. with_kl: train also returns the KL and the step used.
+    """
+    C: float = 2.0
+    noise: str = "student_t"
+    target: float | None = None
+    n_always: int = 0
+    kl_per_update: object = None  # None, a number, or a sequence of them (one per step)
+    with_kl: bool = False
+
+
+def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch=0.0,
+          how=Training()):
     """Train the toy from toy.THETA in every combination at once; return J after each update.
 
     tags (n_settings, n_updates, B): the batches of each setting's simulate trace (from
     batch_tags); schemes: Task 3a scheme names; steps: step sizes; draws (n_seeds,
     n_updates, B, T) uniforms, one set per seed, shared by every setting, scheme and step;
-    mismatch: the engine mismatch, one number or one per setting (n_settings,).
-    With a target, a run stops once its J >= target and it has made n_always updates.
+    mismatch: the engine mismatch, one number or one per setting (n_settings,); how: the
+    Training (C, noise, target, KL control).
     Returns J (n_settings, n_schemes, n_steps, n_seeds, n_updates + 1), exact, with
     J[..., 0] = J(THETA) and J[..., u + 1] the J of version u + 1 (NaN once stopped).
-    With kl_per_update (one number, or one per step, NaN for "not controlled"), a
-    KL-controlled step: every update's step is set (kl_steps) so that it moves the policy by
-    exactly that many nats per token, in place of the step size of `steps`.
-    with_kl: also KL and the step used, each (..., n_updates): update_kls(version u,
+    With how.with_kl also KL and the step used, each (..., n_updates): update_kls(version u,
     version u + 1) and u's step (NaN once stopped).
     """
+    C, noise, target, n_always = how.C, how.noise, how.target, how.n_always
+    with_kl, kl_per_update = how.with_kl, how.kl_per_update
     n_settings, n_updates, B = tags.shape
     shape = (n_settings, len(schemes), len(steps), len(draws))
     setting, scheme, step, seed = (axis.ravel() for axis in np.indices(shape))
@@ -228,13 +247,8 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
         logp_sampler = sampler_logp.reshape(-1)[slots[..., None] * (R * (V + 1) * V) + at_run]
         logp_train = log_softmax_rows(here)[np.arange(len(runs))[:, None, None], previous,
                                             tokens]  # version u trains
-        weights = np.empty(tokens.shape)
-        for i, name in enumerate(schemes):
-            mine = scheme[runs] == i
-            if mine.any():
-                w = importance_weights(logp_train[mine].reshape(-1, T),
-                                       logp_sampler[mine].reshape(-1, T), name, C)
-                weights[mine] = np.asarray(w, dtype=float).reshape(-1, B, T)
+        weights = scheme_weights(importance_weights, schemes, scheme[runs], logp_train,
+                                 logp_sampler, C)
         rewards = toy.reward(tokens.reshape(-1, T)).reshape(len(runs), B)
         g = batch_estimates(pg_estimate, here, rewards, tokens, previous, weights)
         g = g.reshape(-1, V + 1, V)
@@ -250,6 +264,20 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     if with_kl:
         return J, KL.reshape(*shape, n_updates), used.reshape(*shape, n_updates)
     return J
+
+
+def scheme_weights(importance_weights, schemes, scheme_of_run, logp_train, logp_sampler, C):
+    """The importance weights of every run's batch (r, B, T), each run's from its scheme:
+    one call of importance_weights per scheme, on the batches of the runs that use it."""
+    weights = np.empty(logp_train.shape)
+    B = logp_train.shape[1]
+    for i, name in enumerate(schemes):
+        mine = scheme_of_run == i
+        if mine.any():
+            w = importance_weights(logp_train[mine].reshape(-1, T),
+                                   logp_sampler[mine].reshape(-1, T), name, C)
+            weights[mine] = np.asarray(w, dtype=float).reshape(-1, B, T)
+    return weights
 
 
 def time_to_target(J, times, target):

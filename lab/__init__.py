@@ -1,5 +1,6 @@
 """The facts every file of the lab shares (given): the tasks and their points, the student
-modules, Task 3's schemes, the GPU's size. Written here once; everything else imports them.
+modules, Task 3's schemes (SCHEME_TABLE), the GPU's size. Written here once; everything else
+imports them.
 This module imports nothing of the lab's, so that any file may import it.
 """
 import re
@@ -37,10 +38,40 @@ USES = {"2": ("2a", "2b"), "3": ("3a", "3b"), "3c": ("3b",)}
 # Task 2's two functions): an error inside one is reported at the student's line that called it.
 GIVEN_FUNCTIONS = {"scheduler": ("simulate",)}
 
-# The weighting schemes of Task 3, in the order tables and the figure show them.
-SCHEMES = ("none", "token", "token_tis", "seq", "seq_tis")
-# Task 3c's masking levels; tables and the figure show level "seq" as the scheme "seq_mask".
-MASK_LEVELS = ("token", "seq", "geo")
+
+class Scheme(NamedTuple):
+    """One weighting scheme of Task 3: everything the lab says about it, in one row."""
+    name: str       # its name in tables, figures and the JSON
+    task: str       # the task whose function computes it
+    argument: str   # what that function takes to compute it (scheme, or level for 3c)
+    label: str      # how figures name it
+    color: str      # its colour in every figure
+    marker: str     # its marker too, so lines of close colours (or printed in grey) stay apart
+    family: str     # "token" or "seq": the length sweep's group (weights per token or per response)
+    story: str = ""  # its line in the README's story (Part 3 draws these bold; --staleness and
+                     # --learning-curves train them), or "" if it is not in the story
+
+
+# Task 3's schemes, in the order tables and figures show them. Adding a scheme is a row here
+# plus its maths in the student file and the reference.
+SCHEME_TABLE = (
+    Scheme("none", "3a", "none", "none", "black", "o", "token", "none (stale as on-policy)"),
+    Scheme("token", "3a", "token", "token", "tab:blue", "s", "token"),
+    Scheme("token_tis", "3a", "token_tis", "token_tis", "tab:green", "^", "token", "token_tis"),
+    Scheme("seq", "3a", "seq", "seq", "tab:red", "D", "seq"),
+    Scheme("seq_tis", "3a", "seq_tis", "seq_tis", "tab:orange", "v", "seq", "seq_tis"),
+    Scheme("token_mask", "3c", "token", "token_mask (3c)", "tab:cyan", "P", "token"),
+    Scheme("seq_mask", "3c", "seq", "seq_mask (3c)", "tab:pink", "X", "seq"),
+    Scheme("geo_mask", "3c", "geo", "geo_mask (3c)", "tab:olive", "*", "seq"),
+)
+SCHEME = {scheme.name: scheme for scheme in SCHEME_TABLE}
+# importance_weights' schemes (Task 3a)
+SCHEMES = tuple(s.name for s in SCHEME_TABLE if s.task == "3a")
+# masked_weights' levels (Task 3c), and the scheme each is shown as
+MASKED = {s.argument: s.name for s in SCHEME_TABLE if s.task == "3c"}
+MASK_LEVELS = tuple(MASKED)
+# the README's story: the schemes drawn bold, and trained by --staleness and --learning-curves
+STORY = tuple(s.name for s in SCHEME_TABLE if s.story)
 
 GPU_GB = 80  # memory of one H100 (or A100 80GB), in GB = 10**9 bytes
 

@@ -80,3 +80,45 @@ def test_no_module_is_too_long():
             if not path.name.startswith("test_")
             and (n := len(path.read_text().splitlines())) > MAX_LINES]
     assert not long, f"over {MAX_LINES} lines: " + ", ".join(long)
+
+
+def options_read(source):
+    """The options an experiment module reads, as (line, name): X in `settings.options.X`,
+    or in `mine.X` after `mine = settings.options`."""
+    tree = ast.parse(source)
+    aliases = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and isinstance(node.value, ast.Attribute) and node.value.attr == "options"
+               for target in node.targets if isinstance(target, ast.Name)}
+    return [(node.lineno, node.attr) for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and (
+                (isinstance(node.value, ast.Attribute) and node.value.attr == "options")
+                or (isinstance(node.value, ast.Name) and node.value.id in aliases))]
+
+
+def options_added(source):
+    """The options a module's arguments(p) adds, by their argparse names ("--lanes-per-gpu"
+    -> "lanes_per_gpu")."""
+    return {arg.value.lstrip("-").replace("-", "_") for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument"
+            for arg in node.args[-1:] if isinstance(arg, ast.Constant)}
+
+
+def test_experiments_read_only_their_own_options():
+    """Options shared by several experiments are the model families' (experiments/settings.py,
+    passed whole); an experiment's own options are for it alone."""
+    from experiments import REGISTRY
+    problems = []
+    for e in REGISTRY:
+        source = Path(e.__file__).read_text()
+        mine = options_added(source)
+        problems += [f"{e.__name__}:{line} reads the option {name}, not its own"
+                     for line, name in options_read(source) if name not in mine]
+    assert not problems, "\n".join(problems)
+
+
+def test_reading_another_experiments_option_is_found():
+    planted = ('def arguments(p):\n    p.add_argument("--gpus", type=int)\n'
+               "def run(settings, results):\n    mine = settings.options\n"
+               "    return mine.gpus, mine.lanes, settings.options.noise\n")
+    assert options_added(planted) == {"gpus"}
+    assert sorted(name for _, name in options_read(planted)) == ["gpus", "lanes", "noise"]
