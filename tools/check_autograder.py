@@ -1,6 +1,6 @@
 """Check the Gradescope autograder on twenty-three submissions: cheats and attacks (CI runs it).
 
-    python tools/check_autograder.py RELEASE [--python PYTHON] [--only WORDS ...]
+    python tools/check_autograder.py RELEASE [--python PYTHON] [--only WORDS ... [--exact]]
                                              [--part untimed|timed]
 
 RELEASE is a folder tools/release.py wrote. Each submission is graded by the bundle as
@@ -35,13 +35,14 @@ local `pytest --gradescope` run of each cheat is shown beside it: what the trick
 without the autograder. PYTHON runs the bundle; as root it must be one the unprivileged
 user can run (not under /root). AUTOGRADER_USER, if set, is that user (grade.py ends all
 its processes; a second check or grading as the same user at once is refused). --only
-grades the submissions whose label contains one of WORDS (during development). --part
-splits the check in two for CI: `untimed`, the submissions whose outcome does not depend
-on the machine's speed, which CI grades while its other jobs run; `timed`, the memory
-cap, the decoding times and the six submissions that race a limit (a CPU hog, a slow
-first call, the tiny objects, the box with its slow import, the grader made big, the
-check cut by the run's limit), graded with the machine to themselves. Exits 1 if any
-outcome is wrong.
+grades the submissions whose label contains one of WORDS (during development); with
+--exact, only those whose label is one of WORDS (CI's other Pythons: `--only stubs
+reference --exact`). --part splits the check in two for CI: `untimed`, the submissions
+whose outcome does not depend on the machine's speed, which CI grades while its other jobs
+run; `timed`, the memory cap, the decoding times and the six submissions that race a limit
+(a CPU hog, a slow first call, the tiny objects, the box with its slow import, the grader
+made big, the check cut by the run's limit), graded with the machine to themselves. Exits
+1 if any outcome is wrong.
 """
 import argparse
 import json
@@ -356,6 +357,8 @@ def main(argv=None):
                         help="the Python that runs the bundle (python3 on PATH in run_autograder)")
     parser.add_argument("--only", metavar="WORDS", nargs="+",
                         help="grade only the submissions whose label contains one of WORDS")
+    parser.add_argument("--exact", action="store_true",
+                        help="--only's WORDS are whole labels: grade only those submissions")
     parser.add_argument("--part", choices=("untimed", "timed"),
                         help="untimed: only the submissions whose outcome does not depend on "
                              "the machine's speed (CI grades them while other jobs run); "
@@ -374,7 +377,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp).chmod(0o755)  # the unprivileged user reads the work folders below it
         for label, case in submissions(student, tmp).items():
-            if args.only and not any(words in label for words in args.only):
+            if args.only and not any(words == label or (words in label and not args.exact)
+                                     for words in args.only):
                 continue
             if args.part and case.timed != (args.part == "timed"):
                 continue

@@ -41,9 +41,13 @@ import string
 import subprocess
 import sys
 import tempfile
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser is the package tomli (pytest's need)
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "tools" / "snapshots"
