@@ -336,8 +336,8 @@ def test_one_step_gain_minus_second_order_shrinks_as_step_cubed(hessian):
 def on_policy_sgd(tags_shape, draws, step):
     """An independent k = 0 trainer: each update samples B responses from the current policy
     (the same uniforms, the same rule: the token is how many cumulative probabilities lie
-    below the uniform) and steps along (1/B) sum_n r_n grad log pi(y_n). Returns J (seeds,
-    updates + 1)."""
+    below the uniform) and steps along (1/B) sum_n r_n grad log pi(y_n), rounding theta to a
+    multiple of 2**-20 as train does. Returns J (seeds, updates + 1)."""
     n_updates, B = tags_shape
     out = []
     for seed_draws in draws:
@@ -353,7 +353,7 @@ def on_policy_sgd(tags_shape, draws, step):
                     grad[prev, token] += 1.0
                     number, prev = number * toy.V + token, token
                 total += toy.REWARDS[number] * grad  # number: the response's row in SEQUENCES
-            theta = theta + step * total / B
+            theta = np.round((theta + step * total / B) * 2**20) / 2**20
             J.append(staleness_maths.expected_reward(theta))
         out.append(J)
     return np.array(out)

@@ -6,7 +6,7 @@ the simulated clock:
   * Version 0 is toy.THETA. Update u trains on exactly the batch that `simulate` handed
     the trainer at its u-th update, and produces version u + 1:
 
-        theta_{u+1} = theta_u + step * g_hat_u
+        theta_{u+1} = theta_u + step * g_hat_u, rounded to a multiple of 2**-20 (THETA_GRID)
 
   * Each response of that batch was sampled by the version that tagged it: a real past
     iterate theta_tag of this same run (each run keeps its last versions, as many as the
@@ -152,7 +152,9 @@ def kl_steps(thetas, directions, kl, iterations=30, rtol=1e-9):
     """For each run, the step s >= 0 with update_kls(theta, theta + s d) = kl (R,), to rtol,
     by Newton's method from the quadratic guess s = sqrt(2 kl / f''(0)). Along the ray the KL
     f(s) is convex with f(0) = f'(0) = 0, so a Newton step that overshoots comes back from
-    above. A zero direction (a batch without reward) gets s = 0: it cannot move."""
+    above. A zero direction (a batch without reward) gets s = 0: it cannot move.
+    Once every run is within rtol, one more Newton step takes s to its last bits, so that s
+    does not depend on which iteration a CPU's last bits let pass the test."""
     logp = log_softmax_rows(thetas)
     p, visits = np.exp(logp), row_visits(thetas)
     kl = np.broadcast_to(np.asarray(kl, dtype=float), len(p))  # one kl, or one per run
@@ -164,12 +166,25 @@ def kl_steps(thetas, directions, kl, iterations=30, rtol=1e-9):
     for _ in range(iterations):
         logq = log_softmax_rows(thetas + s[:, None, None] * directions)
         f = (visits * (p * (logp - logq)).sum(axis=-1)).sum(axis=1) - kl
-        if (~moves | (abs(f) <= rtol * kl)).all():
-            break
+        within = (~moves | (abs(f) <= rtol * kl)).all()
         slope = (visits * ((np.exp(logq) - p) * directions).sum(axis=-1)).sum(axis=1)
         new = np.where(moves, s - f / np.where(moves, slope, 1.0), 0.0)
         s = np.maximum(new, s / 2)
+        if within:
+            break
     return s
+
+
+# Every trained version's parameters sit on this binary grid. numpy's exp and log differ
+# between CPUs in the last bit, and the training is chaotic enough to grow that to 0.1 in J;
+# rounded to 2**-20, a last-bit difference almost never crosses a grid point's boundary, so
+# every CPU trains the same versions and prints the same numbers.
+THETA_GRID = 2.0**-20
+
+
+def on_grid(thetas):
+    """thetas rounded to the nearest multiple of THETA_GRID. Example: 1 + 2**-30 -> 1.0."""
+    return np.round(thetas / THETA_GRID) * THETA_GRID
 
 
 @dataclass(frozen=True)
@@ -256,7 +271,7 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
         mine = controlled[runs]
         if mine.any():
             used[runs[mine], u] = kl_steps(here[mine], g[mine], kl_of_run[runs[mine]])
-        theta[runs] = here + used[runs, u, None, None] * g
+        theta[runs] = on_grid(here + used[runs, u, None, None] * g)
         J[runs, u + 1] = expected_rewards(theta[runs])
         if with_kl:
             KL[runs, u] = update_kls(here, theta[runs])

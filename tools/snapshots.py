@@ -9,8 +9,7 @@
    always); the run's rl_systems.json must match tools/snapshots/<name>.json number for
    number within |fresh - snapshot| <= ATOL + RTOL * |snapshot|. The absolute part is for
    numbers near 0 (a bias of 1e-16 changes by a large factor when the arithmetic is
-   reordered). The few numbers of CHAOTIC, which a CPU's last bits move further, have
-   wider tolerances of their own.
+   reordered). It holds on any CPU (docs/instructors.md: "The same numbers on any CPU").
 2. Every number README.md or a file of docs/ quotes from a run is listed in that run's
    .toml, under the doc, with the words around it (a table row, all its numbers at once,
    under [rows]); the snapshot's value, formatted as quoted, must appear there in that doc.
@@ -52,19 +51,6 @@ except ModuleNotFoundError:  # Python 3.10: the same parser is the package tomli
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "tools" / "snapshots"
 RTOL, ATOL = 1e-6, 1e-9
-# The numbers that depend on the CPU's last bits (numpy's exp and log differ in the last bit
-# on a CPU with AVX-512), each as (pattern of its path, rtol, atol), measured on two such
-# CPUs (an AVX-512 Xeon, and here one half of exp's and log's results moved by one bit):
-# - the toy's training is chaotic where a constant step meets the uncorrected mismatch 0.6:
-#   a stalled seed's last J moved by up to 0.07, which moved its cell's mean last J by up
-#   to 1.9% and its KL per update by up to 0.08%;
-# - a step-grid cell at a scale where a seed collapses or not: its reached count moved by
-#   1 and its mean and se by up to 18% and 52% (the printed best scales did not move).
-# Every printed and quoted number stayed the same on both.
-CHAOTIC = ((r"learning_curves\.\w+\.\d+\.stalled_J", 0.05, 0.0),
-           (r"learning_curves\.\w+\.\d+\.kl_per_update", 0.005, 0.0),
-           (r"step_grid\.\w+\.\d+\.grid\.\d+\.(mean|se)", 0.6, 0.0),
-           (r"step_grid\.\w+\.\d+\.grid\.\d+\.reached", 0.0, 2))
 sys.path.insert(0, str(ROOT))
 from tools import quote_formats  # noqa: E402  (the functions an "= expression" may call)
 
@@ -154,9 +140,7 @@ def differences(fresh, snapshot, path="", found=None):
             differences(a, b, f"{path}.{i}", found)
     elif (isinstance(snapshot, (int, float)) and isinstance(fresh, (int, float))
           and not isinstance(snapshot, bool)):
-        rtol, atol = next(((rtol, atol) for pattern, rtol, atol in CHAOTIC
-                           if re.fullmatch(pattern, path)), (RTOL, ATOL))
-        if not math.isclose(fresh, snapshot, rel_tol=rtol, abs_tol=atol):
+        if not math.isclose(fresh, snapshot, rel_tol=RTOL, abs_tol=ATOL):
             found.append(f"{path}: {fresh!r} now, {snapshot!r} in the snapshot")
     elif fresh != snapshot:
         found.append(f"{path}: {fresh!r} now, {snapshot!r} in the snapshot")

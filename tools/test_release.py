@@ -129,16 +129,6 @@ def test_snapshot_tolerance_has_a_relative_and_an_absolute_part():
     assert differences({"x": [1.001]}, {"x": [1.0]}) == ["x.0: 1.001 now, 1.0 in the snapshot"]
 
 
-def test_snapshot_tolerance_is_wider_for_the_chaotic_numbers_only():
-    # a stalled seed's last J depends on the CPU's last bits (CHAOTIC); a mean time does not
-    def row(**numbers):
-        return {"learning_curves": {"trainer_bound": [numbers]}}
-    assert differences(row(stalled_J=0.5724, mean=347.4), row(stalled_J=0.5812, mean=347.4)) == []
-    assert differences(row(stalled_J=0.5, mean=347.4), row(stalled_J=0.5812, mean=347.4)) != []
-    assert differences(row(stalled_J=0.5812, mean=347.5), row(stalled_J=0.5812, mean=347.4)) == [
-        "learning_curves.trainer_bound.0.mean: 347.5 now, 347.4 in the snapshot"]
-
-
 def test_doc_quotes_hold_the_snapshots_and_catch_a_changed_number():
     """Every doc's checks hold against the stored snapshots (no runs), and fail once one
     of their numbers changes: the Part 2 k = 1 gain, quoted in the README and, in prose and
