@@ -205,6 +205,17 @@ def test_names():
     return [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
 
 
+def unpack(bundle, root, files):
+    """Lay out AUTOGRADER_ROOT `root` as Gradescope does: the bundle unzipped in source/,
+    `files` ({name: text}) in submission/."""
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extractall(root / "source")
+    (root / "source" / "run_autograder").chmod(0o755)
+    (root / "submission").mkdir()
+    for name, text in files.items():
+        (root / "submission" / name).write_text(text)
+
+
 def autograde(bundle, files, python, tmp, env=None, deep=0, lock=None):
     """Unzip the bundle into a fresh AUTOGRADER_ROOT, grade `files` ({name: text}, beside
     a folder `deep` levels deep if `deep`); return the score, the grading pytest's peak
@@ -212,12 +223,7 @@ def autograde(bundle, files, python, tmp, env=None, deep=0, lock=None):
     answer, as grade.py reports them. A results.json that is not Gradescope's fails. `lock`:
     the student user's lock (student.hold), held here and passed down to grade.py."""
     root = Path(tempfile.mkdtemp(dir=tmp))
-    with zipfile.ZipFile(bundle) as archive:
-        archive.extractall(root / "source")
-    (root / "source" / "run_autograder").chmod(0o755)
-    (root / "submission").mkdir()
-    for name, text in files.items():
-        (root / "submission" / name).write_text(text)
+    unpack(bundle, root, files)
     if deep:
         fd = os.open(root / "submission", os.O_RDONLY)
         for _ in range(deep):

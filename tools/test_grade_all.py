@@ -19,7 +19,7 @@ import pytest
 
 import lab
 from grading import gradescope
-from tools import check_release, release
+from tools import check_autograder, check_release, release
 from tools.autograder import fresh_checks, grade, student
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,12 +211,7 @@ def files(memory="solutions"):
 
 def start(bundle, root, submission, user, python):
     """Unzip the bundle into AUTOGRADER_ROOT `root` and start run_autograder on `submission`."""
-    with zipfile.ZipFile(bundle) as archive:
-        archive.extractall(root / "source")
-    (root / "source" / "run_autograder").chmod(0o755)
-    (root / "submission").mkdir()
-    for name, text in submission.items():
-        (root / "submission" / name).write_text(text)
+    check_autograder.unpack(bundle, root, submission)
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_USER=user, PYTHONUNBUFFERED="1",
                PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]))
     env.pop(student.LOCK_FD, None)
