@@ -7,7 +7,7 @@ Units: bytes, and GB = 10**9 bytes (the unit GPU data sheets use: an H100 has
 The chapter's question: why does PPO-RLHF on a 7B model need a small cluster
 just to hold its weights, while GRPO with a LoRA adapter fits on one GPU?
 """
-from lab import contracts
+from lab import TaskNotDone, contracts
 from lab.input_checks import checked
 
 # Bytes a parameter costs when it is trained with Adam in mixed precision:
@@ -35,7 +35,7 @@ def model_state_bytes(n_trained, n_frozen=0):
     -2**63). Numpy int counts are exact while the bytes fit in int64 (below 2**63).
     """
     # TODO (Task 1a): use TRAINED_BYTES and FROZEN_BYTES, and return an int.
-    raise NotImplementedError("Task 1a model_state_bytes (memory.py) is not implemented yet")
+    raise TaskNotDone("1a")
 
 
 @checked(contracts.kv_cache_bytes)
@@ -65,7 +65,7 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, n_tokens, bytes_per_value=2):
     the others >= 1; bytes_per_value is a number > 0.
     """
     # TODO (Task 1b): a key AND a value vector per layer, per KV head, per token.
-    raise NotImplementedError("Task 1b kv_cache_bytes (memory.py) is not implemented yet")
+    raise TaskNotDone("1b")
 
 
 @checked(contracts.rl_memory_gb)
@@ -101,4 +101,4 @@ def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_para
     Returns a float (GB), also when the GB are whole: 252.0, not 252.
     """
     # TODO (Task 1c): build the bill with model_state_bytes, then convert bytes to GB.
-    raise NotImplementedError("Task 1c rl_memory_gb (memory.py) is not implemented yet")
+    raise TaskNotDone("1c")

@@ -11,13 +11,14 @@ listed once in experiments.REGISTRY; rl_systems.png is experiments/main_figure.p
 """
 import argparse
 import json
-import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import grading
 import lab
-from experiments import FLAGS, PARTS, REGISTRY, main_figure, settings
+from experiments import FLAGS, PARTS, REGISTRY, Experiment, main_figure, settings
 from experiments.options import DefaultsOnce, png_path
 from experiments.printing import say
 from grading import harness
@@ -25,7 +26,7 @@ from lab.input_checks import ContractError
 from scheduler_core import MAX_RESPONSES, SchedulerError
 
 
-def parse_args(argv=None):
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=DefaultsOnce)
     settings.arguments(p)  # the simulator's and the toy's, which several experiments share
     for experiment in REGISTRY:
@@ -46,17 +47,21 @@ class Run:
     """One run of run.py: its flags, the settings built from them once (passed whole to every
     experiment), the results so far, and the experiment running."""
 
-    def __init__(self, args):
+    def __init__(self, args: argparse.Namespace) -> None:
         self.args, self.results = args, dict(code=grading.code_under_test(), unavailable={})
         self.settings = settings.Settings.from_options(args)
         self.limit, self.stopped = None, False  # Ctrl-C stops the run: the rest is skipped
+        self.running = None  # the experiment running now, for the watchdog's stuck()
         self.watchdog = harness.Watchdog(abort=self.stuck)
 
-    def attempt(self, e, show, note=print):
+    def attempt(self, e: Experiment, show: Callable[[Any], object],
+                note: Callable[[str], object] = print) -> None:
         """Run experiment `e` under its time limit (5 times its SECONDS, times the work its
-        flags ask for, and at least harness.TIME_LIMIT) and `show` its result. If its task
-        is not done yet, or fails, say so through `note` and record why in "unavailable"
-        (the figure draws a placeholder). Ctrl-C stops it and skips the rest."""
+        flags ask for, and at least harness.TIME_LIMIT) and `show` its result. If it meets a
+        task not done yet (lab.TaskNotDone), say which one through `note`: the task whose
+        TODO it reached first, whichever the part's code calls first. If it fails, say so
+        (any other error, a student's own NotImplementedError too). Either way record why
+        in "unavailable" (the figure draws a placeholder). Ctrl-C stops it and skips the rest."""
         self.results[e.KEY] = None  # until it succeeds
         if getattr(e, "NEEDS", None) and self.results[e.NEEDS] is None:
             print(f"{e.LABEL}: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
@@ -67,17 +72,14 @@ class Run:
             return
         file = lab.file_of(next(t for t in lab.TASKS if t.startswith(e.TASK)))
         self.limit = max(harness.TIME_LIMIT, 5 * e.SECONDS * e.work(self.settings))
+        self.running = e
         try:
             with harness.time_limit(f"{e.LABEL} (Task {e.TASK}, {file})", self.watchdog,
                                     self.limit):
                 result = e.run(self.settings, self.results)
-        except NotImplementedError as todo:
-            if not str(todo):
-                return self.failed(e, todo, note)
+        except lab.TaskNotDone as todo:
             note(f"{e.LABEL}: skipped, {todo}.")
-            named = re.match(r"Task (\d[a-z]?)", str(todo))  # a part may need two tasks
-            self.results["unavailable"][e.LABEL] = (f"Task {named[1] if named else e.TASK} "
-                                                    "not implemented yet")
+            self.results["unavailable"][e.LABEL] = f"Task {todo.task} not implemented yet"
             return
         except KeyboardInterrupt:
             note(f"{e.LABEL}: interrupted (Ctrl-C); saving the parts done so far.")
@@ -89,7 +91,8 @@ class Run:
         self.results[e.KEY] = result
         show(result)
 
-    def failed(self, e, error, note):
+    def failed(self, e: Experiment, error: BaseException,
+               note: Callable[[str], object]) -> None:
         """Report an experiment that failed: in a task file (or its checks), or in given code."""
         unavailable, tests = self.results["unavailable"], f"python -m pytest -q -k task{e.TASK}"
         if isinstance(error, harness.TimeLimitExceeded):
@@ -109,15 +112,16 @@ class Run:
                  "out why.")
             unavailable[e.LABEL] = f"Task {e.TASK} failed: see its tests"
 
-    def stuck(self, label, seconds):
-        """The backstop (from the watchdog thread): an experiment ignored its limit. Save."""
+    def stuck(self, label: str, seconds: float) -> None:
+        """The backstop (from the watchdog thread): the experiment running ignored its limit
+        (`label` names it with its task and file). Save."""
         print(f"\n{label} ignored its {self.limit:.3g} s time limit and was still running "
               f"after {seconds:.0f} s (does it catch every exception, or turn off signals?); "
               "stopping.")
-        self.results["unavailable"][label.split(" (")[0]] = f"{label.split(' (')[0]} ran too long"
+        self.results["unavailable"][self.running.LABEL] = f"{self.running.LABEL} ran too long"
         self.save()
 
-    def save(self):
+    def save(self) -> None:
         """Save the figures, then the JSON naming them, each through a temporary file; the
         experiments that did not run are drawn as placeholders."""
         results, out = self.results, self.args.out
@@ -137,7 +141,7 @@ class Run:
         say(f"\nSaved {', '.join(map(str, drawings))} and {out.with_suffix('.json')}")
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if getattr(args, "solutions", False):
         grading.choose_reference()

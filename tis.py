@@ -14,7 +14,7 @@ with respect to the D trainer parameters.
 """
 import numpy as np
 
-from lab import contracts
+from lab import TaskNotDone, contracts
 from lab.input_checks import checked
 
 
@@ -49,7 +49,7 @@ def importance_weights(logp_train, logp_infer, scheme, C=2.0):
     is such an array (a list or float32 numbers are refused).
     """
     # TODO (Task 3a): start from log_w = logp_train - logp_infer; exponentiate last.
-    raise NotImplementedError("Task 3a importance_weights (tis.py) is not implemented yet")
+    raise TaskNotDone("3a")
 
 
 @checked(contracts.pg_estimate, returns=contracts.gradient)
@@ -68,7 +68,7 @@ def pg_estimate(rewards, grad_logp, weights):
     is a (D,) array of float64: a list or float32 numbers are refused).
     """
     # TODO (Task 3b): broadcast rewards to (N, 1, 1) and weights to (N, T, 1).
-    raise NotImplementedError("Task 3b pg_estimate (tis.py) is not implemented yet")
+    raise TaskNotDone("3b")
 
 
 @checked(contracts.masked_weights, returns=contracts.token_weights)
@@ -97,4 +97,4 @@ def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
     """
     # TODO (Task 3c): one log-ratio per token; for "seq" their sum, for "geo" their mean, on every token.
     # TODO (Task 3c): keep it where log(low) <= it <= log(high) (edges included); exactly 0 elsewhere.
-    raise NotImplementedError("Task 3c masked_weights (tis.py) is not implemented yet")
+    raise TaskNotDone("3c")

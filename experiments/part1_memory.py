@@ -25,10 +25,7 @@ def work(settings):
 
 
 def run(settings, results):
-    memory = grading.load("memory")
-    # Task 1a and 1b first, so that a TODO is named in task order (the table calls 1c first)
-    memory.model_state_bytes(0), memory.kv_cache_bytes(1, 1, 1, 1)
-    return memory_table(memory, settings.options.max_tokens)
+    return memory_table(grading.load("memory"), settings.options.max_tokens)
 
 
 def memory_table(memory, max_tokens=MAX_TOKENS):

@@ -26,8 +26,8 @@ def run(settings, results):
 def masked_functions(tis, low=0.5, high=2.0):
     """{"token_mask": weights function, "seq_mask": ..., "geo_mask": ...} from Task 3c's
     masked_weights, each taking (logp_train, logp_infer, scheme, C) like importance_weights
-    (scheme and C unused). Raises NotImplementedError (with the TODO's message) if Task 3c
-    is not done: it is called once on a one-token input first."""
+    (scheme and C unused). Raises lab.TaskNotDone if Task 3c (or a task it uses) is not
+    done: masked_weights is called once on a one-token input first."""
     tis.masked_weights([[0.0]], [[0.0]], "token", low, high)
 
     def level_weights(level):

@@ -1,6 +1,6 @@
 """The facts every file of the lab shares (given): the tasks and their points, the student
-modules, Task 3's schemes (SCHEME_TABLE), the GPU's size. Written here once; everything else
-imports them.
+modules, Task 3's schemes (SCHEME_TABLE), the GPU's size, and TaskNotDone, what a TODO raises.
+Written here once; everything else imports them.
 This module imports nothing of the lab's, so that any file may import it.
 """
 import re
@@ -92,3 +92,21 @@ def task_of_function(name):
 def file_of(task):
     """The student file of a task: "2b" -> "scheduler.py"."""
     return TASKS[task].module + ".py"
+
+
+class TaskNotDone(NotImplementedError):
+    """A task's function is still its TODO: each stub raises it, `raise TaskNotDone("2b")`.
+
+    `task` is the task's id ("2b"), which run.py, the tests and the autograder read instead
+    of the message. A NotImplementedError, so `except NotImplementedError` still catches it.
+    """
+
+    def __init__(self, task: str) -> None:
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
+        super().__init__(f"Task {task} {TASKS[task].what} ({file_of(task)}) is not "
+                         "implemented yet")
+        self.task = task
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return TaskNotDone, (self.task,)  # pickle and copy rebuild it from its task

@@ -10,9 +10,10 @@ answer in them sits between two marker lines,
 
 and the student file gets everything else unchanged (signatures, docstrings,
 the decorators that check inputs, given code), with each region replaced by
-its HINT lines, as TODO comments, and a NotImplementedError that names task,
-function and file. A region must be the whole body of its function after the
-docstring, so a student function holds nothing but the student's code.
+its HINT lines, as TODO comments, and `raise TaskNotDone("2b")` (lab.TaskNotDone, whose
+message names task, function and file; the stub's `from lab import ...` line imports it).
+A region must be the whole body of its function after the docstring, so a student
+function holds nothing but the student's code.
 
     python tools/make_stubs.py --write  # (re)write the student files that are unchanged
                                         # stubs (as committed in git); others are refused
@@ -60,6 +61,7 @@ def stub_source(reference, name):
     """The student file for the reference source text `reference` of file `name`."""
     tree = ast.parse(reference)
     out, region = [banner(name)], None
+    imports = lab_import(tree, name)
     for number, line in enumerate(reference.splitlines(keepends=True), start=1):
         where = f"solutions/{name}, line {number}"
         begin, end = BEGIN.match(line), END.match(line)
@@ -78,12 +80,15 @@ def stub_source(reference, name):
         elif end:
             if not region:
                 raise MarkerError(f"{where}: END SOLUTION without a BEGIN SOLUTION")
-            out.append(stub_region(region, name))
+            out.append(stub_region(region))
             region = None
         elif region:
             hint = HINT.match(line)
             if hint:
                 region["hints"].append(hint["hint"])
+        elif number == imports.lineno:
+            names = sorted([alias.name for alias in imports.names] + ["TaskNotDone"])
+            out.append(f"from lab import {', '.join(names)}\n")
         else:
             out.append(line)
     if region:
@@ -92,19 +97,27 @@ def stub_source(reference, name):
     return "".join(out)
 
 
-def stub_region(region, name):
+def lab_import(tree, name):
+    """The reference's one-line `from lab import ...`, to which the stub adds TaskNotDone."""
+    found = [node for node in tree.body if isinstance(node, ast.ImportFrom)
+             and node.module == "lab" and node.level == 0 and node.lineno == node.end_lineno]
+    if not found:
+        raise MarkerError(f"solutions/{name}: no one-line `from lab import ...` to add "
+                          "TaskNotDone to (the stubs raise it)")
+    return found[0]
+
+
+def stub_region(region):
     """The lines that replace one solution region in the student file."""
     task, indent = region["task"], region["indent"]
-    function = TASKS[task].what
     lines = [f"{indent}# TODO (Task {task}): {hint}\n" for hint in region["hints"]]
-    lines.append(f'{indent}raise NotImplementedError("Task {task} {function} ({name}) '
-                 f'is not implemented yet")\n')
+    lines.append(f'{indent}raise TaskNotDone("{task}")\n')
     return "".join(lines)
 
 
 def only_the_todo(stub, name):
     """Check that each task function of student file `name` is its docstring, TODO comments
-    and the NotImplementedError, nothing else (given checks belong in its decorator), and
+    and the raise of TaskNotDone, nothing else (given checks belong in its decorator), and
     that every other function there is one of the file's lab.GIVEN_FUNCTIONS."""
     for node in ast.parse(stub).body:
         if isinstance(node, ast.FunctionDef) and node.name not in TASK_FUNCTIONS \
@@ -126,9 +139,9 @@ def all_stubs():
              for name in STUDENT_FILES}
     for name, stub in stubs.items():
         only_the_todo(stub, name)
-    for task, (_, function, _, _) in TASKS.items():
+    for task in TASKS:
         name = file_of(task)
-        count = stubs[name].count(f'"Task {task} {function} ')
+        count = stubs[name].count(f'raise TaskNotDone("{task}")')
         if task[-1].isalpha() and count != 1:
             raise MarkerError(f"solutions/{name}: task{task} needs exactly one solution region, "
                               f"found {count}")

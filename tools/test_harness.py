@@ -425,4 +425,4 @@ def test_make_stubs_keeps_student_work(tmp_path):
     code, out, _ = run(dest, "tools/make_stubs.py", "--write", "--force")
     assert code == 0 and "kept a backup of memory.py" in out, out
     assert [p.read_text() for p in dest.glob("memory.py.*.bak")] == [work]
-    assert "not implemented yet" in (dest / "memory.py").read_text()
+    assert 'raise TaskNotDone("1a")' in (dest / "memory.py").read_text()

@@ -9,9 +9,13 @@
 
 A module may import its own room and the rooms below it, never one above; lab/ imports
 only itself; the graded tests reach student code through the grading room, never through
-an experiment (so editing an experiment cannot change a grade).
+an experiment (so editing an experiment cannot change a grade). Every experiment keeps the
+contract written down in experiments/__init__.py (the protocols Part and Flag).
 """
 import ast
+import inspect
+import types
+import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,3 +126,63 @@ def test_reading_another_experiments_option_is_found():
                "    return mine.gpus, mine.lanes, settings.options.noise\n")
     assert options_added(planted) == {"gpus"}
     assert sorted(name for _, name in options_read(planted)) == ["gpus", "lanes", "noise"]
+
+
+def breaks_contract(module: types.ModuleType, contract: type) -> list[str]:
+    """How experiment `module` breaks `contract` (experiments.Part or Flag): a name it lacks,
+    a value of another type, a function that cannot be called with the arguments run.py
+    passes (positionally, as the protocol's functions take them)."""
+    name, problems = module.__name__, []
+    for attribute, kind in typing.get_type_hints(contract).items():
+        value = getattr(module, attribute, inspect.Parameter.empty)
+        if value is inspect.Parameter.empty:
+            problems.append(f"{name} has no {attribute}")
+        elif not isinstance(value, (int, float) if kind is float else kind):
+            problems.append(f"{name}.{attribute} is {value!r}, not {kind}")
+    for function, wanted in inspect.getmembers(contract, inspect.isfunction):
+        if function.startswith("_"):
+            continue
+        arguments = list(inspect.signature(wanted).parameters)[1:]  # without self
+        call = f"{function}({', '.join(arguments)})"
+        own = getattr(module, function, None)
+        if not inspect.isfunction(own):
+            problems.append(f"{name} has no function {call}")
+            continue
+        try:
+            inspect.signature(own).bind(*arguments)
+        except TypeError as error:
+            problems.append(f"{name}.{function}{inspect.signature(own)} cannot be called as "
+                            f"{call}: {error}")
+    return problems
+
+
+def test_every_experiment_keeps_its_contract():
+    """experiments/__init__.py's protocols, by inspection: the parts are Parts, the flags
+    Flags, and an experiment's NEEDS names an experiment that runs before it."""
+    from experiments import FLAGS, PARTS, REGISTRY, Flag, Part
+    problems = [p for e in PARTS for p in breaks_contract(e, Part)]
+    problems += [p for e in FLAGS for p in breaks_contract(e, Flag)]
+    for i, e in enumerate(REGISTRY):
+        if hasattr(e, "NEEDS") and e.NEEDS not in [earlier.KEY for earlier in REGISTRY[:i]]:
+            problems.append(f"{e.__name__}.NEEDS is {e.NEEDS!r}, not an earlier experiment's KEY")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_broken_contract_is_found():
+    from experiments import Flag, Part, part1_memory
+    broken = types.ModuleType("experiments.broken")
+    broken.KEY, broken.LABEL, broken.TASK, broken.FLAG = "broken", "Broken", "2", "broken"
+    broken.arguments, broken.work, broken.show = (lambda p: None), (lambda: 1.0), print
+    broken.run = lambda settings, results, seed: {}  # one argument more than run.py passes
+    assert breaks_contract(broken, Flag) == [
+        "experiments.broken has no SECONDS",
+        "experiments.broken has no function draw(results, path)",
+        "experiments.broken.run(settings, results, seed) cannot be called as "
+        "run(settings, results): missing a required argument: 'seed'",
+        "experiments.broken has no function show(result)",  # a builtin is not the module's
+        "experiments.broken.work() cannot be called as work(settings): too many positional "
+        "arguments"]
+    assert breaks_contract(part1_memory, Flag) == [
+        "experiments.part1_memory.FLAG is None, not <class 'str'>",
+        "experiments.part1_memory has no function draw(results, path)"]
+    assert not breaks_contract(part1_memory, Part)

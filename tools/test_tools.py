@@ -15,7 +15,7 @@ from tools.make_stubs import MarkerError, only_the_todo, stub_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HEADER = "def model_state_bytes(n_trained, n_frozen=0):\n    x = 1\n"
+HEADER = "from lab import contracts\n\n\ndef model_state_bytes(n_trained, n_frozen=0):\n    x = 1\n"
 
 
 def stub(body):
@@ -27,8 +27,13 @@ def test_region_becomes_hint_and_raise():
                 "    return 16 * n_trained\n    # END SOLUTION\n")
     assert "    x = 1\n" in text and "return 16" not in text
     assert "    # TODO (Task 1a): use 16 and 2.\n" in text
-    assert ('    raise NotImplementedError("Task 1a model_state_bytes (memory.py) '
-            'is not implemented yet")\n') in text
+    assert '    raise TaskNotDone("1a")\n' in text
+    assert "from lab import TaskNotDone, contracts\n" in text  # the stub's import of it
+
+
+def test_stub_needs_an_import_from_lab():
+    with pytest.raises(MarkerError, match="no one-line `from lab import"):
+        stub_source(HEADER.replace("from lab import contracts", "import lab"), "memory.py")
 
 
 @pytest.mark.parametrize("body, problem", [
@@ -53,13 +58,12 @@ def test_student_function_holds_only_the_todo():
 
 
 def test_every_experiment_has_what_run_py_calls():
-    """experiments/__init__.py's contract: run.py reads nothing else of an experiment."""
+    """The values of experiments/__init__.py's contract (tools/test_house.py checks its names,
+    types and functions): keys and labels unique, each TASK a task, SECONDS positive."""
     keys = [e.KEY for e in REGISTRY]
     assert len(set(keys)) == len(keys) and len({e.LABEL for e in REGISTRY}) == len(keys)
     for e in REGISTRY:
         assert e.SECONDS > 0 and any(task.startswith(e.TASK) for task in lab.TASKS), e.KEY
-        assert all(callable(getattr(e, name)) for name in ("arguments", "work", "run", "show"))
-        assert callable(getattr(e, "short" if e.FLAG is None else "draw")), e.KEY
     assert [e.KEY for e in PARTS[:3]] == ["memory", "scheduling", "mismatch"]  # the main figure
 
 
