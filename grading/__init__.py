@@ -19,7 +19,11 @@ from lab import STUDENT_MODULES
 
 
 class TaskFileError(Exception):
-    """A task file could not be imported (a syntax error, say)."""
+    """Task file `module`.py could not be imported, and `why` (a syntax error, say)."""
+
+    def __init__(self, module: str, why: str) -> None:
+        super().__init__(f"{module}.py cannot be imported: {why}")
+        self.module, self.why = module, why
 
 
 # The reference; a student copy of the lab (tools/release.py) has none.
@@ -69,11 +73,10 @@ def load(name):
     try:
         return importlib.import_module(module)
     except SyntaxError as error:  # IndentationError too
-        raise TaskFileError(f"{name}.py cannot be imported: line {error.lineno}: {error.msg}"
-                            f"\n    {(error.text or '').strip()}") from None
+        raise TaskFileError(name, f"line {error.lineno}: {error.msg}\n    "
+                                  f"{(error.text or '').strip()}") from None
     except Exception as error:  # noqa: BLE001 (any error at import: one line, not a traceback)
-        problem = import_problem(error, name)
-        raise TaskFileError(f"{name}.py cannot be imported: {problem}") from None
+        raise TaskFileError(name, import_problem(error, name)) from None
 
 
 def import_problem(error, name):

@@ -16,6 +16,9 @@ from typing import NamedTuple
 import lab
 
 DID_NOT_RUN = "did not run"
+# The JUnit property (pytest --junitxml) grading/plugin.py gives a test that failed on a TODO:
+# the task of the lab.TaskNotDone it met (read_todos).
+TODO = "task_not_done"
 # The visibilities Gradescope knows, for a whole report or one entry of it.
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 # Points are shared out in quarters: a multiple of 1/4 is exact in binary floating point, so
@@ -172,6 +175,31 @@ def read_junit(path):
 
     Bytes that are not UTF-8 are replaced, never fatal. ReportError if the report is
     missing, empty, larger than MAX_REPORT bytes or not XML."""
+    found = {}
+    for case in junit_cases(path):
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        skipped = case.find("skipped")
+        if skipped is not None:
+            found[case.get("name")] = f"skipped: {skipped.get('message', '')}"
+        elif problem is not None:
+            found[case.get("name")] = problem.text or problem.get("message") or "failed"
+        else:
+            found[case.get("name")] = None
+    return found
+
+
+def read_todos(path: str | Path) -> dict[str, str]:
+    """{test: the task whose lab.TaskNotDone it failed on} from a JUnit XML report, for the
+    tests that failed on a TODO (grading/plugin.py records it as the property TODO).
+    ReportError as read_junit."""
+    return {case.get("name"): prop.get("value") for case in junit_cases(path)
+            for prop in case.iterfind("properties/property") if prop.get("name") == TODO}
+
+
+def junit_cases(path):
+    """The <testcase> elements of a JUnit XML report that are tests (see read_junit)."""
     try:
         size = Path(path).stat().st_size
         if size > MAX_REPORT:
@@ -184,18 +212,5 @@ def read_junit(path):
     except ET.ParseError as error:
         raise ReportError(f"the test report is {'empty' if not text.strip() else 'cut short'} "
                           f"({error})") from None
-    found = {}
-    for case in root.iter("testcase"):
-        if case.get("name") is None:  # not a test (pytest's note of an interrupted run)
-            continue
-        problem = case.find("failure")
-        if problem is None:
-            problem = case.find("error")
-        skipped = case.find("skipped")
-        if skipped is not None:
-            found[case.get("name")] = f"skipped: {skipped.get('message', '')}"
-        elif problem is not None:
-            found[case.get("name")] = problem.text or problem.get("message") or "failed"
-        else:
-            found[case.get("name")] = None
-    return found
+    # a testcase without a name is not a test (pytest's note of an interrupted run)
+    return [case for case in root.iter("testcase") if case.get("name") is not None]

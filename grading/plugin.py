@@ -24,6 +24,9 @@ import gc
 import json
 import os
 import threading
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import NamedTuple
 
 import pytest
 
@@ -38,28 +41,57 @@ OUTPUT_LINES = 10        # lines of a failing test's printed output that are sho
 # seconds per test phase once a function the test uses overran (the autograder, whose every
 # call starts a process after one overran, sets more with LAB_SHORT_LIMIT)
 SHORT_LIMIT = float(os.environ.get("LAB_SHORT_LIMIT", "0.5"))
-_import_errors = {}      # task module -> why it cannot be imported (tried once per session)
 
 
-def load(name):
+class Outcome(NamedTuple):
+    """How a graded test ended."""
+    task: str
+    passed: bool
+    message: str  # why it failed ("" if it passed)
+
+
+@dataclass
+class State:
+    """The plugin's state for one session, in config.stash[STATE]."""
+    watchdog: harness.Watchdog
+    stderr: int  # the terminal's stderr, for the last resort (see pytest_configure)
+    tests: dict[str, str] = field(default_factory=dict)  # graded test -> task, all collected
+    selected: list[str] = field(default_factory=list)  # the graded tests meant to run (-k)
+    results: dict[str, Outcome] = field(default_factory=dict)  # graded test -> its outcome
+    import_errors: dict[str, str] = field(default_factory=dict)  # task module -> why it
+    # cannot be imported (tried once per session)
+    shown: dict[str, str] = field(default_factory=dict)  # that module -> the test showing why
+    overran: dict[str, tuple[str, str]] = field(default_factory=dict)  # task -> (its function,
+    # the test) that first ran past its limit
+    running: pytest.Item | None = None  # the test whose phase runs now, and its limit
+    limit: float = TIME_LIMIT
+    exitstatus: int = 1
+
+
+STATE = pytest.StashKey[State]()
+LIMIT = pytest.StashKey[tuple[float, str]]()  # item.stash: (seconds, why) of its time limit
+
+
+def load(config: pytest.Config, name: str) -> ModuleType:
     """grading.load, whose import runs under the test's set-up time limit. A task file that
     cannot be imported is tried once per session, so a loop in it costs one limit."""
-    if name not in _import_errors:
+    errors = config.stash[STATE].import_errors
+    if name not in errors:
         try:
             return grading.load(name)
         except TimeLimitExceeded as error:
-            _import_errors[name] = (f"{name}.py cannot be imported: importing it ran for "
-                                    f"more than {TIME_LIMIT:g} s: {error}{harness.where(error)}")
+            errors[name] = (f"importing it ran for more than {TIME_LIMIT:g} s: "
+                            f"{error}{harness.where(error)}")
         except grading.TaskFileError as error:
-            _import_errors[name] = str(error)
-    raise grading.TaskFileError(_import_errors[name])
+            errors[name] = error.why
+    raise grading.TaskFileError(name, errors[name])
 
 
 def task_module(request, name):
     """load(name) for a test. A test of the given code (no task in its name) whose task
     file cannot be imported is skipped: the graded tests already report the file."""
     try:
-        return load(name)
+        return load(request.config, name)
     except grading.TaskFileError as error:
         if lab.task_of(request.node.name) is None:
             pytest.skip(f"{str(error).splitlines()[0]} (this test of the given code in it "
@@ -104,16 +136,11 @@ def pytest_configure(config):
     problem = path and harness.cannot_write(path)
     if problem:
         raise pytest.UsageError(f"--gradescope {path}: {problem}")
-    config.lab_tests = {}     # graded test name -> task, every one collected
-    config.lab_selected = []  # the graded tests meant to run (after -k)
-    config.lab_results = {}   # test name -> (task, passed, message)
-    config.lab_shown = {}     # import error -> the test that showed it first
-    config.lab_overran = {}   # task -> (its function, the test) that first ran past the limit
-    config.lab_limit = TIME_LIMIT  # the limit of the test phase running now
-    config.lab_watchdog = harness.Watchdog(lambda label, seconds: abort(config, label, seconds))
     # The terminal's stderr for the last resort: while a test runs, pytest points
     # descriptor 2 at a file of its own, which an ended process never shows.
-    config.lab_stderr = os.dup(2)
+    config.stash[STATE] = State(
+        watchdog=harness.Watchdog(lambda label, seconds: abort(config, label, seconds)),
+        stderr=os.dup(2))
 
 
 def pytest_report_header(config):
@@ -123,8 +150,8 @@ def pytest_report_header(config):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Count each task's tests before -k deselects any, so points never move between tests."""
-    config.lab_tests.update((item.name, lab.task_of(item.name)) for item in items
-                            if lab.task_of(item.name))
+    config.stash[STATE].tests.update((item.name, lab.task_of(item.name)) for item in items
+                                     if lab.task_of(item.name))
     for item in items:
         item.repr_failure = short_failure(item, item.repr_failure)
 
@@ -144,8 +171,8 @@ def pytest_collection_finish(session):
     # end: frozen, the garbage collector's full passes skip it (one such pass during the
     # tests would otherwise take some 40 ms).
     gc.freeze()
-    session.config.lab_selected = [item.name for item in session.items
-                                   if lab.task_of(item.name)]
+    session.config.stash[STATE].selected = [item.name for item in session.items
+                                            if lab.task_of(item.name)]
     write_gradescope(session.config, finished=False)
 
 
@@ -158,7 +185,7 @@ def limit_of(item):
     """(seconds, why) of a test's time limit: TIME_LIMIT, or SHORT_LIMIT once a function of
     its task, or of a task its task uses, has run past its limit in an earlier test."""
     task = lab.task_of(item.name)
-    for slow, (function, test) in item.config.lab_overran.items():
+    for slow, (function, test) in item.config.stash[STATE].overran.items():
         if task == slow or slow in lab.USES.get(task, ()):
             return SHORT_LIMIT, (f" (the short limit: {function} already ran past "
                                  f"{TIME_LIMIT:g} s in {test})")
@@ -173,7 +200,7 @@ def overran(item, error):
     if task is None:
         task = lab.task_of(item.name)
     if task is not None:
-        item.config.lab_overran.setdefault(
+        item.config.stash[STATE].overran.setdefault(
             task, (frame.name if frame and frame.name == lab.TASKS[task].what
                    else f"Task {task}", item.name))
 
@@ -189,10 +216,10 @@ def limited(item):
     (pytest_runtest_protocol) covers all three phases."""
     if not under_limits(item):
         return contextlib.nullcontext()
-    item.lab_limit = limit_of(item)
-    item.config.lab_limit = item.lab_limit[0]
-    return time_limit(label(item), item.config.lab_watchdog, item.lab_limit[0],
-                      last_resort=False)
+    state = item.config.stash[STATE]
+    item.stash[LIMIT] = limit_of(item)
+    state.running, state.limit = item, item.stash[LIMIT][0]
+    return time_limit(label(item), state.watchdog, state.limit, last_resort=False)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -202,7 +229,8 @@ def pytest_runtest_protocol(item, nextitem):
     if not under_limits(item):
         yield
         return
-    with harness.last_resort(3 * (TIME_LIMIT + harness.BACKSTOP) + 5, item.config.lab_stderr):
+    with harness.last_resort(3 * (TIME_LIMIT + harness.BACKSTOP) + 5,
+                             item.config.stash[STATE].stderr):
         yield
 
 
@@ -226,16 +254,17 @@ def pytest_runtest_teardown(item):
 
 def message(error, item):
     """(text, short) for a failure of test `item`: the lab's own text for its checks and
-    TODOs, else the type, text and the student's line (harness.describe). `short`: the text
-    can replace pytest's traceback (always, except for an error with no frame in a task file)."""
+    TODOs (lab.TaskNotDone), else the type, text and the student's line (harness.describe;
+    a student's own NotImplementedError too). `short`: the text can replace pytest's
+    traceback (always, except for an error with no frame in a task file)."""
     text = str(error)
     if isinstance(error, TimeLimitExceeded):
-        limit, why = getattr(item, "lab_limit", (TIME_LIMIT, ""))
+        limit, why = item.stash.get(LIMIT, (TIME_LIMIT, ""))
         return (f"TimeLimitExceeded: this test ran for more than {limit:g} s{why}: {text}"
                 f"{harness.where(error)}", True)
     if isinstance(error, grading.TaskFileError):
         return text, True
-    if isinstance(error, NotImplementedError) and text:
+    if isinstance(error, lab.TaskNotDone):
         return text, True  # a TODO: one line naming the task
     if isinstance(error, (SchedulerError, ContractError)):
         # the simulator's or the toy's check names the rule a task function broke
@@ -261,33 +290,37 @@ def pytest_runtest_makereport(item, call):
     report.sections = [(title, cut(content)) for title, content in report.sections]
     if call.when != "call" and not report.failed:
         return
-    text = ""
+    text, state = "", item.config.stash[STATE]
     if report.failed:
         error = call.excinfo.value
         text, short = message(error, item)
         if isinstance(error, TimeLimitExceeded):
             overran(item, error)
-        shown = item.config.lab_shown
-        if isinstance(error, grading.TaskFileError) and shown.setdefault(text, item.name) != item.name:
-            report.longrepr = f"{text.split(':')[0]} (the reason is shown above, at {shown[text]})"
+        if isinstance(error, lab.TaskNotDone):
+            item.user_properties.append((gradescope.TODO, error.task))
+        if (isinstance(error, grading.TaskFileError)
+                and state.shown.setdefault(error.module, item.name) != item.name):
+            report.longrepr = (f"{error.module}.py cannot be imported (the reason is shown "
+                               f"above, at {state.shown[error.module]})")
         elif short:
             report.longrepr = text
         text += "".join(f"\n{title}:\n{content}" for title, content in report.sections
                         if "stdout" in title or "stderr" in title)
     if lab.task_of(item.name):
-        item.config.lab_results[item.name] = (lab.task_of(item.name), report.passed, text)
+        state.results[item.name] = Outcome(lab.task_of(item.name), report.passed, text)
         write_gradescope(item.config, finished=False)
 
 
 def progress_rows(config):
     """{task: (passed, collected)} for the tasks with a test that was meant to run."""
-    rows = {}
-    for name in config.lab_selected:
-        task = config.lab_tests[name]
-        rows[task] = (0, sum(t == task for t in config.lab_tests.values()))
-    for name, (task, passed, _) in config.lab_results.items():
-        if task in rows:
-            rows[task] = (rows[task][0] + passed, rows[task][1])
+    state, rows = config.stash[STATE], {}
+    for name in state.selected:
+        task = state.tests[name]
+        rows[task] = (0, sum(t == task for t in state.tests.values()))
+    for outcome in state.results.values():
+        if outcome.task in rows:
+            done, total = rows[outcome.task]
+            rows[outcome.task] = (done + outcome.passed, total)
     return rows
 
 
@@ -303,7 +336,8 @@ def pytest_terminal_summary(terminalreporter, config):
         done, total = rows[task]
         mark = "  done" if done == total else ""
         write(f"  {task:<5} {lab.TASKS[task].what:<42} {lab.file_of(task):<13} {done}/{total}{mark}")
-    not_run = [name for name in config.lab_selected if name not in config.lab_results]
+    not_run = [name for name in config.stash[STATE].selected
+               if name not in config.stash[STATE].results]
     if not_run:
         write(f"  {len(not_run)} graded tests did not run (the session stopped early): "
               "they score 0")
@@ -312,36 +346,38 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 def pytest_sessionfinish(session):
-    config = session.config
-    if any(name not in config.lab_results for name in config.lab_selected) \
-            and session.exitstatus == 0:
+    config, state = session.config, session.config.stash[STATE]
+    if any(name not in state.results for name in state.selected) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.INTERRUPTED  # stopped early is never a pass
-    config.lab_exitstatus = int(session.exitstatus)
+    state.exitstatus = int(session.exitstatus)
     write_gradescope(config, finished=True)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     """A thread the student's code left running would keep Python from exiting: exit anyway."""
-    if hasattr(config, "lab_stderr"):
-        os.close(config.lab_stderr)
+    state = config.stash.get(STATE, None)  # None if pytest_configure stopped early
+    if state is not None:
+        os.close(state.stderr)
     if any(t.is_alive() and not t.daemon for t in threading.enumerate()
            if t is not threading.main_thread()):
         print("Lab 20: your code left a thread running; stopping it.", flush=True)
-        harness._exit(getattr(config, "lab_exitstatus", 1))
+        harness._exit(state.exitstatus if state is not None else 1)
 
 
 def abort(config, label, seconds):
-    """The backstop (from the watchdog thread): say which test is stuck, save the JSON."""
+    """The backstop (from the watchdog thread): say which test is stuck (`label` names it with
+    its task and file), save the JSON."""
     capture = config.pluginmanager.getplugin("capturemanager")
     if capture:
         capture.suspend_global_capture()
-    name = label.split()[0]
-    text = (f"{label} ignored its {config.lab_limit:g} s time limit and was still running after "
+    state = config.stash[STATE]
+    name = state.running.name
+    text = (f"{label} ignored its {state.limit:g} s time limit and was still running after "
             f"{seconds:.0f} s (does it catch every exception, or turn off signals?), so grading "
             "stopped here. Tests that did not run score 0.")
     if lab.task_of(name):
-        config.lab_results[name] = (lab.task_of(name), False, text)
+        state.results[name] = Outcome(lab.task_of(name), False, text)
     write_gradescope(config, finished=False, why=text)
     print(f"\nLab 20: {text}", flush=True)
 
@@ -351,7 +387,8 @@ def write_gradescope(config, finished, why=None):
     path = config.getoption("gradescope")
     if not path:
         return
-    not_run = [name for name in config.lab_selected if name not in config.lab_results]
+    state = config.stash[STATE]
+    not_run = [name for name in state.selected if name not in state.results]
     notes = []
     if why or not finished:
         notes.append(why or ("Grading did not finish (the session was ended from inside the "
@@ -359,8 +396,8 @@ def write_gradescope(config, finished, why=None):
     elif not_run:
         notes.append(f"Grading stopped early: {len(not_run)} graded tests did not run and "
                      "score 0.")
-    results = gradescope.results(config.lab_tests, {
-        name: None if passed else message
-        for name, (_, passed, message) in config.lab_results.items()}, notes=notes)
+    results = gradescope.results(state.tests, {
+        name: None if outcome.passed else outcome.message
+        for name, outcome in state.results.items()}, notes=notes)
     harness.write_atomically(path, json.dumps(results, indent=1))
 

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402  (these need ROOT on the path first)
 import grading  # noqa: E402
-from grading.gradescope import ReportError, read_junit  # noqa: E402
+from grading.gradescope import ReportError, read_junit, read_todos  # noqa: E402
 import test_rl_systems  # noqa: E402
 from grading.feedback import same  # noqa: E402
 from grading.harness import TimeLimitExceeded, time_limit  # noqa: E402
@@ -49,7 +49,6 @@ from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date 
 from tools.mutants import MUTANTS  # noqa: E402
 from tools.near_misses import NEAR_MISSES  # noqa: E402
 
-TODO = "is not implemented yet"
 HINT = re.compile(r"Likely mistake: (.*)")
 KNOWN = test_rl_systems.KNOWN_MISTAKES  # task -> grading.feedback.KnownMistakes
 # The corpus has no loops, so its verdicts must not depend on how busy the machine is:
@@ -59,7 +58,7 @@ CHECK_LIMIT = 60  # seconds per test; a hint's probes get a quarter of it
 
 def pytest(reference=False):
     """Run the lab's tests; return (exit code, {test: failure message or None}, (score, max),
-    the Gradescope report)."""
+    the Gradescope report, {test: the task of the lab.TaskNotDone it failed on})."""
     with tempfile.TemporaryDirectory() as tmp:
         xml, grades = Path(tmp, "junit.xml"), Path(tmp, "grades.json")
         env = dict(os.environ, RL_SOLUTIONS="1" if reference else "0")
@@ -67,13 +66,13 @@ def pytest(reference=False):
                                f"--gradescope={grades}"],
                               cwd=ROOT, env=env, capture_output=True, text=True)
         try:
-            outcomes = read_junit(xml)
+            outcomes, todos = read_junit(xml), read_todos(xml)
         except ReportError as error:
             why = f"(pytest did not run: {error})"
-            return done.returncode, {why: done.stdout + done.stderr}, None, None
+            return done.returncode, {why: done.stdout + done.stderr}, None, None, {}
         grade = json.loads(grades.read_text())
         score = (grade["score"], sum(t["max_score"] for t in grade["tests"]))
-        return done.returncode, outcomes, score, grade
+        return done.returncode, outcomes, score, grade, todos
 
 
 def check_stubs():
@@ -86,12 +85,16 @@ def check_stubs():
 
 
 def check_skeleton():
-    _, outcomes, score, _ = pytest()
+    """With the stubs, each graded test fails on the lab.TaskNotDone of its own task or of a
+    task it uses (lab.USES), and every test of the given code passes."""
+    _, outcomes, score, _, todos = pytest()
     problems = []
     for name, message in outcomes.items():
-        graded = lab.task_of(name) is not None
-        if graded and (message is None or TODO not in message):
-            problems.append(f"{name} should fail on a TODO with the stubs, got: {message}")
+        task = lab.task_of(name)
+        graded = task is not None
+        if graded and todos.get(name) not in (task, *lab.USES.get(task, ())):
+            problems.append(f"{name} should fail on a TODO of Task {task} with the stubs, "
+                            f"got: {message} (a TODO of {todos.get(name)})")
         if not graded and message is not None:
             problems.append(f"{name} tests given code and should pass with the stubs: {message}")
     if score is None or score[0] != 0:
@@ -101,7 +104,7 @@ def check_skeleton():
 
 def check_reference():
     """The reference passes everything with the full score; (problems, its report)."""
-    code, outcomes, score, report = pytest(reference=True)
+    code, outcomes, score, report, _ = pytest(reference=True)
     problems = [f"{name} fails with the reference: {message}"
                 for name, message in outcomes.items() if message is not None]
     bonus = sum(task.points for task in lab.TASKS.values() if task.extra)  # on top of the max

@@ -177,11 +177,11 @@ def test_a_broken_contract_is_found():
     assert breaks_contract(broken, Flag) == [
         "experiments.broken has no SECONDS",
         "experiments.broken has no function draw(results, path)",
-        "experiments.broken.run(settings, results, seed) cannot be called as "
-        "run(settings, results): missing a required argument: 'seed'",
+        ("experiments.broken.run(settings, results, seed) cannot be called as "
+         "run(settings, results): missing a required argument: 'seed'"),
         "experiments.broken has no function show(result)",  # a builtin is not the module's
-        "experiments.broken.work() cannot be called as work(settings): too many positional "
-        "arguments"]
+        ("experiments.broken.work() cannot be called as work(settings): too many positional "
+         "arguments")]
     assert breaks_contract(part1_memory, Flag) == [
         "experiments.part1_memory.FLAG is None, not <class 'str'>",
         "experiments.part1_memory has no function draw(results, path)"]

@@ -124,6 +124,43 @@ def test_wire_sends_only_data(value):
         wire.Encoder()(value)
 
 
+TODO_AND_OWN = ("from lab import TaskNotDone\n\n\ndef model_state_bytes(n_trained, n_frozen=0):\n"
+                "    raise TaskNotDone('1a')\n\n\ndef kv_cache_bytes(*args):\n"
+                "    raise NotImplementedError('mine')\n")
+RAISE_HERE = ("import json, sys\nfrom tools.autograder import remote\n"
+              "for reply in json.loads(sys.argv[1]):\n    try:\n"
+              "        remote._raise(reply, 'memory')\n    except Exception as error:\n"
+              "        print(type(error).__name__, getattr(error, 'task', None), error, sep='|')\n")
+
+
+def test_a_todo_crosses_the_autograders_wire_with_its_task(tmp_path):
+    """The student's process (serve.py) sends a lab.TaskNotDone's task as data, and the
+    grader's (remote.py) raises TaskNotDone of that task again; a student's own
+    NotImplementedError comes back as itself, and a task that is not one as no TODO."""
+    for given in ("lab", "scheduler_core.py"):
+        (tmp_path / given).symlink_to(ROOT / given)
+    (tmp_path / "memory.py").write_text(TODO_AND_OWN)
+    requests = io.BytesIO()
+    wire.send(requests, {"import": True, "target": ["memory", ""], "id": 0})
+    for i, name in enumerate(["model_state_bytes", "kv_cache_bytes"], 1):
+        encode = wire.Encoder()
+        wire.send(requests, {"call": True, "target": ["memory", name], "args": encode([1]),
+                             "kwargs": encode({}), "id": i})
+    done = subprocess.run([sys.executable, "-I", str(ROOT / "tools/autograder/serve.py")],
+                          cwd=tmp_path, input=requests.getvalue(), capture_output=True,
+                          timeout=60)
+    out = io.BytesIO(done.stdout)
+    replies = [wire.receive(out.read)[0] for _ in range(3)][1:]
+    assert [reply.get("todo") for reply in replies] == ["1a", None], replies
+    forged = {"error": ["TaskNotDone", "x", ""], "todo": "9z", "id": 3}
+    raised = subprocess.run([sys.executable, "-c", RAISE_HERE, json.dumps(replies + [forged])],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert raised.stdout.splitlines() == [
+        "TaskNotDone|1a|Task 1a model_state_bytes (memory.py) is not implemented yet",
+        "NotImplementedError|None|mine (memory.py, line 9, in kv_cache_bytes)",
+        "RuntimeError|None|TaskNotDone: x"], raised.stdout + raised.stderr
+
+
 def test_snapshot_tolerance_has_a_relative_and_an_absolute_part():
     assert differences({"x": [1.0 + 1e-7, 1e-16]}, {"x": [1.0, 3e-16]}) == []
     assert differences({"x": [1.001]}, {"x": [1.0]}) == ["x.0: 1.001 now, 1.0 in the snapshot"]

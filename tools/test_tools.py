@@ -1,5 +1,7 @@
 """Tests of the instructor tools and switches (run by CI: python -m pytest -q tools/test_tools.py)."""
+import copy
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -34,6 +36,17 @@ def test_region_becomes_hint_and_raise():
 def test_stub_needs_an_import_from_lab():
     with pytest.raises(MarkerError, match="no one-line `from lab import"):
         stub_source(HEADER.replace("from lab import contracts", "import lab"), "memory.py")
+
+
+def test_task_not_done_carries_its_task():
+    """What the stubs raise: a NotImplementedError (pytest.raises and students' `except`
+    still catch it) with the task as data, its message naming task, function and file."""
+    todo = lab.TaskNotDone("2b")
+    assert isinstance(todo, NotImplementedError) and todo.task == "2b"
+    assert str(todo) == "Task 2b take_batch (scheduler.py) is not implemented yet"
+    assert pickle.loads(pickle.dumps(todo)).task == copy.copy(todo).task == "2b"
+    with pytest.raises(ValueError, match="task must be one of"):
+        lab.TaskNotDone("Task 2b")
 
 
 @pytest.mark.parametrize("body, problem", [

@@ -15,7 +15,8 @@ asks the child to import the student's file, so grading.load reports a file that
 imported, once per run, as it does locally. Each call sends the arguments and gets back
 the result (at most ANSWER_LIMIT bytes and VALUE_LIMIT values as the tests walk it), the
 arrays it changed in place, or the student's error, which is raised here as the same kind
-of error with its message cut to MESSAGE_LIMIT characters. A call past the test's time
+of error with its message cut to MESSAGE_LIMIT characters (a TODO, lab.TaskNotDone, as
+itself with its task, which the child sends as data). A call past the test's time
 limit is interrupted in the child, as locally, and the child kept if it answers that call
 and sends nothing more; if the child hangs, dies or sends something that is not the
 answer to that call, the call fails and the next one starts a fresh child.
@@ -326,12 +327,19 @@ def readable(text, limit=MESSAGE_LIMIT):
     return cut(text, limit).encode("utf-8", errors="replace").decode("utf-8")
 
 
-def _raise(error):
-    kind, message, where = (readable(str(part)) for part in error)
+def _raise(reply, module):
+    """Raise here the error of the child's `reply` to a request about task module `module`:
+    a TODO as lab.TaskNotDone of the task it names (a task of lab.TASKS, or it is not one)."""
+    kind, message, where = (readable(str(part)) for part in reply["error"])
+    todo = reply.get("todo")
     if kind == "SyntaxError":
-        raise grading.TaskFileError(message)
-    raised = (ERRORS[kind](message + where) if kind in ERRORS
-              else RuntimeError(f"{kind}: {message}{where}"))
+        raise grading.TaskFileError(module, message)
+    if kind == "TaskNotDone" and type(todo) is str and todo in lab.TASKS:
+        raised = lab.TaskNotDone(todo)
+    elif kind in ERRORS:
+        raised = ERRORS[kind](message + where)
+    else:
+        raised = RuntimeError(f"{kind}: {message}{where}")
     raised.from_student = True  # shown in one line (see pytest_runtest_makereport)
     raise raised
 
@@ -358,7 +366,7 @@ def remote_function(module, name):
         reply, decode = _ask({"call": True, "target": [module, name], "args": tree_args,
                               "kwargs": tree_kwargs}, encode.blobs, dict(sent))
         if "error" in reply:
-            _raise(reply["error"])
+            _raise(reply, module)
         try:
             copy_back(encode.arrays, reply["changed"], decode.blobs)
             decode.update(reply["state"])
@@ -383,7 +391,7 @@ class RemoteModule(types.ModuleType):
             kind, message, where = reply["error"]
             if kind == "AttributeError":
                 raise AttributeError(readable(str(message)))
-            _raise(reply["error"])
+            _raise(reply, self.__name__)
         value = remote_function(self.__name__, name) if reply.get("callable") else reply["value"]
         setattr(self, name, value)
         return value
@@ -420,7 +428,7 @@ def pytest_runtest_makereport(item, call):
     report = (yield).get_result()
     if report.failed and call.excinfo and getattr(call.excinfo.value, "from_student", False):
         error = call.excinfo.value
-        name = ("" if isinstance(error, (NotImplementedError, RunOver))
+        name = ("" if isinstance(error, (lab.TaskNotDone, RunOver))
                 else f"{type(error).__name__}: ")
         report.longrepr = cut(f"{name}{error.args[0] if error.args else error}")
 
