@@ -274,17 +274,22 @@ def where(error):
     if not theirs:
         return ""
     inner, outer = frames[theirs[-1]][0], frames[theirs[0]][0]
-    text = f" (stopped in {location(inner).split(': ')[0]}"
+    text = f" (stopped in {place(inner)}"
     if not all(mine for _, mine in frames[theirs[0]:theirs[-1] + 1]):
-        text += f", run by given code called from {location(outer).split(': ')[0]}"
+        text += f", run by given code called from {place(outer)}"
     return text + ")"
 
 
-def location(frame):
-    """'scheduler.py, line 37, in take_batch: return queue[B]' for a traceback frame."""
-    source = f": {frame.line.strip()}" if frame.line else ""
+def place(frame: traceback.FrameSummary) -> str:
+    """'scheduler.py, line 37, in take_batch' for a traceback frame."""
     name = Path(frame.filename).name.strip("<>").split()[0]  # check_release: "<tis.py under test>"
-    return f"{name}, line {frame.lineno}, in {frame.name}{source}"
+    return f"{name}, line {frame.lineno}, in {frame.name}"
+
+
+def location(frame: traceback.FrameSummary) -> str:
+    """place(frame) and its source line: 'scheduler.py, line 37, in take_batch: return
+    queue[B]'."""
+    return place(frame) + (f": {frame.line.strip()}" if frame.line else "")
 
 
 def describe(error):

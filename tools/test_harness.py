@@ -6,6 +6,9 @@ would, and checks what the student sees: that it ends within a bound, the
 Gradescope JSON, the message. LAB_TIME_LIMIT=1 shortens the 5 s limit so the
 whole file runs in about a minute.
 """
+import ast
+import importlib.util
+import itertools
 import json
 import os
 import shutil
@@ -17,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+import grading
 import lab
-from experiments import part2_scheduling
+import run as run_py
+from experiments import PARTS, part2_scheduling
 from grading import gradescope
 import test_rl_systems
 
@@ -342,18 +347,66 @@ def test_bad_gradescope_path_refused_before_tests(tmp_path, path, problem):
 
 # ---------------------------------------------------------------- run.py
 
-def test_run_skip_names_the_first_task_not_done(tmp_path):
-    """A part skipped for a TODO names its first task not done, whichever its code calls
-    first: 1a, then (with 1a done) 1b; 2a before 2b."""
-    dest = lab_copy(tmp_path)
-    code, out, seconds = run(dest, "run.py")
-    assert "Part 1: skipped, Task 1a model_state_bytes (memory.py)" in out, out
-    assert "Part 2: skipped, Task 2a may_start (scheduler.py)" in out, out
-    stub = (dest / "memory.py").read_text()
-    solved_1a = (ROOT / "solutions" / "memory.py").read_text().split("@checked")[1]
-    (dest / "memory.py").write_text(stub + "\n\n@checked" + solved_1a)  # 1a, and 1b a TODO
-    code, out, seconds = run(dest, "run.py")
-    assert "Part 1: skipped, Task 1b kv_cache_bytes (memory.py)" in out, out
+def with_done(module, done, extra=""):
+    """The stub of task file `module` with the reference's functions of the tasks `done`
+    appended (a later `def` replaces the stub's), then `extra`."""
+    reference = (ROOT / "solutions" / f"{module}.py").read_text()
+    lines, text = reference.splitlines(keepends=True), (ROOT / f"{module}.py").read_text()
+    functions = {node.name: node for node in ast.parse(reference).body
+                 if isinstance(node, ast.FunctionDef)}
+    for task in done:
+        node = functions[lab.TASKS[task].what]
+        start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        text += "\n\n" + "".join(lines[start - 1:node.end_lineno])
+    return text + extra
+
+
+def run_part(part, texts, tmp_path, monkeypatch):
+    """run.py's attempt at `part` with the task files `texts` ({module: source}): (what it
+    said, why it recorded the part unavailable)."""
+    modules = {}
+    for module, text in texts.items():
+        path = tmp_path / f"{module}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(module, path)
+        modules[module] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(modules[module])
+    monkeypatch.setattr(grading, "load", modules.__getitem__)
+    said, attempt = [], run_py.Run(run_py.parse_args(["--out", str(tmp_path / "x.png")]))
+    attempt.attempt(part, show=said.append, note=said.append)
+    return said, attempt.results["unavailable"].get(part.LABEL)
+
+
+# The tasks whose functions each part of run.py calls (Task 3c's masking calls pg_estimate too)
+PART_TASKS = {"Part 1": ("1a", "1b", "1c"), "Part 2": ("2a", "2b"), "Part 3": ("3a", "3b"),
+              "Masking": ("3b", "3c")}
+
+
+@pytest.mark.parametrize("part", PARTS, ids=lambda part: part.LABEL)
+def test_run_names_a_task_not_done_whichever_are_done(part, tmp_path, monkeypatch):
+    """A part skipped for a TODO names the task whose lab.TaskNotDone it met: with any of
+    its tasks done but not all, a task of that part that is not done, never a done one."""
+    tasks = PART_TASKS[part.LABEL]
+    module = lab.TASKS[tasks[0]].module
+    for n in range(len(tasks)):
+        for done in itertools.combinations(tasks, n):
+            said, why = run_part(part, {module: with_done(module, done)}, tmp_path, monkeypatch)
+            todo = next(task for task in tasks if task not in done and said == [
+                f"{part.LABEL}: skipped, {lab.TaskNotDone(task)}."])
+            assert why == f"Task {todo} not implemented yet", (done, said, why)
+
+
+def test_run_fails_a_part_on_a_students_own_not_implemented(tmp_path, monkeypatch):
+    """A NotImplementedError the student raised (not the stub's TaskNotDone) names no task:
+    the part failed, at the student's line."""
+    own = "\n\ndef kv_cache_bytes(*args, **kwargs):\n    raise NotImplementedError('not yet')\n"
+    texts = {"memory": with_done("memory", ("1a", "1c"), own)}
+    said, why = run_part(PARTS[0], texts, tmp_path, monkeypatch)
+    line = texts["memory"].splitlines().index("    raise NotImplementedError('not yet')") + 1
+    assert said == [f"Part 1: failed with NotImplementedError: not yet\n  at memory.py, line "
+                    f"{line}, in kv_cache_bytes: raise NotImplementedError('not yet')\n  run "
+                    "`python -m pytest -q -k task1` to find out why."] and why == (
+        "Task 1 failed: see its tests"), said
 
 
 def test_run_part_loop_is_stopped_and_files_saved(tmp_path):
