@@ -94,8 +94,8 @@ def task_module(request, name):
         return load(request.config, name)
     except grading.TaskFileError as error:
         if lab.task_of(request.node.name) is None:
-            pytest.skip(f"{str(error).splitlines()[0]} (this test of the given code in it "
-                        "runs once it imports)")
+            pytest.skip(f"{error.module}.py cannot be imported (this test of the given code in "
+                        "it runs once it imports; its graded tests say why)")
         raise
 
 
