@@ -14,7 +14,6 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import grading
 import lab
@@ -50,11 +49,14 @@ class Run:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args, self.results = args, dict(code=grading.code_under_test(), unavailable={})
         self.settings = settings.Settings.from_options(args)
-        self.limit, self.stopped = None, False  # Ctrl-C stops the run: the rest is skipped
-        self.running = None  # the experiment running now, for the watchdog's stuck()
+        self.stopped = False  # Ctrl-C stops the run: the rest is skipped
+        # the experiment running now and its time limit, set by attempt() before the watchdog
+        # can call stuck()
+        self.running: Experiment
+        self.limit: float
         self.watchdog = harness.Watchdog(abort=self.stuck)
 
-    def attempt(self, e: Experiment, show: Callable[[Any], object],
+    def attempt(self, e: Experiment, show: Callable[..., object],
                 note: Callable[[str], object] = print) -> None:
         """Run experiment `e` under its time limit (5 times its SECONDS, times the work its
         flags ask for, and at least harness.TIME_LIMIT) and `show` its result. If it meets a
@@ -63,7 +65,8 @@ class Run:
         (any other error, a student's own NotImplementedError too). Either way record why
         in "unavailable" (the figure draws a placeholder). Ctrl-C stops it and skips the rest."""
         self.results[e.KEY] = None  # until it succeeds
-        if getattr(e, "NEEDS", None) and self.results[e.NEEDS] is None:
+        needs = getattr(e, "NEEDS", None)  # optional in the contract (experiments/__init__.py)
+        if needs and self.results[needs] is None:
             print(f"{e.LABEL}: skipped, it needs Part 2 (Task 2, scheduler.py) working first.")
             self.results["unavailable"][e.LABEL] = "needs Part 2 (Task 2) first"
             return

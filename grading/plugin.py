@@ -24,9 +24,10 @@ import gc
 import json
 import os
 import threading
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -63,8 +64,8 @@ class State:
     shown: dict[str, str] = field(default_factory=dict)  # that module -> the test showing why
     overran: dict[str, tuple[str, str]] = field(default_factory=dict)  # task -> (its function,
     # the test) that first ran past its limit
-    running: pytest.Item | None = None  # the test whose phase runs now, and its limit
-    limit: float = TIME_LIMIT
+    running: pytest.Item = field(init=False)  # the test whose phase runs now (set by limited)
+    limit: float = TIME_LIMIT  # and its time limit
     exitstatus: int = 1
 
 
@@ -87,7 +88,7 @@ def load(config: pytest.Config, name: str) -> ModuleType:
     raise grading.TaskFileError(name, errors[name])
 
 
-def task_module(request, name):
+def task_module(request: pytest.FixtureRequest, name: str) -> ModuleType:
     """load(name) for a test. A test of the given code (no task in its name) whose task
     file cannot be imported is skipped: the graded tests already report the file."""
     try:
@@ -125,7 +126,7 @@ def pytest_addoption(parser):
                          help="test the reference solutions (the same as RL_SOLUTIONS=1)")
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("solutions", False):
         grading.choose_reference()
     try:
@@ -148,7 +149,7 @@ def pytest_report_header(config):
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Count each task's tests before -k deselects any, so points never move between tests."""
     config.stash[STATE].tests.update((item.name, lab.task_of(item.name)) for item in items
                                      if lab.task_of(item.name))
@@ -166,7 +167,7 @@ def short_failure(item, repr_failure):
     return shortened
 
 
-def pytest_collection_finish(session):
+def pytest_collection_finish(session: pytest.Session) -> None:
     # What is loaded by now (pytest, numpy, the lab, the collected tests) lives until the
     # end: frozen, the garbage collector's full passes skip it (one such pass during the
     # tests would otherwise take some 40 ms).
@@ -181,7 +182,7 @@ def label(item):
     return f"{item.name} (Task {task}, {lab.file_of(task)})" if task else item.name
 
 
-def limit_of(item):
+def limit_of(item: pytest.Item) -> tuple[float, str]:
     """(seconds, why) of a test's time limit: TIME_LIMIT, or SHORT_LIMIT once a function of
     its task, or of a task its task uses, has run past its limit in an earlier test."""
     task = lab.task_of(item.name)
@@ -192,7 +193,7 @@ def limit_of(item):
     return TIME_LIMIT, ""
 
 
-def overran(item, error):
+def overran(item: pytest.Item, error: BaseException) -> None:
     """Note the task whose function ran past the limit: the function the student's innermost
     line is in (may_start in a test of Task 2, say), else the test's own task."""
     frame = harness.student_frame(error)
@@ -211,7 +212,7 @@ def under_limits(item):
     return item.path.parent.name != "tools"
 
 
-def limited(item):
+def limited(item: pytest.Item) -> contextlib.AbstractContextManager:
     """The time limit for one phase of a test (under_limits); the test's last resort
     (pytest_runtest_protocol) covers all three phases."""
     if not under_limits(item):
@@ -223,7 +224,8 @@ def limited(item):
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
+def pytest_runtest_protocol(item: pytest.Item,
+                            nextitem: pytest.Item | None) -> Generator[None, Any, None]:
     """faulthandler's last resort (grading/harness.py), armed once for the test's setup,
     call and teardown: each a phase of at most TIME_LIMIT + BACKSTOP seconds."""
     if not under_limits(item):
@@ -252,7 +254,7 @@ def pytest_runtest_teardown(item):
         yield
 
 
-def message(error, item):
+def message(error: BaseException, item: pytest.Item) -> tuple[str, bool]:
     """(text, short) for a failure of test `item`: the lab's own text for its checks and
     TODOs (lab.TaskNotDone), else the type, text and the student's line (harness.describe;
     a student's own NotImplementedError too). `short`: the text can replace pytest's
@@ -285,7 +287,7 @@ def cut(text, lines=OUTPUT_LINES, chars=2000):
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(item: pytest.Item, call) -> Generator[None, Any, None]:
     report = (yield).get_result()
     report.sections = [(title, cut(content)) for title, content in report.sections]
     if call.when != "call" and not report.failed:
@@ -311,7 +313,7 @@ def pytest_runtest_makereport(item, call):
         write_gradescope(item.config, finished=False)
 
 
-def progress_rows(config):
+def progress_rows(config: pytest.Config) -> dict[str, tuple[int, int]]:
     """{task: (passed, collected)} for the tasks with a test that was meant to run."""
     state, rows = config.stash[STATE], {}
     for name in state.selected:
@@ -345,7 +347,7 @@ def pytest_terminal_summary(terminalreporter, config):
         write(f"Gradescope results written to {config.getoption('gradescope')}")
 
 
-def pytest_sessionfinish(session):
+def pytest_sessionfinish(session: pytest.Session) -> None:
     config, state = session.config, session.config.stash[STATE]
     if any(name not in state.results for name in state.selected) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.INTERRUPTED  # stopped early is never a pass
@@ -354,7 +356,7 @@ def pytest_sessionfinish(session):
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config):
+def pytest_unconfigure(config: pytest.Config) -> None:
     """A thread the student's code left running would keep Python from exiting: exit anyway."""
     state = config.stash.get(STATE, None)  # None if pytest_configure stopped early
     if state is not None:
@@ -365,7 +367,7 @@ def pytest_unconfigure(config):
         harness._exit(state.exitstatus if state is not None else 1)
 
 
-def abort(config, label, seconds):
+def abort(config: pytest.Config, label: str, seconds: float) -> None:
     """The backstop (from the watchdog thread): say which test is stuck (`label` names it with
     its task and file), save the JSON."""
     capture = config.pluginmanager.getplugin("capturemanager")
@@ -382,7 +384,7 @@ def abort(config, label, seconds):
     print(f"\nLab 20: {text}", flush=True)
 
 
-def write_gradescope(config, finished, why=None):
+def write_gradescope(config: pytest.Config, finished: bool, why: str | None = None) -> None:
     """Write (or rewrite) the Gradescope file, if one was asked for, through a temporary file."""
     path = config.getoption("gradescope")
     if not path:

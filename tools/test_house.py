@@ -17,6 +17,7 @@ import inspect
 import types
 import typing
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("lab", "cores", "grading", "experiments", "run", "tools")  # bottom to top
@@ -128,7 +129,7 @@ def test_reading_another_experiments_option_is_found():
     assert sorted(name for _, name in options_read(planted)) == ["gpus", "lanes", "noise"]
 
 
-def breaks_contract(module: types.ModuleType, contract: type) -> list[str]:
+def breaks_contract(module: Any, contract: type) -> list[str]:
     """How experiment `module` breaks `contract` (experiments.Part or Flag): a name it lacks,
     a value of another type, a function that cannot be called with the arguments run.py
     passes (positionally, as the protocol's functions take them)."""
@@ -163,17 +164,18 @@ def test_every_experiment_keeps_its_contract():
     problems = [p for e in PARTS for p in breaks_contract(e, Part)]
     problems += [p for e in FLAGS for p in breaks_contract(e, Flag)]
     for i, e in enumerate(REGISTRY):
-        if hasattr(e, "NEEDS") and e.NEEDS not in [earlier.KEY for earlier in REGISTRY[:i]]:
-            problems.append(f"{e.__name__}.NEEDS is {e.NEEDS!r}, not an earlier experiment's KEY")
+        needs = getattr(e, "NEEDS", None)  # optional
+        if needs is not None and needs not in [earlier.KEY for earlier in REGISTRY[:i]]:
+            problems.append(f"{e.KEY}'s NEEDS is {needs!r}, not an earlier experiment's KEY")
     assert not problems, "\n".join(problems)
 
 
 def test_a_broken_contract_is_found():
     from experiments import Flag, Part, part1_memory
     broken = types.ModuleType("experiments.broken")
-    broken.KEY, broken.LABEL, broken.TASK, broken.FLAG = "broken", "Broken", "2", "broken"
-    broken.arguments, broken.work, broken.show = (lambda p: None), (lambda: 1.0), print
-    broken.run = lambda settings, results, seed: {}  # one argument more than run.py passes
+    vars(broken).update(KEY="broken", LABEL="Broken", TASK="2", FLAG="broken",
+                        arguments=lambda p: None, work=lambda: 1.0, show=print,
+                        run=lambda settings, results, seed: {})  # one more than run.py passes
     assert breaks_contract(broken, Flag) == [
         "experiments.broken has no SECONDS",
         "experiments.broken has no function draw(results, path)",
