@@ -56,17 +56,21 @@ class State:
     """The plugin's state for one session, in config.stash[STATE]."""
     watchdog: harness.Watchdog
     stderr: int  # the terminal's stderr, for the last resort (see pytest_configure)
-    tests: dict[str, str] = field(default_factory=dict)  # graded test -> task, all collected
-    selected: list[str] = field(default_factory=list)  # the graded tests meant to run (-k)
-    results: dict[str, Outcome] = field(default_factory=dict)  # graded test -> its outcome
-    import_errors: dict[str, str] = field(default_factory=dict)  # task module -> why it
-    # cannot be imported (tried once per session)
-    shown: dict[str, str] = field(default_factory=dict)  # that module -> the test showing why
-    overran: dict[str, tuple[str, str]] = field(default_factory=dict)  # task -> (its function,
-    # the test) that first ran past its limit
-    running: pytest.Item = field(init=False)  # the test whose phase runs now (set by limited)
-    limit: float = TIME_LIMIT  # and its time limit
-    exitstatus: int = 1
+    # graded test -> task, every one collected; the graded tests meant to run (after -k);
+    # graded test -> how it ended
+    tests: dict[str, str] = field(default_factory=dict)
+    selected: list[str] = field(default_factory=list)
+    results: dict[str, Outcome] = field(default_factory=dict)
+    # task module -> why it cannot be imported (tried once per session), and the test that
+    # showed why first
+    import_errors: dict[str, str] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)
+    # task -> (its function, the test) that first ran past its time limit
+    overran: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # the test whose phase runs now (set by `limited` before the watchdog can ask) and its limit
+    running: pytest.Item = field(init=False)
+    limit: float = TIME_LIMIT
+    exitstatus: int = 1  # pytest's, once the session finishes
 
 
 STATE = pytest.StashKey[State]()
