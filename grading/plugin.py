@@ -99,8 +99,8 @@ def task_module(request: pytest.FixtureRequest, name: str) -> ModuleType:
         return load(request.config, name)
     except grading.TaskFileError as error:
         if lab.task_of(request.node.name) is None:
-            pytest.skip(f"{error.module}.py cannot be imported (this test of the given code in "
-                        "it runs once it imports; its graded tests say why)")
+            pytest.skip(f"{str(error).splitlines()[0]} (this test of the given code in it "
+                        "runs once it imports)")
         raise
 
 
