@@ -27,7 +27,8 @@ def model_state_bytes(n_trained: Whole, n_frozen: Whole = 0) -> int:
         n_frozen (int): frozen parameters.
 
     Returns:
-        int: whole bytes; exact for int counts of any size, numpy ints while the bytes fit in int64.
+        int: whole bytes, exact (Python's int arithmetic is exact at any size, numpy's while
+            the bytes fit in int64).
 
     Example: model_state_bytes(1_000, 500) == 16 * 1_000 + 2 * 500 == 17_000.
     """
@@ -45,9 +46,10 @@ def kv_cache_bytes(n_layers: Whole, n_kv_heads: Whole, head_dim: Whole, n_tokens
         bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
 
     Args:
-        n_layers, n_kv_heads, head_dim (int): layers, KV heads a layer (fewer than query heads
-            under grouped-query attention) and values in a head's vector, each >= 1.
-        n_tokens (int): tokens cached, >= 0.
+        n_layers (int): transformer layers.
+        n_kv_heads (int): KV heads a layer (fewer than query heads with grouped-query attention).
+        head_dim (int): values in one head's key (or value) vector.
+        n_tokens (int): tokens cached (0 or more).
         bytes_per_value (float): 2 for bf16, 1 for fp8, 0.5 for a 4-bit cache.
 
     Returns:
@@ -55,8 +57,8 @@ def kv_cache_bytes(n_layers: Whole, n_kv_heads: Whole, head_dim: Whole, n_tokens
             rounded up, bytes_per_value taken as the decimal it prints as (0.57 is 57/100):
             kv_cache_bytes(1, 1, 1, 50, 0.57) == 57.
 
-    Example: Qwen2.5-7B caches kv_cache_bytes(28, 4, 128, 1) == 2 * 28 * 4 * 128 * 2 == 57_344
-    bytes (56 KiB) a token.
+    Example: Qwen2.5-7B (28 layers, 4 KV heads, head_dim 128) caches 56 KiB a token:
+    kv_cache_bytes(28, 4, 128, 1) == 2 * 28 * 4 * 128 * 1 * 2 == 57_344.
     """
     # BEGIN SOLUTION task1b
     # HINT: a key AND a value vector per layer, per KV head, per token.
@@ -70,10 +72,10 @@ def kv_cache_bytes(n_layers: Whole, n_kv_heads: Whole, head_dim: Whole, n_tokens
 @checked(contracts.rl_memory_gb)
 def rl_memory_gb(algo: str, n_params: Whole, *, reference: bool = True,
                  reward_model: bool | None = None, lora_params: Whole = 0) -> float:
-    """GB of model state for an RL run on a model of N = n_params parameters:
+    """GB of model state for an RL run whose models have N = n_params parameters each:
 
-        PPO:  policy + critic (size N), trained; reference + reward model (size N), frozen
-        GRPO: policy, trained; reference and reward model, frozen, each optional
+        PPO:  policy and critic, trained; reference and reward model, frozen
+        GRPO: policy, trained; reference (optional) and reward model (optional), frozen
 
     With LoRA (lora_params > 0) one frozen base is shared: the policy is base + adapter, the
     reference is the base with the adapter off (nothing extra), and PPO's critic is a second
@@ -91,7 +93,7 @@ def rl_memory_gb(algo: str, n_params: Whole, *, reference: bool = True,
     Returns:
         float: GB (10**9 bytes), a float even when whole (252.0, not 252).
 
-    Example: rl_memory_gb("ppo", 7e9) == 252.0, (16 + 16 + 2 + 2) * 7e9 bytes; for GRPO 126.0,
+    Example (N = 7e9): "ppo" gives (16 + 16 + 2 + 2) * 7e9 bytes = 252.0 GB; "grpo" 126.0 GB,
     112.0 with reference=False, and 14.64 with lora_params=40e6 (2 * 7e9 + 16 * 40e6 bytes).
     """
     # BEGIN SOLUTION task1c
