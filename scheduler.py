@@ -11,62 +11,61 @@ dropped (True once thrown away as stale). The event loop that calls your two
 functions is in scheduler_core.py; `simulate` at the bottom runs it. The line
 above each of your functions (given) checks its arguments: write only the rule.
 """
+import numpy as np
+
 import scheduler_core
 from lab import TaskNotDone, contracts
-from lab.input_checks import checked
+from lab.input_checks import Whole, checked
 
 
 @checked(contracts.may_start)
-def may_start(n_started, n_dropped, version, k, B):
+def may_start(n_started: Whole, n_dropped: Whole, version: Whole, k: Whole,
+              B: Whole) -> bool | np.bool_:
     """Admission control: may a free lane start one more response now?
 
         True  iff  n_started - n_dropped < (version + k + 1) * B
 
-    n_started - n_dropped counts the responses that are, or can still be, trained.
-    The trainer has consumed version * B of them; on top of the batch it needs
-    next, the lanes may work k batches ahead. With k = 0 the lanes stop after
-    B responses and wait for the update: that is synchronous RL.
+    n_started - n_dropped counts the responses that are, or can still be, trained. The
+    trainer has consumed version * B of them; on top of the batch it needs next, the lanes
+    may work k batches ahead. With k = 0 the lanes stop after B responses and wait for the
+    update: that is synchronous RL.
 
-    Example: B = 4, k = 0, version 0: True for n_started = 0..3, False at 4.
-    With k = 1 the same lanes may start 8 before the first update.
-    Returns a bool (True or False; numpy's np.True_ and np.False_ count as those).
+    Args:
+        n_started, n_dropped (int): responses started so far, and of those dropped as stale.
+        version, k, B (int): as at the top of this file; version >= 0, k >= 0, B >= 1.
 
-    The arguments are whole numbers: 0 <= n_dropped <= n_started, version >= 0,
-    k >= 0, B >= 1 (checked above it; anything else is a ValueError).
+    Returns:
+        bool: True if the lane may start (numpy's np.True_ and np.False_ count as bools).
+
+    Example: B = 4, k = 0, version 0: True for n_started = 0..3, False at 4. With k = 1 the
+    same lanes may start 8 before the first update.
     """
     # TODO (Task 2a): dropped responses will never be trained, so they free their place.
     raise TaskNotDone("2a")
 
 
 @checked(contracts.take_batch)
-def take_batch(finished, version, k, B, drop_stale=False):
+def take_batch(finished: list[dict], version: Whole, k: Whole, B: int | np.integer,
+               drop_stale: bool | np.bool_ = False) -> tuple[list[dict] | None, list[dict]]:
     """The trainer's turn: maybe drop stale responses, then take the oldest B.
 
-    `finished` is the first-in, first-out list of finished responses: the order
-    they finished in, which need not be the order of their ids, start times,
-    lengths or tags. Change the list in place (remove what you take, keep the
-    order of the rest) and return the tuple (batch, dropped): batch the list of
-    the B taken, oldest first (None when fewer than B remain), dropped the list
-    of the stale ones ([] without drop_stale).
-      1. If drop_stale: remove every response with version - tag > k, set its
-         "dropped" to True, and collect it in the list `dropped` (any order).
-         This happens on every call, however many responses are waiting.
-      2. Then, if at least B responses remain: remove the first B, set each
-         one's "lag" to version - tag: they are `batch`. Otherwise batch is None
-         and the rest stay in `finished`.
-    batch and dropped hold the same dict objects that were in `finished` on this
-    call (not copies, and none kept from an earlier call: the simulator reads their
-    lag and dropped flag from those dicts). Every dropped response has dropped True,
-    whether or not a batch follows, and every response not trained (dropped, or still
-    waiting) keeps lag None.
+      1. If drop_stale: remove each response with version - tag > k from `finished`, set its
+         "dropped" to True and collect it in `dropped` (any order), whether or not a batch follows.
+      2. Then, if at least B responses remain: remove the first B and set each one's "lag"
+         to version - tag: they are `batch`. Otherwise batch is None.
 
-    Example: version 3, k = 1, tags in `finished` [3, 1, 2, 2], B = 2,
-    drop_stale=True: the tag-1 response (lag 2 > k) is dropped, the batch is
-    the first two of [3, 2, 2] with lags [0, 1], and [2] stays behind.
+    Args:
+        finished (list[dict]): the finished responses, first in, first out (the order they
+            finished in). Change it in place, keeping the order of the rest.
+        version, k, B (int): as at the top of this file; version >= 0, k >= 0, B >= 1.
+        drop_stale (bool): whether to drop the stale responses.
 
-    Checked above it: finished is a list of response dicts; no response whose lag
-    is computed has a tag above version; version >= 0, k >= 0 and B >= 1 are
-    whole numbers; drop_stale is True or False.
+    Returns:
+        tuple: (batch, dropped), lists of the very dicts that were in `finished`: batch
+            oldest first, or None; dropped [] without drop_stale.
+
+    Example: version 3, k = 1, B = 2, drop_stale=True, tags in `finished` [3, 1, 2, 2]: the
+    tag-1 response (lag 2 > k) is dropped, the batch is tags [3, 2] (lags 0, 1), [2] stays.
     """
     # TODO (Task 2b): a response with lag exactly k is still fresh enough to train on.
     raise TaskNotDone("2b")

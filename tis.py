@@ -13,14 +13,16 @@ tokens. grad_logp is (N, T, D): the gradient of log pi_train(y_t | y_<t)
 with respect to the D trainer parameters.
 """
 import numpy as np
+from numpy.typing import NDArray
 
 from lab import TaskNotDone, contracts
-from lab.input_checks import checked
+from lab.input_checks import Number, checked
 
 
 @checked(contracts.importance_weights, returns=contracts.token_weights)
-def importance_weights(logp_train, logp_infer, scheme, C=2.0):
-    """Per-token weights (N, T) for one of five schemes:
+def importance_weights(logp_train: NDArray[np.float64], logp_infer: NDArray[np.float64],
+                       scheme: str, C: Number = 2.0) -> NDArray[np.float64]:
+    """Per-token weights for one of five schemes, with w_t = exp(logp_train - logp_infer):
 
         "none"       1                       (ignore the mismatch: biased)
         "token"      w_t                     (per-token IS)
@@ -28,73 +30,72 @@ def importance_weights(logp_train, logp_infer, scheme, C=2.0):
         "seq"        prod_s w_s, every token (sequence IS: unbiased, noisy)
         "seq_tis"    min(prod_s w_s, C)      (sequence truncated IS)
 
-    Truncation caps a weight from above only: a weight below 1 is kept.
-    Products of many ratios overflow or underflow, so work with logs:
-    prod_s w_s = exp(sum_s log w_s), and min(x, C) = exp(min(log x, log C)).
-    Log-probabilities may be as low as -1000 (a token's rarely is, a response's
-    summed log-probability often is), and exp(-1000) is 0 in float64: take the
-    difference logp_train - logp_infer first, exponentiate only at the end.
+    Work in log space and exponentiate last: prod_s w_s = exp(sum_s log w_s), and
+    min(x, C) = exp(min(log x, log C)).
 
-    Weights from e**-700 to e**700 come out exact (to rounding): no clamping of the
-    log-ratios. Past e**709.78 float64 overflows and inf is the honest answer for
-    "token" and "seq"; the truncated schemes give C there.
+    Args:
+        logp_train, logp_infer (np.ndarray, shape (N, T)): each token's log-probability.
+        scheme (str): one of the five above.
+        C (float): the truncation cap, >= 1.
+
+    Returns:
+        np.ndarray, shape (N, T), float64: a new array (the inputs are left unchanged).
 
     Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], C = 2:
       token     -> [[4, 0.25, 1]]      token_tis -> [[2, 0.25, 1]]
       seq       -> [[1, 1, 1]]         seq_tis   -> [[1, 1, 1]]
-
-    Returns a new (N, T) np.ndarray of float64 (any byte order or memory layout), also for
-    N = 1 or T = 1; logp_train and logp_infer are not changed. Checked above it: real (not
-    complex) arrays of one shape, a known scheme, C >= 1; and afterwards, that the answer
-    is such an array (a list or float32 numbers are refused).
     """
     # TODO (Task 3a): start from log_w = logp_train - logp_infer; exponentiate last.
     raise TaskNotDone("3a")
 
 
 @checked(contracts.pg_estimate, returns=contracts.gradient)
-def pg_estimate(rewards, grad_logp, weights):
-    """REINFORCE with weighted token terms, averaged over the batch: a (D,) array
+def pg_estimate(rewards: NDArray[np.float64], grad_logp: NDArray[np.float64],
+                weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """REINFORCE with weighted token terms, averaged over the batch:
 
         g = (1/N) sum_n r_n sum_t w_nt * grad log pi_train(y_nt | y_n,<t)
 
-    Example: one sequence (N = 1) of two tokens, D = 1: r = [3],
-    grad_logp = [[[1], [3]]], weights = [[1, 0.5]] -> 3 * (1*1 + 0.5*3) = [7.5].
+    Args:
+        rewards (np.ndarray, shape (N,)): r_n, used as they are (no baseline subtracted).
+        grad_logp (np.ndarray, shape (N, T, D)): each token's grad log pi_train (D parameters).
+        weights (np.ndarray, shape (N, T)): w_nt, from importance_weights.
 
-    Returns a (D,) np.ndarray of float64 (any byte order or memory layout), also for N,
-    T or D = 1. The rewards are used
-    as they are (no baseline is subtracted here), and the inputs are not changed.
-    Checked above it: real arrays of matching shapes (and afterwards, that the answer
-    is a (D,) array of float64: a list or float32 numbers are refused).
+    Returns:
+        np.ndarray, shape (D,), float64: g (the inputs are left unchanged).
+
+    Example: one sequence (N = 1) of two tokens, D = 1: r = [3], grad_logp = [[[1], [3]]],
+    weights = [[1, 0.5]] -> 3 * (1*1 + 0.5*3) = [7.5].
     """
     # TODO (Task 3b): broadcast rewards to (N, 1, 1) and weights to (N, T, 1).
     raise TaskNotDone("3b")
 
 
 @checked(contracts.masked_weights, returns=contracts.token_weights)
-def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
-    """Task 3c (optional): masking. Per-token weights (N, T) that reject instead of truncate:
-    a ratio inside the band [low, high] (edges included) is kept as it is, one outside
-    gives weight 0, so that token or response adds nothing to the gradient.
+def masked_weights(logp_train: NDArray[np.float64], logp_infer: NDArray[np.float64],
+                   level: str, low: Number = 0.5, high: Number = 2.0) -> NDArray[np.float64]:
+    """Task 3c (optional): masking. Per-token weights that reject instead of truncate: a
+    ratio inside the band [low, high] is kept as it is, one outside gives weight 0.
 
         "token"  w_t on token t if low <= w_t <= high, else 0
         "seq"    prod_s w_s on every token if low <= prod_s w_s <= high, else 0
         "geo"    (prod_s w_s)**(1/T), the geometric mean of the response's ratios,
                  on every token if it lies in the band, else 0
 
-    Work in log space, as in Task 3a, and compare there too: log(low) <= log w <= log(high).
-    A product over thousands of tokens overflows; its logarithm does not. Log-probabilities
-    may be as low as -1000, where exp() gives 0 in float64. low = 0 means no lower bound
-    (log 0 = -inf): every ratio up to high is kept, however small (e**-30 = 9.4e-14 and
-    e**-700 = 9.9e-305 as they are, not 0). On the edges only the log-space test is exact:
-    exp(log 3) is 3.0000000000000004 in float64, so a ratio on the edge high = 3 is kept,
-    though exp(log w) <= 3 would reject it.
+    Work in log space, as in Task 3a, and compare there too (edges included):
+    log(low) <= log w <= log(high). low = 0 means no lower bound (log 0 = -inf).
 
-    Returns a new (N, T) np.ndarray of float64 (checked afterwards, as in Task 3a).
+    Args:
+        logp_train, logp_infer (np.ndarray, shape (N, T)): as in importance_weights.
+        level (str): "token", "seq" or "geo".
+        low, high (float): the band's edges, 0 <= low <= 1 <= high.
+
+    Returns:
+        np.ndarray, shape (N, T), float64: a new array (the inputs are left unchanged).
 
     Example: logp_train - logp_infer = [[log 4, log 1/4, log 1]], band [0.5, 2]:
       token -> [[0, 0, 1]]      seq -> [[1, 1, 1]]      geo -> [[1, 1, 1]]
     """
-    # TODO (Task 3c): one log-ratio per token; for "seq" their sum, for "geo" their mean, on every token.
-    # TODO (Task 3c): keep it where log(low) <= it <= log(high) (edges included); exactly 0 elsewhere.
+    # TODO (Task 3c): log-ratios per token; "seq" sums them, "geo" averages them, on every token.
+    # TODO (Task 3c): keep it where log(low) <= it <= log(high) (edges in); exactly 0 elsewhere.
     raise TaskNotDone("3c")

@@ -21,8 +21,15 @@ import functools
 import inspect
 import math
 import numbers
+from typing import TypeAlias
 
 import numpy as np
+
+# The numbers the checks take, for the task functions' signatures: Python's and numpy's
+# (np.int64(7), np.float32(0.5)); a Whole one is an int, a float such as 7e9 or a numpy int
+# (whole_at_least checks that it is whole).
+Number: TypeAlias = int | float | np.integer | np.floating
+Whole: TypeAlias = int | float | np.integer
 
 
 class ContractError(ValueError):
