@@ -31,11 +31,11 @@ plotting.
 """
 from experiments import (c_sweep, drop_stale, equal_hardware, gpu_sweep, learning_curves,
                          length_sweep, part1_memory, part2_scheduling, part3_mismatch,
-                         part3c_masking, preset, staleness, step_grid, timeline)
+                         part3c_masking, ppo_curves, preset, staleness, step_grid, timeline)
 
 # Print order: the parts first, then the flags' sections.
 REGISTRY = (part1_memory, part2_scheduling, part3_mismatch, part3c_masking,
             drop_stale, equal_hardware, timeline, preset, gpu_sweep, c_sweep, length_sweep,
-            staleness, learning_curves, step_grid)
+            staleness, learning_curves, step_grid, ppo_curves)
 PARTS = tuple(e for e in REGISTRY if e.FLAG is None)
 FLAGS = tuple(e for e in REGISTRY if e.FLAG is not None)

@@ -110,17 +110,36 @@ def surrogate_gradient(thetas, tokens, previous, adv, logp_centre, weights, clip
     """The gradient of surrogate with respect to thetas (r, V + 1, V), and each run's count
     of token terms the clip holds still (r,). A term's gradient is w A rho grad log pi_theta;
     the clip stops it where rho has passed 1 + eps with A > 0 or 1 - eps with A < 0 (there
-    the min picks the clipped, constant term). grad log pi(b | a) is onehot(b) - pi(. | a) in
-    row a of theta, so the terms are summed per pair (a, b) first."""
-    r, n = adv.shape
+    the min picks the clipped, constant term)."""
+    A = np.broadcast_to(adv[..., None], tokens.shape)
+    return pair_gradient(thetas, Minibatch.of(tokens, previous, A, logp_centre, weights), clip)
+
+
+class Minibatch(NamedTuple):
+    """A minibatch as the gradient reads it, each (r, n, T): every token's pair number in
+    its run's theta, flat ((run * (V + 1) + previous) * V + token), the sign of its
+    advantage, w A, and the centre's log-probability."""
+    pairs: np.ndarray
+    sign: np.ndarray
+    weighted: np.ndarray
+    logp_centre: np.ndarray
+
+    @classmethod
+    def of(cls, tokens, previous, A, logp_centre, weights):
+        run = np.arange(len(tokens))[:, None, None]
+        return cls((run * (V + 1) + previous) * V + tokens, np.sign(A), weights * A,
+                   logp_centre)
+
+
+def pair_gradient(thetas, mb, clip):
+    """surrogate_gradient on a Minibatch. grad log pi(b | a) is onehot(b) - pi(. | a) in row
+    a of theta, so the terms are summed per pair (a, b) first."""
     logp = training.log_softmax_rows(thetas)
-    rho = np.exp(logp[np.arange(r)[:, None, None], previous, tokens] - logp_centre)
-    A = np.broadcast_to(adv[..., None], rho.shape)
-    held = ((A > 0) & (rho > 1 + clip)) | ((A < 0) & (rho < 1 - clip))
-    coefficient = np.where(held, 0.0, weights * A * rho) / (n * T)
-    pairs = (np.arange(r)[:, None, None] * (V + 1) + previous) * V + tokens
-    summed = np.bincount(pairs.ravel(), coefficient.ravel(), minlength=r * (V + 1) * V)
-    summed = summed.reshape(r, V + 1, V)
+    rho = np.exp(logp.reshape(-1)[mb.pairs] - mb.logp_centre)
+    held = mb.sign * (rho - 1) > clip
+    coefficient = np.where(held, 0.0, mb.weighted * rho)
+    summed = np.bincount(mb.pairs.ravel(), coefficient.ravel(), minlength=thetas.size)
+    summed = summed.reshape(thetas.shape) / mb.pairs[0].size  # the mean over the n * T terms
     return summed - summed.sum(axis=-1, keepdims=True) * np.exp(logp), held.sum(axis=(1, 2))
 
 
@@ -152,17 +171,18 @@ def ppo_update(thetas, batch, objective_weights, lr, how):
     the clip over all passes (r,))."""
     tokens, previous, adv, logp_centre = batch
     B = tokens.shape[1]
-    held = np.zeros(len(thetas))
     size = B // how.minibatches
+    A = np.broadcast_to(adv[..., None], tokens.shape)
+    parts = [Minibatch.of(*(x[:, m * size:(m + 1) * size]
+                            for x in (tokens, previous, A, logp_centre, objective_weights)))
+             for m in range(how.minibatches)]
+    held = np.zeros(len(thetas))
     for _ in range(how.epochs):
-        for m in range(how.minibatches):
-            part = slice(m * size, (m + 1) * size)
-            g, n_held = surrogate_gradient(thetas, tokens[:, part], previous[:, part],
-                                           adv[:, part], logp_centre[:, part],
-                                           objective_weights[:, part], how.clip)
+        for mb in parts:
+            g, n_held = pair_gradient(thetas, mb, how.clip)
             thetas = training.on_grid(thetas + lr[:, None, None] * g)
             held += n_held
-    return thetas, held / (how.epochs * how.minibatches * size * T)
+    return thetas, held / (how.epochs * B * T)
 
 
 def train_ppo(tis, tags, objectives, lrs, draws, mismatch=0.0, how=Ppo()) -> PpoRuns:
