@@ -196,10 +196,11 @@ STYLES = {"naive": ("black", "o", "-"), "recomputed": ("tab:purple", "s", "--"),
 
 def draw(results, path):
     """Save the figure of results["ppo_curves"] (or placeholders) to `path`: four panels,
-    one per set-up and mismatch, the time to the target against k per objective."""
+    one per set-up and mismatch, the time to the target against k per objective, and one
+    legend under them."""
     from matplotlib.figure import Figure
     c = results.get(KEY)
-    fig = Figure(figsize=(13, 9.5))
+    fig = Figure(figsize=(13, 10))
     axes = fig.subplots(2, 2, squeeze=False)
     for i, lanes in enumerate((c["n_lanes"], c["trainer_lanes"]) if c else (16, 64)):
         for j, mismatch in enumerate(c["mismatches"] if c else (0.0, 0.6)):
@@ -210,21 +211,33 @@ def draw(results, path):
                 placeholder(ax, results["unavailable"].get(LABEL, "not run"))
             else:
                 k_panel(ax, c, lanes, mismatch)
-    fig.tight_layout()
+    if c:
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, [f"{SHORT[o]}: {c['labels'][o]}" for o in c["objectives"]],
+                   loc="lower center", ncol=2, fontsize=10, frameon=False)
+    fig.tight_layout(rect=(0, 0.09 if c else 0, 1, 1))
     fig.savefig(path, dpi=80)
+
+
+TICKS = (10, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000, 1500, 2000, 3000)
 
 
 def k_panel(ax, c, lanes, mismatch):
     """Mean time to the target +- 2 SE against k (k = 0 drawn at 0.5), one line per
-    objective, at the 1x rate; k = 1 dropping stale is left to the table."""
+    objective, at the 1x rate, a hollow marker where not every seed arrived (the mean is
+    then a lower bound); k = 1 dropping stale is left to the table."""
     from matplotlib.ticker import FixedLocator, NullFormatter
     for shift, name in zip(np.linspace(-0.08, 0.08, len(c["objectives"])), c["objectives"]):
         rows = [r for r in c["ppo"] if (r["lanes"], r["mismatch"], r["rate"], r["objective"],
                                         r["drop_stale"]) == (lanes, mismatch, "1x", name, False)]
         color, marker, style = STYLES[name]
-        ax.errorbar([max(r["k"], 0.5) * (1 + shift) for r in rows], [r["mean"] for r in rows],
-                    yerr=[2 * r["se"] for r in rows], fmt=marker + style, color=color,
-                    markersize=5, capsize=2, label=SHORT[name])
+        x = [max(r["k"], 0.5) * (1 + shift) for r in rows]
+        ax.errorbar(x, [r["mean"] for r in rows], yerr=[2 * r["se"] for r in rows],
+                    fmt=marker + style, color=color, markersize=6, capsize=2, label=SHORT[name])
+        short = [(xi, r["mean"]) for xi, r in zip(x, rows) if r["reached"] < r["seeds"]]
+        if short:
+            ax.plot(*zip(*short), marker, color=color, markersize=6, markerfacecolor="white",
+                    zorder=3)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ks = sorted({r["k"] for r in c["ppo"] if r["lanes"] == lanes})
@@ -232,11 +245,12 @@ def k_panel(ax, c, lanes, mismatch):
     ax.set_xticklabels([str(k) for k in ks])
     ax.xaxis.set_minor_formatter(NullFormatter())
     low, high = ax.get_ylim()
-    ticks = [v for v in (1, 2, 5, 10, 20, 50, 100, 200, 500) if low <= v <= high]
+    ticks = [v for v in TICKS if low <= v <= high]
     ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.set_yticklabels([f"{v:g}" for v in ticks])
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("staleness bound k (k = 0 drawn at 0.5)", fontsize=10)
+    ax.set_xlabel("staleness bound k (k = 0 drawn at 0.5; hollow: not every seed arrived)",
+                  fontsize=10)
     ax.set_ylabel("time to J >= 0.9 (time units, log), mean ± 2 SE", fontsize=10)
     ax.tick_params(labelsize=10)
-    ax.legend(fontsize=9, loc="upper left", ncol=2)
+    ax.grid(alpha=0.3)
