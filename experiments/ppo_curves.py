@@ -23,7 +23,7 @@ from experiments.printing import row_name, say
 KEY, LABEL, TASK, FLAG = "ppo_curves", "PPO curves", "3", "ppo_curves"
 SECONDS = 40.0
 NEEDS = "scheduling"  # it trains on Part 2's traces
-PPO_SEEDS = 64        # seeds of the toy's sampling, the first of --learning-curves' draws
+PPO_SEEDS = 64        # seeds of the toy's sampling, drawn from --learning-curves' seed
 PPO_HORIZON = 150     # updates simulated: five times the synchronous run's 30 (ppo.LEARNING_RATE)
 RATES = {"1x": ppo.LEARNING_RATE, "3x": 3 * ppo.LEARNING_RATE}  # the headline, a sensitivity
 TARGET = LEARNING_TARGET  # J >= 0.9, as --learning-curves

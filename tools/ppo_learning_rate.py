@@ -5,7 +5,7 @@
 The rule (issue 44), applied before any stale run was trained: on the synchronous run (k = 0,
 every batch sampled by the current version, no engine mismatch), J >= 0.9 should take 20 to
 40 updates. This trains that run with the reference's importance_weights at each rate, with
-the headline's seeds and draws, and prints the updates to J >= 0.9 (mean +- SE over the
+the learning curves' seed for its draws, and prints the updates to J >= 0.9 (mean +- SE over the
 seeds), the share of token terms the clip held and the KL per update. ppo.LEARNING_RATE is
 the rate chosen from this table; docs/staleness.md quotes it.
 """
