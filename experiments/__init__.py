@@ -26,7 +26,7 @@ A new experiment is one module here plus one line in REGISTRY (and its snapshot 
 tools/snapshots/ and its section in the docs). The other modules of this room are what
 several experiments share: settings (the model families' settings and their options),
 model_shapes (the real models), gpu_model and gpu_sources (the GPU cost model and its
-sources), staleness_maths and training (the toy's policy moving under lag), printing and
+sources), staleness_maths, training and ppo (the toy's policy moving under lag), printing and
 plotting.
 """
 from experiments import (c_sweep, drop_stale, equal_hardware, gpu_sweep, learning_curves,
