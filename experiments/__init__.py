@@ -32,7 +32,7 @@ A new experiment is one module here plus its name in PARTS or FLAGS (REGISTRY is
 snapshot in tools/snapshots/ and its section in the docs. The other modules of this room are what
 several experiments share: settings (the model families' settings and their options),
 model_shapes (the real models), gpu_model and gpu_sources (the GPU cost model and its
-sources), staleness_maths and training (the toy's policy moving under lag), printing and
+sources), staleness_maths, training and ppo (the toy's policy moving under lag), printing and
 plotting.
 """
 import argparse
@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from experiments import (c_sweep, drop_stale, equal_hardware, gpu_sweep, learning_curves,
                          length_sweep, part1_memory, part2_scheduling, part3_mismatch,
-                         part3c_masking, preset, staleness, step_grid, timeline)
+                         part3c_masking, ppo_curves, preset, staleness, step_grid, timeline)
 from experiments.settings import Settings
 
 
@@ -81,5 +81,5 @@ class Flag(Experiment, Protocol):
 # type checker holds each module to its contract too.
 PARTS: tuple[Part, ...] = (part1_memory, part2_scheduling, part3_mismatch, part3c_masking)
 FLAGS: tuple[Flag, ...] = (drop_stale, equal_hardware, timeline, preset, gpu_sweep, c_sweep,
-                           length_sweep, staleness, learning_curves, step_grid)
+                           length_sweep, staleness, learning_curves, step_grid, ppo_curves)
 REGISTRY: tuple[Experiment, ...] = PARTS + FLAGS

@@ -25,7 +25,6 @@ from experiments.part3_mismatch import LARGE_MISMATCH
 from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
 from experiments.staleness import STALENESS_KS, STALENESS_SCHEMES
-from lab import SCHEME, STORY
 
 KEY, LABEL, TASK, FLAG = "learning_curves", "Learning curves", "3", "learning_curves"
 SECONDS = 60.0
@@ -53,6 +52,9 @@ def arguments(p):
                    help="also train the toy on each k's simulate trace, at 16 and 64 lanes, "
                         "and time how soon J reaches 0.9, at equal movement per update and at "
                         "one common step (a PNG of its own)")
+    p.add_argument("--learning-detail", action="store_true",
+                   help="with --learning-curves: print every cell (both steps, the KL per "
+                        "update, every paired difference), not only the headline tables")
 
 
 def work(settings):
@@ -60,8 +62,9 @@ def work(settings):
 
 
 def run(settings, results):
-    return learning_curves(grading.load("scheduler"), grading.load("tis"), settings.simulation,
-                           settings.toy)
+    out = learning_curves(grading.load("scheduler"), grading.load("tis"), settings.simulation,
+                          settings.toy)
+    return out | dict(detail=bool(getattr(settings.options, "learning_detail", False)))
 
 
 def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
@@ -232,16 +235,60 @@ def mean_se(x):
 
 
 def show(c):
-    say(f"Learning curves: the toy trained until J >= {c['target']:g} (J(THETA) = "
-        f"{c['J_start']:.3f}) on each k's simulate trace (B = {c['B']}, sigma = {c['sigma']}, "
-        f"{c['n_seeds']} seeds, up to {c['horizon']} updates)")
-    say(f"  a time unit is the mean response's generation time (one update trains in "
-        f"{c['train_time']:g}); throughput = responses trained per time unit. Steps: equal_kl "
-        f"(the headline, fixed before running) = each update's step set so that it moves the "
-        f"policy by {c['equal_kl']:g} nats/token; 1x = eta {c['step']:.4g} for every update "
-        f"(one exact-gradient step of {c['step_kl']:g} nats/token at THETA). Time to the "
-        f"target, mean +- SE; (n) = seeds that reached it, if not all (the others count at "
-        f"their last update: a lower bound)")
+    say(f"Learning curves (the simpler model: REINFORCE at equal KL): the toy trained until "
+        f"J >= {c['target']:g} (J(THETA) = {c['J_start']:.3f}) on each k's simulate trace "
+        f"(B = {c['B']}, sigma = {c['sigma']}, {c['n_seeds']} seeds, up to {c['horizon']} "
+        "updates).")
+    say(f"  Headline step: each update moves the policy by exactly {c['equal_kl']:g} nats per "
+        "token (KL, fixed before running). Time to the target in time units (a time unit is "
+        "the mean response's generation time), mean±SE over the seeds; (n) = seeds that "
+        "reached it, if not all (the others count at their last update: a lower bound). k = "
+        "the staleness bound, '1 drop' = k = 1 dropping stale responses; columns: the scheme "
+        "(none = uncorrected) at engine mismatch 0 and 0.6.")
+    if c.get("detail"):
+        return show_detail(c)
+    for lanes, name in ((c["n_lanes"], "generation-bound"), (c["trainer_lanes"], "trainer-bound")):
+        print_headline_table(c, lanes, name)
+    say(f"  One more version (time at k = 8 - at k = 2) / 6 at {c['trainer_lanes']} lanes, "
+        "paired over the seeds (* = beyond 2 SE):")
+    for d in c["costs"]:
+        if d["step"] == "equal_kl":
+            say(f"    mismatch {d['mismatch']:g}: " + paired_cells(d["per_version"]))
+    say(f"  The common step (1x, eta {c['step']:.4g}), each cell's KL per update and the other "
+        "paired differences: run.py --learning-curves --learning-detail, or the JSON "
+        "(learning_curves).")
+
+
+def print_headline_table(c, lanes, name):
+    """One set-up: a row per setting, a column per scheme and mismatch, at equal KL."""
+    say(f"  {lanes} lanes ({name}); throughput (responses per time unit) / mean lag: " + ", ".join(
+        f"k = {row_name(s)} {s['throughput']:.2f} / {s['mean_lag']:.2f}"
+        for s in c["settings"] if s["lanes"] == lanes))
+    rows = c[rows_key(c, lanes)]
+    print(f"  {'k':>6}" + "".join(f"{f'{n}, {m:g}':>15}" for m in c["mismatches"]
+                                  for n in c["schemes"]))
+    for s in [s for s in c["settings"] if s["lanes"] == lanes]:
+        cells = [lc_find(rows, s, n, m) for m in c["mismatches"] for n in c["schemes"]]
+        print(f"  {row_name(s):>6}" + "".join(f"{short_cell(r):>15}" for r in cells))
+
+
+def lc_find(rows, s, scheme, mismatch, step="equal_kl"):
+    return next(r for r in rows if (r["k"], r["drop_stale"], r["scheme"], r["mismatch"],
+                                    r["step"]) == (s["k"], s["drop_stale"], scheme, mismatch, step))
+
+
+def short_cell(r):
+    """ "12.3±0.5" ("333.5±49" once the SE is 10 or more, to fit), and "(97)" if not every
+    seed reached the target."""
+    return (f"{r['mean']:.1f}±{r['se']:.{1 if r['se'] < 10 else 0}f}"
+            + (f"({r['reached']})" if r["reached"] < r["seeds"] else ""))
+
+
+def show_detail(c):
+    """Every cell: both steps, the KL per update, every paired difference."""
+    say(f"  1x = eta {c['step']:.4g} for every update (one exact-gradient step of "
+        f"{c['step_kl']:g} nats/token at THETA); throughput = responses trained per time unit; "
+        "lag = the mean lag of the responses trained.")
     for title, rows in set_up_tables(c):
         print_learning_table(c, rows, title)
     say("  paired differences over the same seeds (time units; * = beyond 2 SE):")
@@ -302,74 +349,32 @@ def paired_cells(d):
 
 # ---------------------------------------------------------------- drawn
 
-SETTING_COLORS = ["black", "tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:red"]
-SETTING_STYLES = ["-", "-", "--", ":", "-.", "-"]
 STEP_STYLES = {"equal_kl": ("-", "equal KL per update"), "1x": ("--", "common step 1x"),
                "best": (":", "own best step")}
 
 
-def setting_name(s):
-    return f"k = {s['k']}" + (" dropping stale" if s["drop_stale"] else "")
-
-
 def draw(results, path):
-    """Save the figure of results["learning_curves"] (or placeholders) to `path`."""
+    """Save the figure of results["learning_curves"] (or placeholders) to `path`: four
+    panels, one per set-up and mismatch, the time to the target against k."""
     from matplotlib.figure import Figure
     c = results["learning_curves"]
     grid = results.get("step_grid")
-    panels = [(lanes, m) for lanes in (c["n_lanes"], c["trainer_lanes"])
-              for m in c["mismatches"]] if c else [None]
-    fig = Figure(figsize=(19, 4.4 * len(panels)))
-    axes = fig.subplots(len(panels), 4, squeeze=False)
-    for row_axes, panel in zip(axes, panels):
-        if panel is None:
-            for ax, title in zip(row_axes, [f"Seeds at the target: {name}" for name in STORY]
-                                 + ["Time to the target against k"]):
+    fig = Figure(figsize=(13, 10))
+    axes = fig.subplots(2, 2, squeeze=False)
+    for i, lanes in enumerate((c["n_lanes"], c["trainer_lanes"]) if c else (16, 64)):
+        for j, mismatch in enumerate(c["mismatches"] if c else LEARNING_MISMATCHES):
+            ax = axes[i, j]
+            ax.set_title(f"REINFORCE: time to J >= 0.9 against k, {lanes} lanes, mismatch "
+                         f"{mismatch:g} (Tasks 2 and 3)", fontsize=11)
+            if c is None:
                 placeholder(ax, results["unavailable"][LABEL])
-                ax.set_title(f"{title} (Tasks 2 and 3)", fontsize=10)
-            continue
-        lanes, mismatch = panel
-        for ax, scheme in zip(row_axes, c["schemes"]):
-            reached_panel(ax, c, lanes, mismatch, scheme)
-        k_panel(row_axes[3], c, grid, lanes, mismatch)
-    fig.tight_layout()
+            else:
+                k_panel(ax, c, grid, lanes, mismatch)
+    if c:
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
+    fig.tight_layout(rect=(0, 0.08 if c else 0, 1, 1))
     fig.savefig(path, dpi=80)
-
-
-def distinct(c, lanes, mismatch, scheme):
-    """(label, sorted times, mean) per distinct setting of one set-up: settings whose times
-    are those of an earlier one (k = 2, 4, 8 when generation binds) share its line."""
-    shown = []
-    for i, s in enumerate(c["settings"]):
-        if s["lanes"] != lanes:
-            continue
-        times = c["sorted_times"][f"{mismatch} {i} {scheme}"]
-        same = next((x for x in shown if x[1] == times), None)
-        if same:
-            same[0].append(setting_name(s).removeprefix("k = "))
-        else:
-            shown.append(([setting_name(s)], times))
-    return [(" = ".join(names), times) for names, times in shown]
-
-
-def reached_panel(ax, c, lanes, mismatch, scheme):
-    """The share of seeds at the target against time (an empirical distribution of the
-    first-passage times), a dot at each line's mean time."""
-    n = c["n_seeds"]
-    for color, style, (label, times) in zip(SETTING_COLORS, SETTING_STYLES,
-                                            distinct(c, lanes, mismatch, scheme)):
-        share = np.arange(1, n + 1) / n  # after the i-th time, i of the n seeds are there
-        ax.step(times, share, style, where="post", color=color, linewidth=1.5, label=label)
-        mean = float(np.mean(times))
-        ax.plot([mean], [np.searchsorted(times, mean, side="right") / n], "o", color=color,
-                markersize=5)
-    plain_log(ax, "x")
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("simulated time (time units, log scale); dot: the mean time")
-    ax.set_ylabel(f"share of seeds with J >= {c['target']:g}")
-    ax.set_title(f"{SCHEME[scheme].story}, {lanes} lanes, mismatch {mismatch:g}, equal KL per "
-                 "update", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
 
 
 def k_panel(ax, c, grid, lanes, mismatch):
@@ -393,23 +398,20 @@ def k_panel(ax, c, grid, lanes, mismatch):
                             alpha=1.0 if step == "equal_kl" else 0.6,
                             label=f"{scheme}, {label}" if not drop else None)
     ax.set_xscale("log")
-    plain_log(ax, "y")
+    ax.set_yscale("log")
     ks = sorted({r["k"] for r in c[rows_key(c, lanes)]})
     ax.set_xticks([max(k, 0.5) for k in ks], [str(k) for k in ks])
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("staleness bound k (k = 0 drawn at 0.5; stars: k = 1 dropping stale)")
-    ax.set_ylabel(f"time to J >= {c['target']:g}, mean +- 2 SE (log)")
-    ax.set_title(f"Time to target against k, {lanes} lanes, mismatch {mismatch:g}", fontsize=10)
-    ax.legend(fontsize=6.5, ncol=1 if not grid else 2)
-
-
-def plain_log(ax, which):
-    """A log scale on axis `which` ("x" or "y") labelled with plain numbers (10, 100)."""
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    axis.set_major_formatter(ScalarFormatter())
-    axis.set_minor_formatter(NullFormatter())
+    low, high = ax.get_ylim()
+    ticks = [v for v in (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500)
+             if low <= v <= high]
+    ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("staleness bound k (k = 0 drawn at 0.5; stars: k = 1 dropping stale)",
+                  fontsize=10)
+    ax.set_ylabel(f"time to J >= {c['target']:g} (time units, log), mean ± 2 SE", fontsize=10)
+    ax.tick_params(labelsize=10)
+    ax.grid(alpha=0.3)
 
 
 def rows_key(c, lanes):

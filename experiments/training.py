@@ -30,6 +30,7 @@ scheme the same movement per update.
 """
 import inspect
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -220,50 +221,33 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     With how.with_kl also KL and the step used, each (..., n_updates): update_kls(version u,
     version u + 1) and u's step (NaN once stopped).
     """
-    C, noise, target, n_always = how.C, how.noise, how.target, how.n_always
-    with_kl, kl_per_update = how.with_kl, how.kl_per_update
     n_settings, n_updates, B = tags.shape
     shape = (n_settings, len(schemes), len(steps), len(draws))
     setting, scheme, step, seed = (axis.ravel() for axis in np.indices(shape))
     R = len(seed)
     theta = np.broadcast_to(toy.THETA, (R, V + 1, V)).copy()
-    # the sampler's logits: theta_tag + engine, the engine's offset per run
-    engine = (np.broadcast_to(np.asarray(mismatch, dtype=float), (n_settings,))[setting, None, None]
-              * toy.PERTURBATIONS[noise])
-    # the samplers of the last L versions, version j in slot j % L: every lag is below L
-    L = int((np.arange(n_updates)[:, None] - tags).max()) + 1
-    sampler_logp = np.empty((L, R, V + 1, V))
-    sampler_cdf = np.empty((V - 1, L, R, V + 1))
+    engine = engine_offsets(mismatch, how.noise, n_settings)[setting]
+    recent = Samplers.for_tags(tags, R)
     J = np.full((R, n_updates + 1), np.nan)
     J[:, 0] = expected_rewards(theta)
-    KL = np.full((R, n_updates), np.nan)
-    used = np.full((R, n_updates), np.nan)
+    KL, used = np.full((R, n_updates), np.nan), np.full((R, n_updates), np.nan)
     step_of_run = np.asarray(steps, dtype=float)[step]
-    kl_of_run = np.broadcast_to(np.asarray(np.nan if kl_per_update is None else kl_per_update,
-                                           dtype=float), shape[2:3])[step]
+    kl_of_run = np.broadcast_to(np.asarray(np.nan if how.kl_per_update is None
+                                           else how.kl_per_update, dtype=float), shape[2:3])[step]
     controlled = np.isfinite(kl_of_run)
     runs = np.arange(R)  # the runs still training
-    reached = J[:, 0] >= target if target is not None else None
+    reached = np.zeros(R, dtype=bool)
     for u in range(n_updates):
-        if target is not None:
-            reached[runs] |= J[runs, u] >= target
-            if u >= n_always:
-                runs = runs[~reached[runs]]
-                if not len(runs):
-                    break
+        runs = still_training(runs, reached, J[:, u], u, how)
+        if not len(runs):
+            break
         here = theta[runs]
-        sampler_logp[u % L, runs] = log_softmax_rows(here + engine[runs])  # version u, as sampled
-        sampler_cdf[:, u % L, runs] = np.moveaxis(
-            np.cumsum(np.exp(sampler_logp[u % L, runs][..., :V - 1]), axis=-1), -1, 0)
-        slots = tags[setting[runs], u] % L  # (r, B)
-        tokens, previous = sample_tokens(sampler_cdf, slots, runs, draws[seed[runs], u])
-        # flat indices: (slot * R + run) * (V + 1) * V + previous * V + token
-        at_run = runs[:, None, None] * ((V + 1) * V) + previous * V + tokens
-        logp_sampler = sampler_logp.reshape(-1)[slots[..., None] * (R * (V + 1) * V) + at_run]
+        tokens, previous, logp_sampler = recent.sampled_batch(
+            u, runs, here + engine[runs], tags[setting[runs], u], draws[seed[runs], u])
         logp_train = log_softmax_rows(here)[np.arange(len(runs))[:, None, None], previous,
                                             tokens]  # version u trains
         weights = scheme_weights(importance_weights, schemes, scheme[runs], logp_train,
-                                 logp_sampler, C)
+                                 logp_sampler, how.C)
         rewards = toy.reward(tokens.reshape(-1, T)).reshape(len(runs), B)
         g = batch_estimates(pg_estimate, here, rewards, tokens, previous, weights)
         g = g.reshape(-1, V + 1, V)
@@ -273,12 +257,60 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
             used[runs[mine], u] = kl_steps(here[mine], g[mine], kl_of_run[runs[mine]])
         theta[runs] = on_grid(here + used[runs, u, None, None] * g)
         J[runs, u + 1] = expected_rewards(theta[runs])
-        if with_kl:
+        if how.with_kl:
             KL[runs, u] = update_kls(here, theta[runs])
     J = J.reshape(*shape, n_updates + 1)
-    if with_kl:
+    if how.with_kl:
         return J, KL.reshape(*shape, n_updates), used.reshape(*shape, n_updates)
     return J
+
+
+def engine_offsets(mismatch, noise, n_settings):
+    """The engine's logit offset of each setting (n_settings, V + 1, V): its mismatch (one
+    number, or one per setting) times the perturbation of `noise`."""
+    m = np.broadcast_to(np.asarray(mismatch, dtype=float), (n_settings,))
+    return m[:, None, None] * toy.PERTURBATIONS[noise]
+
+
+def still_training(runs, reached, J_now, u, how):
+    """The runs of `runs` that go on to update u: all of them without a target; with one,
+    those whose J (J_now, indexed by run) has not yet reached it, once u >= how.n_always.
+    reached (R,) records the runs that have, for good."""
+    if how.target is None:
+        return runs
+    reached[runs] |= J_now[runs] >= how.target
+    return runs[~reached[runs]] if u >= how.n_always else runs
+
+
+class Samplers(NamedTuple):
+    """The samplers of each run's last L versions, version j in slot j % L (every lag of
+    the trace is below L): log-probabilities (L, R, V + 1, V), and the cumulative
+    next-token probabilities sample_tokens reads (V - 1, L, R, V + 1)."""
+    logp: np.ndarray
+    cdf: np.ndarray
+
+    @classmethod
+    def for_tags(cls, tags, R):
+        """Room for R runs trained on tags (n_settings, n_updates, B)."""
+        L = int((np.arange(tags.shape[1])[:, None] - tags).max()) + 1
+        return cls(np.empty((L, R, V + 1, V)), np.empty((V - 1, L, R, V + 1)))
+
+    def sampled_batch(self, u, runs, logits, tags, draws):
+        """Keep version u's sampler (its logits (r, V + 1, V) for the runs `runs`: theta_u
+        plus the engine's offset), then draw each run's batch, each response from the
+        version that tagged it (tags (r, B)), with the uniforms draws (r, B, T).
+        Returns tokens and previous tokens (r, B, T) and their log-probabilities under the
+        sampler that drew them (r, B, T)."""
+        L, R = self.logp.shape[:2]
+        self.logp[u % L, runs] = log_softmax_rows(logits)  # version u, as sampled
+        self.cdf[:, u % L, runs] = np.moveaxis(
+            np.cumsum(np.exp(self.logp[u % L, runs][..., :V - 1]), axis=-1), -1, 0)
+        slots = tags % L  # (r, B)
+        tokens, previous = sample_tokens(self.cdf, slots, runs, draws)
+        # flat indices: (slot * R + run) * (V + 1) * V + previous * V + token
+        at_run = runs[:, None, None] * ((V + 1) * V) + previous * V + tokens
+        return tokens, previous, self.logp.reshape(-1)[slots[..., None] * (R * (V + 1) * V)
+                                                       + at_run]
 
 
 def scheme_weights(importance_weights, schemes, scheme_of_run, logp_train, logp_sampler, C):

@@ -66,6 +66,7 @@ def flag_sets(presets):
         "staleness_settings": ["--staleness", "--staleness-kl", "0.1",
                                "--staleness-mismatch", "0.6"],
         "learning_curves": ["--learning-curves"],
+        "ppo_curves": ["--ppo-curves"],
         **{f"preset_{name}": ["--preset", name] for name in presets},
         "gpu_sweep": ["--gpu-sweep"],
         "every_section": ["--drop-stale", "--equal-hardware", "--timeline", "--c-sweep",

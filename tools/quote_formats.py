@@ -115,9 +115,11 @@ def lc_range(rows, pick, key, fmt, join=" to "):
     return f"{fmt.format(min(values))}{join}{fmt.format(max(values))}"
 
 
-def lc_shares(c, step="equal_kl", mismatch=0.0):
-    """Each 16-lane asynchronous cell's time as a share of k = 0's, same scheme: "25–54%"."""
-    rows = [r for r in c["generation_bound"] if (r["step"], r["mismatch"]) == (step, mismatch)]
+def lc_shares(c, step="equal_kl", mismatch=0.0, schemes=None):
+    """Each 16-lane asynchronous cell's time as a share of k = 0's, same scheme (of
+    `schemes`, if given): "25–54%"."""
+    rows = [r for r in c["generation_bound"] if (r["step"], r["mismatch"]) == (step, mismatch)
+            and (schemes is None or r["scheme"] in schemes)]
     sync = {r["scheme"]: r["mean"] for r in rows if r["k"] == 0}
     shares = [r["mean"] / sync[r["scheme"]] for r in rows if r["k"] > 0]
     return f"{min(shares):.0%}–{max(shares):.0%}".replace("%–", "–")
@@ -173,6 +175,49 @@ def collapse_cell(c):
         text += (f" ({c['value_after']:.3g} ± {c['se_after']:.2g} to {c['value_at']:.3g} ± "
                  f"{c['se_at']:.2g}" + ("" if c["resolved"] else ", unresolved") + ")")
     return text
+
+
+# ---- the PPO curves (--ppo-curves): rows of the list ppo, found by their set-up, setting,
+# objective, mismatch and rate
+def ppo_find(c, lanes, k, objective, mismatch, rate="1x", drop=False):
+    """The row of `lanes` ("n_lanes" or "trainer_lanes", the set-up's key) and the rest."""
+    return next(r for r in c["ppo"] if (r["lanes"], r["k"], r["drop_stale"], r["objective"],
+                                        r["mismatch"], r["rate"])
+                == (c[lanes], k, drop, objective, mismatch, rate))
+
+
+def ppo_cell(c, lanes, k, objective, mismatch, rate="1x", drop=False):
+    """A time to target as the docs quote it: "12.81 ± 0.35", and " (47)" if not every seed
+    arrived."""
+    return lc_time(ppo_find(c, lanes, k, objective, mismatch, rate, drop))
+
+
+def ppo_cost(c, rate, mismatch, part, objective):
+    """A paired difference of ppo_curves' costs: "+0.85 ± 0.05"."""
+    d = next(d for d in c["costs"] if (d["rate"], d["mismatch"]) == (rate, mismatch))
+    return lc_paired(d[part][objective])
+
+
+def ppo_range(c, pick, key, fmt, join=" to "):
+    """The least and the most `key` over the ppo rows `pick` accepts."""
+    return lc_range(c["ppo"], pick, key, fmt, join)
+
+
+def ppo_cost_range(c, rate, mismatch, objectives):
+    """The least and the most per-version cost of `objectives`, unsigned: "0.82 to 0.85"."""
+    d = next(d for d in c["costs"] if (d["rate"], d["mismatch"]) == (rate, mismatch))
+    means = [d["per_version"][o]["mean"] for o in objectives]
+    return f"{min(means):.2f} to {max(means):.2f}"
+
+
+def ppo_shares(c, rate="1x"):
+    """Each 16-lane asynchronous cell's time as a share of k = 0's, same objective and
+    mismatch, over the cells where every seed arrived: "24–31%"."""
+    rows = [r for r in c["ppo"] if (r["lanes"], r["rate"]) == (c["n_lanes"], rate)]
+    sync = {(r["objective"], r["mismatch"]): r["mean"] for r in rows if r["k"] == 0}
+    shares = [r["mean"] / sync[r["objective"], r["mismatch"]] for r in rows
+              if r["k"] > 0 and r["reached"] == r["seeds"]]
+    return f"{min(shares):.0%}–{max(shares):.0%}".replace("%–", "–")
 
 
 def lowest_token_ess(levels):

@@ -1,8 +1,9 @@
-"""The main figure reads at its default size: no two texts of one panel overlap.
+"""The figures read at their default size: no two texts of one panel overlap.
 
 It draws rl_systems.png from the reference's snapshot of the default run
-(tools/snapshots/default.json), so it needs no experiment to run, and measures every
-text's box as the saved figure (90 dpi) renders it.
+(tools/snapshots/default.json), and the training runs' figures (--learning-curves,
+--ppo-curves) from theirs, so it needs no experiment to run, and measures every text's box
+as the saved figure (90 dpi) renders it.
 """
 import json
 from itertools import combinations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import main_figure
+from experiments import learning_curves, main_figure, ppo_curves
 
 ROOT = Path(__file__).resolve().parent.parent
 PAD = 1.0  # points: two texts closer than this read as one
@@ -45,6 +46,22 @@ def test_an_overlap_is_found():
     ax.text(0.5, 0.5, "one", transform=ax.transAxes)
     ax.text(0.5, 0.5, "two", transform=ax.transAxes)
     assert ("Throughput, and lanes busy (Task 2)", "one", "two") in overlaps(fig)
+
+
+@pytest.mark.parametrize("experiment", [learning_curves, ppo_curves])
+def test_the_training_figures_read_at_their_size(experiment, monkeypatch):
+    # at most six panels, no overlapping texts, and numbers on every axis
+    results = json.loads((ROOT / "tools" / "snapshots" / f"{experiment.KEY}.json").read_text())
+    drawn = []
+    monkeypatch.setattr("matplotlib.figure.Figure.savefig", lambda fig, *a, **k: drawn.append(fig))
+    experiment.draw(results, ROOT / "unused.png")
+    fig, = drawn
+    assert len(fig.axes) <= 6
+    assert not overlaps(fig)
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+            assert len(labels) >= 2, f"{ax.get_title()}: too few tick labels {labels}"
 
 
 if __name__ == "__main__":
