@@ -55,7 +55,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from scheduler_core import SchedulerError, _as_bool, _checked_take_batch
+from lab.simulator_checks import SchedulerError, checked_may_start, checked_take_batch
 
 
 class Linear(NamedTuple):
@@ -274,9 +274,8 @@ class Cluster:
     def train(self):
         """The idle trainer takes a batch, if take_batch gives one, and starts its update."""
         s = self.settings
-        batch, dropped = _checked_take_batch(self.take_batch, self.finished, self.version, s.k,
-                                             s.B, s.drop_stale, len(self.groups),
-                                             self.n_dropped)
+        batch, dropped = checked_take_batch(self.take_batch, self.finished, self.version, s.k,
+                                            s.B, s.drop_stale, len(self.groups), self.n_dropped)
         self.n_dropped += len(dropped)
         if batch is not None:
             tokens = sum(g["tokens"] for g in batch) + s.prompt * s.group_size * s.B
@@ -293,11 +292,8 @@ class Cluster:
             room = self.pinned_room() if s.pin else None
             if s.pin and not room:
                 break
-            allowed = self.may_start(len(self.groups), self.n_dropped, self.version, s.k, s.B)
-            if type(allowed) is not bool:
-                allowed = _as_bool(allowed, len(self.groups), self.n_dropped, self.version,
-                                   s.k, s.B)
-            if not allowed:
+            if not checked_may_start(self.may_start, len(self.groups), self.n_dropped,
+                                     self.version, s.k, s.B):
                 break
             drawn = list(itertools.islice(self.lengths, s.group_size))
             if len(drawn) < s.group_size:
