@@ -18,12 +18,12 @@ The helpers at the bottom (the bigram's probabilities, sampling, estimates by to
 pair) are shared by the experiments that train the toy or lengthen its responses
 (experiments/training.py, experiments/length_sweep.py).
 """
-import inspect
 import itertools
 
 import numpy as np
 
-from lab.input_checks import ContractError, at_least, at_most, one_of, whole_at_least
+import block_calls
+from lab.input_checks import ContractError, at_least, at_most, one_of, unchecked, whole_at_least
 
 V, T = 4, 6
 D = (V + 1) * V
@@ -89,62 +89,9 @@ for _table in (THETA, SEQUENCES, REWARDS, LOGP_TRAIN, GRAD_LOGP, TRUE_GRAD):
     _table.setflags(write=False)  # code that changes its inputs in place fails at once
 
 
-BLOCK = 16  # responses per call of pg_estimate in one_response_estimates
-
-
-def block_diagonal(grad_logp):
-    """(b, n, b * D) gradients for b responses of n tokens: response j's D numbers in block
-    j of a b * D parameter vector, zeros elsewhere. Example, b = 2, D = 1, n = 1:
-    [[g0]], [[g1]] -> [[[g0, 0]], [[0, g1]]]."""
-    b, n = grad_logp.shape[:2]
-    grad = np.zeros((b, n, b, D))
-    grad[np.arange(b), :, np.arange(b)] = grad_logp  # response j -> block j
-    grad.setflags(write=False)
-    return grad.reshape(b, n, b * D)
-
-
-def blocks(grad_logp):
-    """The rewarded responses (a response with reward 0 has the estimate 0) in blocks of
-    BLOCK, each with its block-diagonal gradients: [(rows, (b, T, b * D) array), ...]."""
-    return [(rows, block_diagonal(grad_logp[rows]))
-            for rows in np.split(REWARDED, range(BLOCK, len(REWARDED), BLOCK))]
-
-
-REWARDED = np.flatnonzero(REWARDS)
-BLOCKS = blocks(GRAD_LOGP)  # the same for every scheme and mismatch: built once
-
-
-def one_response_estimates(pg_estimate, weights):
-    """The one-response estimates g(y) of the rewarded responses, a (len(REWARDED), D)
-    array: what pg_estimate gives on a batch of that response alone, for BLOCK
-    responses per call instead of one.
-
-    A call gets b responses whose gradients sit in separate blocks of a b * D parameter
-    vector (block_diagonal). The batch average then holds g(y_j) / b in block j, so one
-    call gives b one-response estimates. Example, b = 2, D = 1: grad_logp rows
-    [[g0, 0]] and [[0, g1]] -> mean [g0 / 2, g1 / 2].
-
-    These calls skip pg_estimate's @checked input checks (inspect.unwrap), as the
-    simulator does: the toy made these float arrays itself, and checking them on
-    each of the 49 calls would cost a quarter of the time. Each answer is still checked.
-    """
-    unchecked = inspect.unwrap(pg_estimate)
-    return np.concatenate([block_estimates(unchecked, REWARDS[rows], grad, weights[rows])
-                           for rows, grad in BLOCKS])
-
-
-def block_estimates(unchecked, rewards, grad, weights):
-    """One call of an unwrapped pg_estimate on b responses in their own blocks
-    (block_diagonal): the (b, D) one-response estimates, b times the blocks of the batch
-    average. The answer is checked here, as the call skips pg_estimate's own checks."""
-    b = len(rewards)
-    out = np.asarray(unchecked(rewards, grad, weights))
-    if out.shape != (b * D,) or out.dtype.kind not in "biuf":
-        raise ContractError(f"pg_estimate (Task 3b) on {b} responses with D = {b * D} "
-                            f"parameters returned {out.dtype} numbers of shape "
-                            f"{out.shape}; it must return one real number per parameter, "
-                            f"shape ({b * D},)")
-    return out.reshape(b, D) * b
+REWARDED = np.flatnonzero(REWARDS)  # a response with reward 0 has the estimate g(y) = 0
+# The rewarded responses' gradients as block_calls.one_response_estimates takes them.
+REWARDED_BLOCKS = block_calls.blocks(GRAD_LOGP[REWARDED])
 
 
 def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_size=64,
@@ -164,11 +111,7 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     Returns a dict with keys bias, variance, rmse (floats). Bounds: mismatch <= 10,
     batch_size <= 10**6.
     """
-    at_least("mismatch", mismatch, 0)
-    at_most("mismatch", mismatch, MAX_MISMATCH, "beyond it the sequence weights overflow")
-    whole_at_least("batch_size", batch_size, 1)
-    at_most("batch_size", batch_size, MAX_BATCH_SIZE, "a bigger batch only shrinks the variance")
-    one_of("noise", noise, NOISES)
+    check_stats_arguments(mismatch, batch_size, noise)
     q, g = response_estimates(importance_weights, pg_estimate, scheme,
                               THETA + mismatch * PERTURBATIONS[noise], C)
     mean = q @ g
@@ -187,20 +130,48 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
     logp_sampler = token_logprobs(sampler_logits)
     q = np.exp(logp_sampler[REWARDED].sum(axis=1))  # pi_sampler(y) of each rewarded y
     weights = np.asarray(importance_weights(LOGP_TRAIN, logp_sampler, scheme, C), dtype=float)
+    check_averages(pg_estimate, weights)
+    return q, one_response_estimates(pg_estimate, weights)
 
+
+def one_response_estimates(pg_estimate, weights: np.ndarray) -> np.ndarray:
+    """g(y) for the rewarded responses, (len(REWARDED), D): what pg_estimate gives on a batch
+    of that response alone, with its rows of `weights` (N, T).
+
+    The calls are made block_calls.BLOCK responses at a time (the same numbers from
+    fewer calls), without pg_estimate's @checked input checks: the toy made these float
+    arrays itself, and checking them on each of the 49 calls would cost a quarter of the
+    time. Each answer is still checked.
+    """
+    return block_calls.one_response_estimates(unchecked(pg_estimate), REWARDS[REWARDED],
+                                              REWARDED_BLOCKS, weights[REWARDED])
+
+
+# ---------------------------------------------------------------- the checks of the above
+
+def check_stats_arguments(mismatch, batch_size, noise):
+    """A ValueError naming the first of exact_stats's arguments out of bounds."""
+    at_least("mismatch", mismatch, 0)
+    at_most("mismatch", mismatch, MAX_MISMATCH, "beyond it the sequence weights overflow")
+    whole_at_least("batch_size", batch_size, 1)
+    at_most("batch_size", batch_size, MAX_BATCH_SIZE, "a bigger batch only shrinks the variance")
+    one_of("noise", noise, NOISES)
+
+
+def check_averages(pg_estimate, weights):
+    """A ContractError unless pg_estimate averages over its batch, as the formulas of
+    exact_stats assume: on a few copies of one response it must give that response's
+    estimate back. (A few, not batch_size: the check must not cost memory or time for a
+    large batch.)"""
     def estimate(batch):  # pg_estimate on the responses with these indices
         return np.asarray(pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch]))
 
-    # The formulas assume pg_estimate averages over its batch: on a few copies of
-    # one response it must give that response's estimate back. (A few, not
-    # batch_size: the check must not cost memory or time for a large batch.)
     one, copies = estimate(REWARDED[:1]), estimate([REWARDED[0]] * N_COPIES)
     if not np.allclose(copies, one):
         raise ContractError(
             f"pg_estimate (Task 3b) on {N_COPIES} copies of one response gave "
             f"{np.linalg.norm(copies) / np.linalg.norm(one):.4g} times that response's own "
             "estimate; it must average over the batch (divide by N), not sum")
-    return q, one_response_estimates(pg_estimate, weights)
 
 
 # ---------------------------------------------------------------- shared by the experiments

@@ -16,7 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("lab", "cores", "grading", "experiments", "run", "tools")  # bottom to top
-CORES = ("memory", "scheduler", "tis", "scheduler_core", "toy", "gpu_core", "solutions")
+CORES = ("memory", "scheduler", "tis", "scheduler_core", "toy", "block_calls", "gpu_core",
+         "solutions")
 GRADED_TESTS = ("test_rl_systems.py",)
 MAX_LINES = 600  # a module longer than this holds more than one idea (tests excepted)
 
