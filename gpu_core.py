@@ -162,7 +162,8 @@ class Engine:
         if not self.ends:
             return None
         end_step, rid = self.ends[0]
-        return self.t0 + steps_time(step, len(self.ends), self.in_flight(), end_step - self.steps), rid
+        seconds = steps_time(step, len(self.ends), self.in_flight(), end_step - self.steps)
+        return self.t0 + seconds, rid
 
 
 @dataclass(frozen=True)

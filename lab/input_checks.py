@@ -51,7 +51,8 @@ def one_of(name, value, allowed):
 
 
 def at_most(name, value, high, why):
-    """Require `value` <= `high`; `why` says what the bound protects ("the lognormal underflows")."""
+    """Require `value` <= `high`; `why` says what the bound protects ("the lengths
+    underflow")."""
     if value > high:
         raise ValueError(f"{name} must be at most {high} ({why}), got {value!r}")
 
