@@ -8,6 +8,8 @@ batch average then holds g(y_j) / b in block j, so one call gives b one-response
 estimates, the same numbers as b calls. Example, b = 2, D = 1: grad_logp rows [[g0, 0]]
 and [[0, g1]] -> mean [g0 / 2, g1 / 2].
 """
+from collections.abc import Callable
+
 import numpy as np
 
 from lab.input_checks import ContractError
@@ -32,7 +34,7 @@ def blocks(grad_logp: np.ndarray) -> list[np.ndarray]:
     return [block_diagonal(grad_logp[i:i + BLOCK]) for i in range(0, len(grad_logp), BLOCK)]
 
 
-def one_response_estimates(pg_estimate, rewards: np.ndarray, grads: list[np.ndarray],
+def one_response_estimates(pg_estimate: Callable, rewards: np.ndarray, grads: list[np.ndarray],
                            weights: np.ndarray) -> np.ndarray:
     """(N, D): what pg_estimate gives on a batch of each of N responses alone, from their
     rewards (N,), their gradients as `blocks` gives them and their weights (N, T)."""
@@ -41,7 +43,7 @@ def one_response_estimates(pg_estimate, rewards: np.ndarray, grads: list[np.ndar
                            for i, grad in zip(range(0, len(rewards), BLOCK), grads)])
 
 
-def block_estimates(pg_estimate, rewards: np.ndarray, grad: np.ndarray,
+def block_estimates(pg_estimate: Callable, rewards: np.ndarray, grad: np.ndarray,
                     weights: np.ndarray) -> np.ndarray:
     """One call of pg_estimate on b responses in their own blocks (block_diagonal): the
     (b, D) one-response estimates, b times the blocks of the batch average. The answer is

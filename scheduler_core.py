@@ -88,9 +88,9 @@ def run_simulation(settings: LaneSettings, lengths: Iterator[float], may_start: 
     """
     n_lanes, B, k, n_steps, train_time, drop_stale = settings
     time, version = 0.0, 0
-    trace = []         # every response ever started, in start order (id = index)
-    finished = []      # finished responses waiting for the trainer, oldest first
-    running = []       # heap of (end time, id) of the responses being generated
+    trace: list[Response] = []     # every response ever started, in start order (id = index)
+    finished: list[Response] = []  # finished responses waiting for the trainer, oldest first
+    running: list[tuple[float, int]] = []  # heap of (end time, id) of the responses generating
     n_dropped = 0
     trainer_done_at = None  # when the current update ends; None while idle
     updates = []       # (start, end) of every update, in order
@@ -114,8 +114,9 @@ def run_simulation(settings: LaneSettings, lengths: Iterator[float], may_start: 
             if length is None:
                 out_of_lengths = True
                 break
-            response = {"id": len(trace), "tag": version, "start": time, "end": time + length,
-                        "length": length, "lag": None, "dropped": False}
+            response: Response = {"id": len(trace), "tag": version, "start": time,
+                                  "end": time + length, "length": length, "lag": None,
+                                  "dropped": False}
             trace.append(response)
             heapq.heappush(running, (response["end"], response["id"]))
 
@@ -137,7 +138,8 @@ def run_simulation(settings: LaneSettings, lengths: Iterator[float], may_start: 
             finished.append(trace[response_id])
 
 
-def summarize(trace, updates, n_lanes, B, n_steps, time):
+def summarize(trace: list[Response], updates: list[tuple[float, float]], n_lanes: int, B: int,
+              n_steps: int, time: float) -> dict[str, Any]:
     """The numbers of a finished run.
 
     throughput  = trained responses per time unit = n_steps * B / time
@@ -160,7 +162,7 @@ def summarize(trace, updates, n_lanes, B, n_steps, time):
                 wasted_frac=wasted / busy, updates=updates, trace=trace)
 
 
-def assign_lanes(trace):
+def assign_lanes(trace: list[Response]) -> list[int]:
     """The lane (0, 1, ...) of each response in `trace`, for drawing a timeline.
 
     The simulator only counts busy lanes, since lanes are identical. Here each
@@ -170,7 +172,9 @@ def assign_lanes(trace):
 
     Example: starts 0, 0, 1 and ends 1, 2, 3 give lanes [0, 1, 0].
     """
-    free, busy, lanes = [], [], []  # free: heap of lanes; busy: heap of (end, lane)
+    free: list[int] = []              # heap of free lanes
+    busy: list[tuple[float, int]] = []  # heap of (end, lane)
+    lanes = []
     for r in trace:
         while busy and busy[0][0] <= r["start"]:
             heapq.heappush(free, heapq.heappop(busy)[1])

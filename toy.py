@@ -19,6 +19,7 @@ pair) are shared by the experiments that train the toy or lengthen its responses
 (experiments/training.py, experiments/length_sweep.py).
 """
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,18 +51,18 @@ SEQUENCES = np.array(list(itertools.product(range(V), repeat=T)))  # (4096, T)
 _PREV = np.concatenate([np.full((len(SEQUENCES), 1), START), SEQUENCES[:, :-1]], axis=1)
 
 
-def reward(sequences):
+def reward(sequences: np.ndarray) -> np.ndarray:
     """1 for a response that ends in token 0 and holds at least two 0s, else 0."""
     return ((sequences[:, -1] == 0) & ((sequences == 0).sum(axis=1) >= 2)).astype(float)
 
 
-def token_logprobs(logits):
+def token_logprobs(logits: np.ndarray) -> np.ndarray:
     """log pi(y_t | y_<t) for every token of every sequence: (4096, T)."""
     log_softmax = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
     return log_softmax[_PREV, SEQUENCES]
 
 
-def grad_logprobs(logits):
+def grad_logprobs(logits: np.ndarray) -> np.ndarray:
     """d log pi(y_t | y_<t) / d theta for every token: (4096, T, D).
 
     For a softmax row, d log p[y] / d logits = onehot(y) - p; only the row
@@ -75,7 +76,7 @@ def grad_logprobs(logits):
     return grad.reshape(len(SEQUENCES), T, D)
 
 
-def sequence_probs(logits):
+def sequence_probs(logits: np.ndarray) -> np.ndarray:
     """pi(y) for all 4,096 responses; they sum to 1."""
     return np.exp(token_logprobs(logits).sum(axis=1))
 
@@ -94,8 +95,9 @@ REWARDED = np.flatnonzero(REWARDS)  # a response with reward 0 has the estimate 
 REWARDED_BLOCKS = block_calls.blocks(GRAD_LOGP[REWARDED])
 
 
-def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_size=64,
-                noise="student_t"):
+def exact_stats(importance_weights: Callable, pg_estimate: Callable, scheme: str,
+                mismatch: float, C: float = 2.0, batch_size: int = 64,
+                noise: str = "student_t") -> dict[str, float]:
     """Exact bias, variance and RMSE of the batch gradient estimate.
 
     The inference engine samples batch_size responses y ~ pi_infer, and the
@@ -120,7 +122,9 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))
 
 
-def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, C=2.0):
+def response_estimates(importance_weights: Callable, pg_estimate: Callable, scheme: str,
+                       sampler_logits: np.ndarray,
+                       C: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
     """(q, g) for the rewarded responses when the policy with logits `sampler_logits`
     samples and the trainer (THETA) learns: q (len(REWARDED),) their sampling
     probabilities, g (len(REWARDED), D) their one-response estimates g(y), from
@@ -134,7 +138,7 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
     return q, one_response_estimates(pg_estimate, weights)
 
 
-def one_response_estimates(pg_estimate, weights: np.ndarray) -> np.ndarray:
+def one_response_estimates(pg_estimate: Callable, weights: np.ndarray) -> np.ndarray:
     """g(y) for the rewarded responses, (len(REWARDED), D): what pg_estimate gives on a batch
     of that response alone, with its rows of `weights` (N, T).
 
@@ -149,7 +153,7 @@ def one_response_estimates(pg_estimate, weights: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- the checks of the above
 
-def check_stats_arguments(mismatch, batch_size, noise):
+def check_stats_arguments(mismatch: float, batch_size: int, noise: str) -> None:
     """A ValueError naming the first of exact_stats's arguments out of bounds."""
     at_least("mismatch", mismatch, 0)
     at_most("mismatch", mismatch, MAX_MISMATCH, "beyond it the sequence weights overflow")
@@ -158,7 +162,7 @@ def check_stats_arguments(mismatch, batch_size, noise):
     one_of("noise", noise, NOISES)
 
 
-def check_averages(pg_estimate, weights):
+def check_averages(pg_estimate: Callable, weights: np.ndarray) -> None:
     """A ContractError unless pg_estimate averages over its batch, as the formulas of
     exact_stats assume: on a few copies of one response it must give that response's
     estimate back. (A few, not batch_size: the check must not cost memory or time for a
@@ -180,13 +184,13 @@ def check_averages(pg_estimate, weights):
 # the training loop (experiments/training.py) and the length sweep
 # (experiments/length_sweep.py) build on them.
 
-def token_probs(logits):
+def token_probs(logits: np.ndarray) -> np.ndarray:
     """The bigram's next-token probabilities p(b | a): (V + 1, V), each row sums to 1."""
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
-def pair_grads():
+def pair_grads() -> np.ndarray:
     """grad log p(b | a) for each pair number a * V + b: (D, D), row by row."""
     p = token_probs(THETA)
     grads = np.zeros((V + 1, V, V + 1, V))
@@ -195,7 +199,8 @@ def pair_grads():
     return grads.reshape(D, D)
 
 
-def estimates_by_pair(pg_estimate, rewards, pairs, weights):
+def estimates_by_pair(pg_estimate: Callable, rewards: np.ndarray, pairs: np.ndarray,
+                      weights: np.ndarray) -> np.ndarray:
     """pg_estimate on responses given as token pairs: a (D,) array.
 
     The estimate sums w_t * grad log p over the tokens of each response; tokens with the
@@ -207,14 +212,15 @@ def estimates_by_pair(pg_estimate, rewards, pairs, weights):
     return np.asarray(pg_estimate(rewards, grads, pair_sums(pairs, weights)), dtype=float)
 
 
-def pair_sums(pairs, weights):
+def pair_sums(pairs: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """(N, D): for each response, the summed weight of its tokens of each pair."""
     n = len(pairs)
     return np.bincount((np.arange(n)[:, None] * D + pairs).ravel(), weights.ravel(),
                        minlength=n * D).reshape(n, D)
 
 
-def sample_responses(logits, n, T, rng):
+def sample_responses(logits: np.ndarray, n: int, T: int,
+                     rng: np.random.Generator) -> np.ndarray:
     """n responses of T tokens drawn from the bigram with these logits: (n, T) ints.
     Token t is the number of the row's cumulative probabilities that a uniform draw
     exceeds; one column of those per comparison keeps each step to a few 1-D lookups."""
@@ -228,7 +234,7 @@ def sample_responses(logits, n, T, rng):
     return sequences.T
 
 
-def cosine(a, b):
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
     """cos of the angle between two vectors; 0 if one is zero."""
     norms = np.linalg.norm(a) * np.linalg.norm(b)
     return float(a @ b / norms) if norms > 0 else 0.0

@@ -14,8 +14,9 @@ on the task's probes, as the test observes the student's function there).
 """
 import functools
 import math
+from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -87,7 +88,7 @@ MODELS_1B = {
     "ignored bytes_per_value (always bf16)": lambda L, H, d, n, b: 2 * L * H * d * n * 2,
     "counted bits instead of bytes": lambda L, H, d, n, b: exact_bytes(2 * L * H * d * n * 8, b),
     "forgot head_dim": lambda L, H, d, n, b: exact_bytes(2 * L * H * n, b)}
-MODELS_1C = {mutant: functools.partial(bill_gb, how=Bill(**change)) for mutant, change in {
+CHANGES_1C: dict[str, dict[str, Any]] = {
     "GiB (2**30) instead of GB (10**9)": dict(unit=2**30),
     "forgot the critic": dict(critic=0, critic_adapter=False),
     "counted the critic as frozen": dict(critic=2),
@@ -102,7 +103,9 @@ MODELS_1C = {mutant: functools.partial(bill_gb, how=Bill(**change)) for mutant, 
     "gave PPO's critic a frozen base of its own under LoRA": dict(critic_base=True),
     "ignored lora_params": dict(use_lora=False),
     "left the frozen base out under LoRA when reference=False": dict(reference_frees_base=True),
-}.items()}
+}
+MODELS_1C = {mutant: functools.partial(bill_gb, how=Bill(**change))
+             for mutant, change in CHANGES_1C.items()}
 
 
 # ---------------------------------------------------------------- Task 2
@@ -195,7 +198,7 @@ def take_model(**change):
     return functools.partial(take_outcome, functools.partial(rule_take, how=Take(**change)))
 
 
-MODELS_2B = {mutant: take_model(**change) for mutant, change in {
+CHANGES_2B: dict[str, dict[str, Any]] = {
     "took the lowest ids (start order), not the first in `finished`": dict(pick="start"),
     "took the shortest responses first": dict(pick="length"),
     "took the oldest tags first": dict(pick="tag"),
@@ -210,7 +213,8 @@ MODELS_2B = {mutant: take_model(**change) for mutant, change in {
     "replaced the list instead of changing it in place": dict(rebind=True),
     "did not remove the batch from `finished`": dict(remove_batch=False),
     "waited for more than B responses": dict(more_than_B=True),
-}.items()}
+}
+MODELS_2B = {mutant: take_model(**change) for mutant, change in CHANGES_2B.items()}
 
 
 # ---------------------------------------------------------------- Task 3
@@ -380,7 +384,7 @@ def rule_mask(logp_train, logp_infer, level, low=0.5, high=2.0, how=RULE_3C):
     return inside.astype(float) if how.mask_only else np.exp(np.where(inside, log_ratio, -np.inf))
 
 
-MODELS_3C = {mutant: functools.partial(rule_mask, how=Mask(**change)) for mutant, change in {
+CHANGES_3C: dict[str, dict[str, Any]] = {
     "band without its edges (< instead of <=)": dict(edges=False),
     "clipped into the band instead of masking": dict(clip=True),
     "returned the 0/1 mask, not the kept ratios": dict(mask_only=True),
@@ -393,7 +397,9 @@ MODELS_3C = {mutant: functools.partial(rule_mask, how=Mask(**change)) for mutant
     "geometric level uses the arithmetic mean of the ratios": dict(geo_arithmetic=True),
     "sequence level uses the geometric mean": dict(seq_mean=True),
     "multiplied ratios directly (overflow), not in log space": dict(seq_overflow=True),
-}.items()}
+}
+MODELS_3C = {mutant: functools.partial(rule_mask, how=Mask(**change))
+             for mutant, change in CHANGES_3C.items()}
 
 
 # ---------------------------------------------------------------- every table, by name
@@ -407,8 +413,9 @@ RIGHT = {
     "3a": lambda lt, li, scheme, C=2.0: expected_weights(lt - li, scheme, C),
     "3b": expected_estimate,
     "3c": rule_mask}
-MODELS = {"1a": MODELS_1A, "1b": MODELS_1B, "1c": MODELS_1C, "2a": MODELS_2A, "2b": MODELS_2B,
-          "3a": MODELS_3A, "3b": MODELS_3B, "3c": MODELS_3C}
+MODELS: dict[str, Mapping[str, Callable]] = {
+    "1a": MODELS_1A, "1b": MODELS_1B, "1c": MODELS_1C, "2a": MODELS_2A, "2b": MODELS_2B,
+    "3a": MODELS_3A, "3b": MODELS_3B, "3c": MODELS_3C}
 ORACLES = {
     "model_state_bytes": state_bytes,
     "kv_cache_bytes": cache_bytes,
