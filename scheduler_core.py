@@ -27,9 +27,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lab.input_checks import unchecked
-# MAX_RESPONSES and MAX_SIGMA bound simulate's arguments; run.py's flags read them here too.
-from lab.simulator_checks import MAX_RESPONSES as MAX_RESPONSES
-from lab.simulator_checks import MAX_SIGMA as MAX_SIGMA
+from lab.simulator_checks import MAX_RESPONSES as MAX_RESPONSES  # simulate's bounds, which
+from lab.simulator_checks import MAX_SIGMA as MAX_SIGMA  # run.py's flags read here too
 from lab.simulator_checks import (SchedulerError, check_settings, checked_lengths,
                                   checked_may_start, checked_take_batch, why_stuck)
 
@@ -61,15 +60,16 @@ def simulate(may_start: Callable, take_batch: Callable, settings: LaneSettings,
     over 4 times the mean), seeded by `seed` so the same call always gives the
     same run.
 
+    The counts may be whole floats (7.0) or numpy ints; the loop gets them as Python ints.
     Returns the dict of `summarize`. Example, with Task 2's answers:
     simulate(may_start, take_batch, LaneSettings(2, 2, 0, n_steps=2), [1, 3, 1, 1])["time"]
     == 6. Bounds: sigma <= 4, n_lanes and B * n_steps <= 10**6 (MAX_SIGMA, MAX_RESPONSES).
     """
     n_lanes, B, k, n_steps, train_time, drop_stale = settings
     check_settings(n_lanes, B, k, n_steps, train_time, drop_stale, sigma)
-    settings = LaneSettings(int(n_lanes), int(B), int(k), int(n_steps), train_time, drop_stale)
-    lengths = lognormal_lengths(sigma, seed) if lengths is None else checked_lengths(lengths)
-    return run_simulation(settings, lengths, unchecked(may_start), unchecked(take_batch))
+    counts = LaneSettings(int(n_lanes), int(B), int(k), int(n_steps), train_time, drop_stale)
+    drawn = lognormal_lengths(sigma, seed) if lengths is None else checked_lengths(lengths)
+    return run_simulation(counts, drawn, unchecked(may_start), unchecked(take_batch))
 
 
 def lognormal_lengths(sigma: float, seed: int) -> Iterator[float]:
