@@ -198,7 +198,7 @@ class GpuSettings:
     pin: bool = False
     swap: Linear = Linear(0.0, 0.0)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         S, group_size, max_running, filter_p = (self.S, self.group_size, self.max_running,
                                                 self.filter_p)
         if max_running is not None and max_running < 1:

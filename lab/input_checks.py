@@ -21,6 +21,7 @@ import functools
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 
 import numpy as np
 
@@ -127,7 +128,7 @@ def checked(inputs, returns=None):
     return decorate
 
 
-def unchecked(function):
+def unchecked(function: Callable) -> Callable:
     """`function` without the checks `checked` put above it, or `function` itself if it has
     none. Given code that calls a task function on values it made itself, already checked
     once (the simulator's loop, the toy's sums), calls this, so the checks cost nothing
