@@ -19,7 +19,7 @@ import toy
 from grading import TaskFileError
 from grading.feedback import KnownMistakes, Mistake, check
 from lab import contracts
-from lab.input_checks import ContractError, checked
+from lab.input_checks import ContractError, checked, unchecked
 from lab.simulator_checks import checked_lengths
 from scheduler_core import (LaneSettings, SchedulerError, assign_lanes, lognormal_lengths,
                             run_simulation)
@@ -94,6 +94,9 @@ def test_checked_passes_an_added_parameter_on():
     assert may_start(4, 0, 0, 0, 4, {}, seen=(1,)) == (False, {}, (1,))
     with pytest.raises(ValueError, match="B must be"):
         may_start(3, 0, 0, 0, 0, memo={})
+    # without its checks (what the simulator's loop calls), the same call runs
+    assert unchecked(may_start)(3, 0, 0, 0, 0, memo={}) == (False, {}, ())
+    assert unchecked(unchecked(may_start)) is unchecked(may_start)
 
 
 @pytest.mark.parametrize("answer, named", [
