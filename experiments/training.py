@@ -121,9 +121,9 @@ def batch_estimates(pg_estimate, thetas, rewards, tokens, previous, weights):
     summed = np.bincount((np.arange(R)[:, None, None] * D + pairs).ravel(),
                          (rewards[:, :, None] * weights).ravel() / B,
                          minlength=R * D).reshape(R, D)
-    grads, calls = pair_gradients(thetas), unchecked(pg_estimate)
+    grads, pg_unchecked = pair_gradients(thetas), unchecked(pg_estimate)
     return np.concatenate([
-        block_estimates(calls, np.ones(len(g)), block_diagonal(g), w)
+        block_estimates(pg_unchecked, np.ones(len(g)), block_diagonal(g), w)
         for g, w in ((grads[i:i + BLOCK], summed[i:i + BLOCK]) for i in range(0, R, BLOCK))])
 
 
