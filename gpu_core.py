@@ -50,12 +50,13 @@ this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py
 import heapq
 import itertools
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from scheduler_core import SchedulerError, _as_bool, _checked_take_batch
+from lab.simulator_checks import SchedulerError, checked_may_start, checked_take_batch
 
 
 class Linear(NamedTuple):
@@ -66,7 +67,7 @@ class Linear(NamedTuple):
     fixed: float
     per_token: float
 
-    def __call__(self, tokens):
+    def __call__(self, tokens: float) -> float:
         return self.fixed + self.per_token * tokens
 
 
@@ -83,11 +84,11 @@ class Step(NamedTuple):
     per_response: float = 0.0
     overhead: float = 0.0
 
-    def __call__(self, C, n):
+    def __call__(self, C: float, n: int) -> float:
         return self.overhead + max(self.weights, self.per_response * n) + self.per_token * C
 
 
-def steps_time(step, n, C0, m):
+def steps_time(step: Step, n: int, C0: int, m: int) -> float:
     """Seconds of m decode steps from a boundary with n responses and C0 tokens in flight.
 
         T(m) = m * step(C0, n) + b * n * m * (m - 1) / 2   with b = step.per_token
@@ -97,7 +98,7 @@ def steps_time(step, n, C0, m):
     return m * step(C0, n) + step.per_token * n * m * (m - 1) / 2
 
 
-def steps_before(step, n, C0, seconds):
+def steps_before(step: Step, n: int, C0: int, seconds: float) -> int:
     """The fewest whole steps m >= 0 with steps_time(step, n, C0, m) >= seconds: how many
     steps an engine finishes before the boundary at or after `seconds` from now."""
     if seconds <= 0:
@@ -136,20 +137,21 @@ class Engine:
     steps - j tokens and ends at step j + length; `ends` is a heap of (end step, id).
     """
 
-    def __init__(self, prompt):
+    def __init__(self, prompt: int):
         self.prompt, self.steps, self.t0 = prompt, 0, 0.0
-        self.ends, self.joined_sum, self.stamp = [], 0, 0
+        self.ends: list[tuple[int, int]] = []  # heap of (end step, response id)
+        self.joined_sum, self.stamp = 0, 0
 
-    def in_flight(self):
+    def in_flight(self) -> int:
         """C: tokens in the KV caches of the active responses (prompts included)."""
         return len(self.ends) * (self.prompt + self.steps) - self.joined_sum
 
-    def advance(self, step, m):
+    def advance(self, step: Step, m: int) -> None:
         """Move the reference boundary m steps on (no response may end inside them)."""
         self.t0 += steps_time(step, len(self.ends), self.in_flight(), m)
         self.steps += m
 
-    def catch_up(self, step, time):
+    def catch_up(self, step: Step, time: float) -> None:
         """Advance to the first boundary at or after `time` (an idle engine waits there)."""
         if not self.ends:
             self.t0 = max(self.t0, time)
@@ -157,12 +159,13 @@ class Engine:
             m = steps_before(step, len(self.ends), self.in_flight(), time - self.t0)
             self.advance(step, min(m, self.ends[0][0] - self.steps))
 
-    def next_end(self, step):
+    def next_end(self, step: Step) -> tuple[float, int] | None:
         """(time, id) of the next response to end here, or None when idle."""
         if not self.ends:
             return None
         end_step, rid = self.ends[0]
-        return self.t0 + steps_time(step, len(self.ends), self.in_flight(), end_step - self.steps), rid
+        seconds = steps_time(step, len(self.ends), self.in_flight(), end_step - self.steps)
+        return self.t0 + seconds, rid
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,7 @@ class GpuSettings:
     pin: bool = False
     swap: Linear = Linear(0.0, 0.0)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         S, group_size, max_running, filter_p = (self.S, self.group_size, self.max_running,
                                                 self.filter_p)
         if max_running is not None and max_running < 1:
@@ -213,7 +216,8 @@ class GpuSettings:
                              f"got {filter_p!r}")
 
 
-def run_gpu_simulation(settings, lengths, may_start, take_batch):
+def run_gpu_simulation(settings: GpuSettings, lengths: Iterator[int], may_start: Callable,
+                       take_batch: Callable) -> dict[str, Any]:
     """Simulate the GpuSettings `settings` until its n_steps-th update; return the dict of
     `summarize_gpu`. lengths: an iterator of response lengths in tokens (whole numbers >= 1,
     capped by the caller; when it runs out, no group starts); may_start and take_batch:
@@ -239,7 +243,8 @@ class Cluster:
     """The state of one run_gpu_simulation: the engines and the heap of their next ends,
     the groups and responses started, the trainer's updates, and the clock."""
 
-    def __init__(self, settings, lengths, may_start, take_batch):
+    def __init__(self, settings: GpuSettings, lengths: Iterator[int], may_start: Callable,
+                 take_batch: Callable):
         self.settings, self.lengths = settings, lengths
         self.may_start, self.take_batch = may_start, take_batch
         p, n = settings.filter_p, settings.group_size
@@ -247,21 +252,26 @@ class Cluster:
         self.rng = np.random.default_rng(settings.seed)
         self.engines = [Engine(settings.prompt) for _ in range(settings.n_engines)]
         # heap of (time, response id, engine, engine stamp); stale stamps are skipped
-        self.events = []
-        self.responses = []  # every Response, by id
-        self.groups, self.finished, self.updates, self.log, self.ends = [], [], [], [], []
-        self.time, self.version, self.n_dropped, self.trainer_done_at = 0.0, 0, 0, None
-        self.batches = []    # the tokens of each update
+        self.events: list[tuple[float, int, int, int]] = []
+        self.responses: list[Response] = []  # every Response, by id
+        self.groups: list[dict[str, Any]] = []    # every group started, by id
+        self.finished: list[dict[str, Any]] = []  # finished groups waiting for the trainer
+        self.updates: list[tuple[float, float]] = []  # (start, end) of every update
+        self.log: list[tuple[float, int, int, float]] = []  # see summarize_gpu
+        self.ends: list[float] = []  # the time each response finished
+        self.time, self.version, self.n_dropped = 0.0, 0, 0
+        self.trainer_done_at: float | None = None  # when the update ends; None while idle
+        self.batches: list[int] = []  # the tokens of each update
         self.free, self.out_of_lengths = settings.n_engines * settings.S, False
         self.running, self.turn = 0, 0  # groups started and not finished; pin's next engine
 
-    def state(self):
+    def state(self) -> str:
         s = self.settings
         return (f"version={self.version}, {len(self.groups)} groups started, "
                 f"{self.n_dropped} dropped, {len(self.finished)} finished groups waiting, "
                 f"k={s.k}, B={s.B}")
 
-    def reschedule(self, e):
+    def reschedule(self, e: int) -> None:
         """Engine e changed: log its speed and push its next end (older entries go stale)."""
         engine, step = self.engines[e], self.settings.step
         engine.stamp += 1
@@ -271,12 +281,11 @@ class Cluster:
         if nxt is not None:
             heapq.heappush(self.events, (nxt[0], nxt[1], e, engine.stamp))
 
-    def train(self):
+    def train(self) -> None:
         """The idle trainer takes a batch, if take_batch gives one, and starts its update."""
         s = self.settings
-        batch, dropped = _checked_take_batch(self.take_batch, self.finished, self.version, s.k,
-                                             s.B, s.drop_stale, len(self.groups),
-                                             self.n_dropped)
+        batch, dropped = checked_take_batch(self.take_batch, self.finished, self.version, s.k,
+                                            s.B, s.drop_stale, len(self.groups), self.n_dropped)
         self.n_dropped += len(dropped)
         if batch is not None:
             tokens = sum(g["tokens"] for g in batch) + s.prompt * s.group_size * s.B
@@ -284,7 +293,7 @@ class Cluster:
             self.updates.append((self.time, self.trainer_done_at))
             self.batches.append(tokens)
 
-    def start_groups(self):
+    def start_groups(self) -> None:
         """Start groups while there are slots, lengths, room under the cap and may_start
         allows it."""
         s = self.settings
@@ -293,11 +302,8 @@ class Cluster:
             room = self.pinned_room() if s.pin else None
             if s.pin and not room:
                 break
-            allowed = self.may_start(len(self.groups), self.n_dropped, self.version, s.k, s.B)
-            if type(allowed) is not bool:
-                allowed = _as_bool(allowed, len(self.groups), self.n_dropped, self.version,
-                                   s.k, s.B)
-            if not allowed:
+            if not checked_may_start(self.may_start, len(self.groups), self.n_dropped,
+                                     self.version, s.k, s.B):
                 break
             drawn = list(itertools.islice(self.lengths, s.group_size))
             if len(drawn) < s.group_size:
@@ -305,18 +311,18 @@ class Cluster:
                 break
             self.start(drawn, room)
 
-    def pinned_room(self):
+    def pinned_room(self) -> list[int]:
         """The engines, round-robin from the next one, with room for a whole group."""
         n, s = len(self.engines), self.settings
         return [(self.turn + i) % n for i in range(n)
                 if len(self.engines[(self.turn + i) % n].ends) + s.group_size <= s.S]
 
-    def start(self, drawn, room):
+    def start(self, drawn: list[int], room: list[int] | None) -> None:
         """Start a group of responses of the `drawn` lengths: all on room[0] if pinned, else
         each on the engine with the fewest active responses."""
-        group = dict(id=len(self.groups), tag=self.version, start=self.time, end=None,
-                     tokens=sum(drawn), lag=None, dropped=False, left=len(drawn),
-                     version_tokens=0)
+        group: dict[str, Any] = dict(id=len(self.groups), tag=self.version, start=self.time,
+                                     end=None, tokens=sum(drawn), lag=None, dropped=False,
+                                     left=len(drawn), version_tokens=0)
         self.groups.append(group)
         self.running += 1
         if room is not None:
@@ -341,7 +347,7 @@ class Cluster:
             self.reschedule(e)
         self.free -= len(drawn)
 
-    def update_ends_next(self):
+    def update_ends_next(self) -> bool:
         """Whether the update ends before the next response does (or on a tie)."""
         events = self.events
         while events and events[0][3] != self.engines[events[0][2]].stamp:
@@ -349,10 +355,11 @@ class Cluster:
         return self.trainer_done_at is not None and (not events
                                                      or self.trainer_done_at <= events[0][0])
 
-    def end_update(self):
+    def end_update(self) -> None:
         """The update ends: the tokens so far are the old version's, the engines pause."""
-        swap = self.settings.swap
-        self.time, self.trainer_done_at = self.trainer_done_at, None
+        swap, ends_at = self.settings.swap, self.trainer_done_at
+        assert ends_at is not None, "called only when update_ends_next()"
+        self.time, self.trainer_done_at = ends_at, None
         mark_versions(self.engines, self.responses, self.settings.step, self.time, self.version)
         for e, engine in enumerate(self.engines):
             if engine.ends:  # at its boundary now (mark_versions), it pauses there
@@ -362,7 +369,7 @@ class Cluster:
                 engine.t0 = max(engine.t0, self.time) + swap.fixed
         self.version += 1
 
-    def end_response(self):
+    def end_response(self) -> None:
         """The next response ends; its group finishes with its last response (and may be
         filtered out)."""
         self.time, rid, e, _ = heapq.heappop(self.events)
@@ -389,7 +396,8 @@ class Cluster:
                 self.finished.append(group)
 
 
-def mark_versions(engines, responses, step, time, version):
+def mark_versions(engines: list[Engine], responses: list[Response], step: Step, time: float,
+                  version: int) -> None:
     """An update ends at `time`: every active response's tokens so far were made by
     `version`; the next ones, from each engine's next boundary, by version + 1 (weights
     swap at a step boundary and generation goes on, as in AReaL's interruptible rollouts;
@@ -405,7 +413,9 @@ def mark_versions(engines, responses, step, time, version):
             response.marked = made
 
 
-def summarize_gpu(settings, groups, updates, log, ends, time, batches):
+def summarize_gpu(settings: GpuSettings, groups: list[dict], updates: list[tuple[float, float]],
+                  log: list[tuple], ends: list[float], time: float,
+                  batches: list[int]) -> dict[str, Any]:
     """The numbers of a finished run of GpuSettings `settings` (seconds; groups and tokens).
 
     throughput      = trained groups per second = n_steps * B / time

@@ -14,33 +14,42 @@ Lanes are identical, so the loop only counts how many are busy; which lane ran
 which response is worked out after the run, by `assign_lanes`, for drawing.
 
 may_start and take_batch are the two decisions of Task 2 (scheduler.py).
-Every answer they give is checked against the rules below, so a bug shows up
-as a SchedulerError that says which rule broke, not as a wrong number later.
-`simulate` checks a run's arguments once, then calls the two as written: the
-loop gives them plain ints it made itself, so their per-call checks would buy nothing.
+Every answer they give is checked against its rules (lab/simulator_checks.py), so a bug
+shows up as a SchedulerError that says which rule broke, not as a wrong number later.
+`simulate` checks a run's arguments once, then calls the two without their @checked input
+checks: the loop gives them plain ints it made itself, so those checks would buy nothing.
 """
 import heapq
-import inspect
-import itertools
 import math
-import numbers
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from lab.input_checks import at_least, at_most, one_of, show_short, whole_at_least
+from lab.input_checks import unchecked
+from lab.simulator_checks import MAX_RESPONSES as MAX_RESPONSES  # simulate's bounds, which
+from lab.simulator_checks import MAX_SIGMA as MAX_SIGMA  # run.py's flags read here too
+from lab.simulator_checks import (SchedulerError, check_settings, checked_lengths,
+                                  checked_may_start, checked_take_batch, why_stuck)
+
+Response = dict[str, Any]  # id, tag, start, end, length, lag (None until trained), dropped
 
 
-class SchedulerError(RuntimeError):
-    """A decision broke a rule of the simulation, or the run can never finish."""
+class LaneSettings(NamedTuple):
+    """The settings of one simulation: n_lanes lanes, batches of B responses, staleness bound
+    k, until the n_steps-th update; each update takes train_time; drop_stale: take_batch
+    throws away the responses staler than k."""
+    n_lanes: int
+    B: int
+    k: int
+    n_steps: int = 200
+    train_time: float = 1.0
+    drop_stale: bool = False
 
 
-# Upper bounds of the arguments of scheduler.simulate (and of run.py's flags):
-MAX_SIGMA = 4.0        # lognormal shape; the median length exp(-sigma**2 / 2) is then 3e-4
-MAX_RESPONSES = 10**6  # for B * n_steps and n_lanes: every response is a dict in memory
-
-
-def simulate(may_start, take_batch, n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25,
-             lengths=None, drop_stale=False, seed=0):
+def simulate(may_start: Callable, take_batch: Callable, settings: LaneSettings,
+             lengths: Iterable[float] | None = None, sigma: float = 1.25,
+             seed: int = 0) -> dict[str, Any]:
     """Run the simulator with the decisions may_start and take_batch (scheduler.simulate).
 
     Response lengths are `lengths` (time units, in start order) if given: any
@@ -51,84 +60,37 @@ def simulate(may_start, take_batch, n_lanes, B, k, *, n_steps=200, train_time=1.
     over 4 times the mean), seeded by `seed` so the same call always gives the
     same run.
 
+    The counts may be whole floats (7.0) or numpy ints; the loop gets them as Python ints.
     Returns the dict of `summarize`. Example, with Task 2's answers:
-    simulate(may_start, take_batch, 2, 2, 0, n_steps=2, lengths=[1, 3, 1, 1])["time"] == 6.
-    Bounds: sigma <= 4, n_lanes and B * n_steps <= 10**6 (MAX_SIGMA, MAX_RESPONSES).
+    simulate(may_start, take_batch, LaneSettings(2, 2, 0, n_steps=2), [1, 3, 1, 1])["time"]
+    == 6. Bounds: sigma <= 4, n_lanes and B * n_steps <= 10**6 (MAX_SIGMA, MAX_RESPONSES).
     """
-    whole_at_least("n_lanes", n_lanes, 1)
-    whole_at_least("B", B, 1)
-    whole_at_least("k", k, 0)
-    whole_at_least("n_steps", n_steps, 1)
-    at_least("train_time", train_time, 0)
-    at_least("sigma", sigma, 0)
-    at_most("sigma", sigma, MAX_SIGMA, "beyond it almost every length underflows to 0")
-    at_most("B * n_steps", B * n_steps, MAX_RESPONSES, "the responses trained must fit in memory")
-    at_most("n_lanes", n_lanes, MAX_RESPONSES, "the responses in flight must fit in memory")
-    one_of("drop_stale", drop_stale, (True, False))
-    lengths = lognormal_lengths(sigma, seed) if lengths is None else checked_lengths(lengths)
-    # inspect.unwrap: the functions without their @checked input checks (see above)
-    return run_simulation(int(n_lanes), int(B), int(k), int(n_steps), train_time, lengths,
-                          inspect.unwrap(may_start), inspect.unwrap(take_batch), drop_stale)
+    n_lanes, B, k, n_steps, train_time, drop_stale = settings
+    check_settings(n_lanes, B, k, n_steps, train_time, drop_stale, sigma)
+    counts = LaneSettings(int(n_lanes), int(B), int(k), int(n_steps), train_time, drop_stale)
+    drawn = lognormal_lengths(sigma, seed) if lengths is None else checked_lengths(lengths)
+    return run_simulation(counts, drawn, unchecked(may_start), unchecked(take_batch))
 
 
-def lognormal_lengths(sigma, seed):
+def lognormal_lengths(sigma: float, seed: int) -> Iterator[float]:
     """Endless lognormal response lengths with mean 1 (drawn in blocks, for speed)."""
     rng = np.random.default_rng(seed)
     while True:
         yield from rng.lognormal(-sigma**2 / 2, sigma, size=4096).tolist()
 
 
-def checked_lengths(lengths):
-    """The given lengths as an iterator, each length checked before the simulator reads it.
-    A list or tuple is checked a block at a time; any other iterable one length at a time,
-    as it is drawn, so a generator or an endless itertools.cycle works too."""
-    if isinstance(lengths, (list, tuple)):
-        return itertools.chain.from_iterable(_checked_blocks(lengths))
-    try:
-        lengths = iter(lengths)
-    except TypeError:
-        raise ValueError(f"lengths must be a list or other iterable of numbers, "
-                         f"got {lengths!r}") from None
-    return _each_checked(lengths)
-
-
-def _checked_blocks(lengths, size=4096):
-    for start in range(0, len(lengths), size):
-        block = lengths[start:start + size]
-        # One pass in C for the usual block of floats > 0; NaN or inf make the sum not finite.
-        if not (set(map(type, block)) == {float} and min(block) > 0.0
-                and math.isfinite(sum(block))):
-            for i, length in enumerate(block, start):
-                _check_length(i, length)
-        yield block
-
-
-def _each_checked(lengths):
-    for i, length in enumerate(lengths):
-        if type(length) is not float or not 0.0 < length < math.inf:  # one cheap test for
-            _check_length(i, length)                                  # the usual float
-        yield length
-
-
-def _check_length(i, length):
-    """lengths[i] is a finite number > 0, or a ValueError that says which one is not."""
-    if isinstance(length, bool) or not isinstance(length, numbers.Real) \
-            or not 0 < length < math.inf:
-        raise ValueError(f"lengths must all be finite numbers > 0, but lengths[{i}] "
-                         f"(counting from 0) is {length!r}")
-
-
-def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_batch,
-                   drop_stale=False):
+def run_simulation(settings: LaneSettings, lengths: Iterator[float], may_start: Callable,
+                   take_batch: Callable) -> dict[str, Any]:
     """Simulate until the n_steps-th update; return the summary dict of `summarize`.
 
     lengths: an iterator of response lengths in start order; when it runs out,
-    free lanes stay idle.
+    free lanes stay idle. may_start and take_batch are called as they are given.
     """
+    n_lanes, B, k, n_steps, train_time, drop_stale = settings
     time, version = 0.0, 0
-    trace = []         # every response ever started, in start order (id = index)
-    finished = []      # finished responses waiting for the trainer, oldest first
-    running = []       # heap of (end time, id) of the responses being generated
+    trace: list[Response] = []     # every response ever started, in start order (id = index)
+    finished: list[Response] = []  # finished responses waiting for the trainer, oldest first
+    running: list[tuple[float, int]] = []  # heap of (end time, id) of the responses generating
     n_dropped = 0
     trainer_done_at = None  # when the current update ends; None while idle
     updates = []       # (start, end) of every update, in order
@@ -137,8 +99,8 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
     while True:
         # The idle trainer looks for a batch (dropping stale responses if asked).
         if trainer_done_at is None:
-            batch, dropped = _checked_take_batch(take_batch, finished, version, k, B, drop_stale,
-                                                 len(trace), n_dropped)
+            batch, dropped = checked_take_batch(take_batch, finished, version, k, B, drop_stale,
+                                                len(trace), n_dropped)
             n_dropped += len(dropped)
             if batch is not None:
                 trainer_done_at = time + train_time
@@ -146,23 +108,21 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
 
         # Free lanes start new responses for as long as admission allows.
         while len(running) < n_lanes and not out_of_lengths:
-            allowed = may_start(len(trace), n_dropped, version, k, B)
-            if type(allowed) is not bool:
-                allowed = _as_bool(allowed, len(trace), n_dropped, version, k, B)
-            if not allowed:
+            if not checked_may_start(may_start, len(trace), n_dropped, version, k, B):
                 break
             length = next(lengths, None)
             if length is None:
                 out_of_lengths = True
                 break
-            response = {"id": len(trace), "tag": version, "start": time, "end": time + length,
-                        "length": length, "lag": None, "dropped": False}
+            response: Response = {"id": len(trace), "tag": version, "start": time,
+                                  "end": time + length, "length": length, "lag": None,
+                                  "dropped": False}
             trace.append(response)
             heapq.heappush(running, (response["end"], response["id"]))
 
         if trainer_done_at is None and not running:
-            raise SchedulerError(_why_stuck(len(trace), n_dropped, version, k, B,
-                                            len(finished), out_of_lengths))
+            raise SchedulerError(why_stuck(len(trace), n_dropped, version, k, B,
+                                           len(finished), out_of_lengths))
 
         # Jump to the next event: the update ends, or the earliest response ends.
         # On a tie the update goes first, so what finishes at that instant is
@@ -178,7 +138,8 @@ def run_simulation(n_lanes, B, k, n_steps, train_time, lengths, may_start, take_
             finished.append(trace[response_id])
 
 
-def summarize(trace, updates, n_lanes, B, n_steps, time):
+def summarize(trace: list[Response], updates: list[tuple[float, float]], n_lanes: int, B: int,
+              n_steps: int, time: float) -> dict[str, Any]:
     """The numbers of a finished run.
 
     throughput  = trained responses per time unit = n_steps * B / time
@@ -201,7 +162,7 @@ def summarize(trace, updates, n_lanes, B, n_steps, time):
                 wasted_frac=wasted / busy, updates=updates, trace=trace)
 
 
-def assign_lanes(trace):
+def assign_lanes(trace: list[Response]) -> list[int]:
     """The lane (0, 1, ...) of each response in `trace`, for drawing a timeline.
 
     The simulator only counts busy lanes, since lanes are identical. Here each
@@ -211,7 +172,9 @@ def assign_lanes(trace):
 
     Example: starts 0, 0, 1 and ends 1, 2, 3 give lanes [0, 1, 0].
     """
-    free, busy, lanes = [], [], []  # free: heap of lanes; busy: heap of (end, lane)
+    free: list[int] = []              # heap of free lanes
+    busy: list[tuple[float, int]] = []  # heap of (end, lane)
+    lanes = []
     for r in trace:
         while busy and busy[0][0] <= r["start"]:
             heapq.heappush(free, heapq.heappop(busy)[1])
@@ -219,102 +182,3 @@ def assign_lanes(trace):
         heapq.heappush(busy, (r["end"], lane))
         lanes.append(lane)
     return lanes
-
-
-def _as_bool(answer, n_started, n_dropped, version, k, B):
-    """may_start's answer as a bool: numpy's bool is fine, anything else is an error."""
-    if not isinstance(answer, np.bool_):
-        raise SchedulerError(
-            f"may_start must return True or False, got {answer!r} "
-            f"(n_started={n_started}, n_dropped={n_dropped}, version={version}, k={k}, B={B}). "
-            "Did you forget the return statement?")
-    return bool(answer)
-
-
-def _checked_take_batch(take_batch, finished, version, k, B, drop_stale, n_started, n_dropped):
-    """Call take_batch and make sure it followed the rules of Task 2b."""
-    before = finished[:]
-    answer = take_batch(finished, version, k, B, drop_stale)
-    if type(answer) is tuple and len(answer) == 2 and answer[0] is None \
-            and type(answer[1]) is list and not answer[1] and finished == before:
-        return None, []  # nothing taken: the common case, checked cheaply
-
-    def broken(rule):
-        return SchedulerError(
-            f"take_batch broke a rule: {rule} (version={version}, k={k}, B={B}, "
-            f"drop_stale={drop_stale}, n_started={n_started}, n_dropped={n_dropped}, "
-            f"responses in `finished` before the call: {len(before)})")
-
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise broken(f"it must return a tuple (batch, dropped), got {show_short(answer)}.")
-    batch, dropped = answer
-    if not isinstance(dropped, (list, tuple)) or (dropped and not drop_stale):
-        raise broken("dropped must be a list, empty unless drop_stale is True; got "
-                     f"{show_short(dropped)}.")
-    if batch is not None:
-        if not isinstance(batch, (list, tuple)) or len(batch) != B:
-            size = f"{len(batch)} responses" if isinstance(batch, (list, tuple)) else repr(batch)
-            raise broken(f"batch must be None or a list of exactly B={B} responses, got {size}.")
-        batch = list(batch)
-    dropped = list(dropped)
-    taken = (batch or []) + dropped
-    given = {id(r) for r in before}
-    copies = [r for r in taken if id(r) not in given]
-    if copies:
-        raise broken(f"batch and dropped must hold the very dicts that were in `finished` on "
-                     f"this call, not copies; response {copies[0].get('id')!r} is not one of "
-                     "them (a copy, or a dict kept from an earlier call?).")
-    taken_ids = {id(r) for r in taken}
-    kept = [r for r in before if id(r) not in taken_ids]
-    if len(kept) + len(taken) != len(before) or finished != kept:
-        raise broken("every response in batch and dropped must be removed from `finished`, "
-                     "and nothing else may be added, removed or reordered there.")
-    for r in batch or []:
-        if r["dropped"] or r["lag"] != version - r["tag"]:
-            raise broken(f"each trained response needs lag = version - tag = "
-                         f"{version} - {r['tag']} and dropped False; response {r['id']} has "
-                         f"lag={r['lag']!r}, dropped={r['dropped']!r}.")
-    for r in dropped:
-        if r["dropped"] is not True or r["lag"] is not None:
-            raise broken(f"each dropped response needs dropped=True and lag None (it is never "
-                         f"trained); response {r['id']} has dropped={r['dropped']!r}, "
-                         f"lag={r['lag']!r}.")
-    return batch, dropped
-
-
-def _why_stuck(n_started, n_dropped, version, k, B, n_finished, out_of_lengths):
-    """Explain a run that can never finish: no lane may start, the trainer has no batch."""
-    state = (f"version={version}, n_started={n_started}, n_dropped={n_dropped}, "
-             f"k={k}, B={B}, {n_finished} finished responses waiting")
-    if out_of_lengths:
-        culprit = "the given response lengths ran out before the last update"
-    elif n_finished >= B:
-        culprit = (f"take_batch returned no batch although {n_finished} >= B responses "
-                   "were waiting")
-    elif n_started - n_dropped < (version + k + 1) * B:
-        culprit = ("may_start refused although n_started - n_dropped < (version + k + 1) * B"
-                   + _refused_because(n_started, n_dropped, version, k, B))
-    else:
-        culprit = "responses went missing: check that take_batch returns every response it removes"
-    return f"the simulation can never finish: {culprit} ({state})."
-
-
-def _refused_because(n_started, n_dropped, version, k, B):
-    """What explains a refusal of a start the rule allows, as far as the state tells: the
-    missing + 1 (one batch short), n_dropped not subtracted (only when some were dropped),
-    or k not counted in batches; "" if none of them would refuse here."""
-    count = n_started - n_dropped
-    short = count >= (version + k) * B           # refused by n_started - n_dropped < (v + k) * B
-    dropped = n_dropped > 0 and n_started >= (version + k + 1) * B  # refused by n_started < ...
-    if short and dropped:
-        return ("; either it stops one batch short (is the + 1 of (version + k + 1) * B "
-                "missing?) or it does not subtract n_dropped (dropped responses free their place)")
-    if short:
-        return (f": it stops one batch short, at {count} = (version + k) * B. Is the + 1 of "
-                "(version + k + 1) * B missing? The lanes may fill the batch the trainer needs "
-                "next, plus k more")
-    if dropped:
-        return "; does it subtract n_dropped? Dropped responses free their place"
-    if k and count >= (version + 1) * B:
-        return "; does it allow k batches (k * B responses) ahead?"
-    return ""

@@ -19,8 +19,9 @@ import toy
 from grading import TaskFileError
 from grading.feedback import KnownMistakes, Mistake, check
 from lab import contracts
-from lab.input_checks import ContractError, checked
-from scheduler_core import (SchedulerError, assign_lanes, checked_lengths, lognormal_lengths,
+from lab.input_checks import ContractError, checked, unchecked
+from lab.simulator_checks import checked_lengths
+from scheduler_core import (LaneSettings, SchedulerError, assign_lanes, lognormal_lengths,
                             run_simulation)
 from test_rl_systems import KNOWN_MISTAKES
 
@@ -93,6 +94,9 @@ def test_checked_passes_an_added_parameter_on():
     assert may_start(4, 0, 0, 0, 4, {}, seen=(1,)) == (False, {}, (1,))
     with pytest.raises(ValueError, match="B must be"):
         may_start(3, 0, 0, 0, 0, memo={})
+    # without its checks (what the simulator's loop calls), the same call runs
+    assert unchecked(may_start)(3, 0, 0, 0, 0, memo={}) == (False, {}, ())
+    assert unchecked(unchecked(may_start)) is unchecked(may_start)
 
 
 @pytest.mark.parametrize("answer, named", [
@@ -228,9 +232,11 @@ def test_toy_gradients_match_finite_differences():
 
 def test_core_explains_a_run_that_cannot_finish():
     with pytest.raises(SchedulerError, match="can never finish: may_start refused"):
-        run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: False, lambda *a: (None, []))
+        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: False,
+                       lambda *a: (None, []))
     with pytest.raises(SchedulerError, match="lengths ran out"):
-        run_simulation(2, 2, 0, 1, 1.0, iter([1.0]), lambda *a: True, lambda *a: (None, []))
+        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0]), lambda *a: True,
+                       lambda *a: (None, []))
 
 
 def take_oldest(finished, version, k, B, drop_stale):  # not Task 2b's: it never drops
@@ -250,20 +256,21 @@ def take_oldest(finished, version, k, B, drop_stale):  # not Task 2b's: it never
 def test_core_names_what_a_refusal_lacks(may_start, k, named):
     # no response is ever dropped here, so the message never asks about n_dropped
     with pytest.raises(SchedulerError, match="can never finish: may_start refused") as error:
-        run_simulation(2, 2, k, 3, 1.0, iter([1.0] * 40), may_start, take_oldest)
+        run_simulation(LaneSettings(2, 2, k, 3), iter([1.0] * 40), may_start, take_oldest)
     assert named in str(error.value) and "n_dropped?" not in str(error.value), error.value
     assert ("Is the + 1" in str(error.value)) == bool(named), error.value
 
 
 def test_core_checks_the_decisions():
     with pytest.raises(SchedulerError, match="may_start must return True or False"):
-        run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: None, lambda *a: (None, []))
+        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: None,
+                       lambda *a: (None, []))
 
     def one_short(finished, version, k, B, drop_stale):
         return (finished[:B - 1], []) if len(finished) >= B else (None, [])
 
     with pytest.raises(SchedulerError, match="exactly B=2"):
-        run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, one_short)
+        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: True, one_short)
 
     def keeps_them(finished, version, k, B, drop_stale):
         batch = finished[:B] if len(finished) >= B else None
@@ -272,7 +279,7 @@ def test_core_checks_the_decisions():
         return batch, []
 
     with pytest.raises(SchedulerError, match="removed from `finished`"):
-        run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, keeps_them)
+        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: True, keeps_them)
 
 
 def test_input_checks_masked_weights(tis):
@@ -344,8 +351,8 @@ class NewestFirst:
     @staticmethod
     def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
                  seed=0):
-        return run_simulation(n_lanes, B, k, n_steps, train_time, lognormal_lengths(sigma, seed),
-                              SCHEDULER.may_start, newest_first, drop_stale)
+        return run_simulation(LaneSettings(n_lanes, B, k, n_steps, train_time, drop_stale),
+                              lognormal_lengths(sigma, seed), SCHEDULER.may_start, newest_first)
 
 
 def test_core_reports_the_lag_tail():

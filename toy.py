@@ -18,12 +18,13 @@ The helpers at the bottom (the bigram's probabilities, sampling, estimates by to
 pair) are shared by the experiments that train the toy or lengthen its responses
 (experiments/training.py, experiments/length_sweep.py).
 """
-import inspect
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 
-from lab.input_checks import ContractError, at_least, at_most, one_of, whole_at_least
+import block_calls
+from lab.input_checks import ContractError, at_least, at_most, one_of, unchecked, whole_at_least
 
 V, T = 4, 6
 D = (V + 1) * V
@@ -50,18 +51,18 @@ SEQUENCES = np.array(list(itertools.product(range(V), repeat=T)))  # (4096, T)
 _PREV = np.concatenate([np.full((len(SEQUENCES), 1), START), SEQUENCES[:, :-1]], axis=1)
 
 
-def reward(sequences):
+def reward(sequences: np.ndarray) -> np.ndarray:
     """1 for a response that ends in token 0 and holds at least two 0s, else 0."""
     return ((sequences[:, -1] == 0) & ((sequences == 0).sum(axis=1) >= 2)).astype(float)
 
 
-def token_logprobs(logits):
+def token_logprobs(logits: np.ndarray) -> np.ndarray:
     """log pi(y_t | y_<t) for every token of every sequence: (4096, T)."""
     log_softmax = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
     return log_softmax[_PREV, SEQUENCES]
 
 
-def grad_logprobs(logits):
+def grad_logprobs(logits: np.ndarray) -> np.ndarray:
     """d log pi(y_t | y_<t) / d theta for every token: (4096, T, D).
 
     For a softmax row, d log p[y] / d logits = onehot(y) - p; only the row
@@ -75,7 +76,7 @@ def grad_logprobs(logits):
     return grad.reshape(len(SEQUENCES), T, D)
 
 
-def sequence_probs(logits):
+def sequence_probs(logits: np.ndarray) -> np.ndarray:
     """pi(y) for all 4,096 responses; they sum to 1."""
     return np.exp(token_logprobs(logits).sum(axis=1))
 
@@ -89,66 +90,14 @@ for _table in (THETA, SEQUENCES, REWARDS, LOGP_TRAIN, GRAD_LOGP, TRUE_GRAD):
     _table.setflags(write=False)  # code that changes its inputs in place fails at once
 
 
-BLOCK = 16  # responses per call of pg_estimate in one_response_estimates
+REWARDED = np.flatnonzero(REWARDS)  # a response with reward 0 has the estimate g(y) = 0
+# The rewarded responses' gradients as block_calls.one_response_estimates takes them.
+REWARDED_BLOCKS = block_calls.blocks(GRAD_LOGP[REWARDED])
 
 
-def block_diagonal(grad_logp):
-    """(b, n, b * D) gradients for b responses of n tokens: response j's D numbers in block
-    j of a b * D parameter vector, zeros elsewhere. Example, b = 2, D = 1, n = 1:
-    [[g0]], [[g1]] -> [[[g0, 0]], [[0, g1]]]."""
-    b, n = grad_logp.shape[:2]
-    grad = np.zeros((b, n, b, D))
-    grad[np.arange(b), :, np.arange(b)] = grad_logp  # response j -> block j
-    grad.setflags(write=False)
-    return grad.reshape(b, n, b * D)
-
-
-def blocks(grad_logp):
-    """The rewarded responses (a response with reward 0 has the estimate 0) in blocks of
-    BLOCK, each with its block-diagonal gradients: [(rows, (b, T, b * D) array), ...]."""
-    return [(rows, block_diagonal(grad_logp[rows]))
-            for rows in np.split(REWARDED, range(BLOCK, len(REWARDED), BLOCK))]
-
-
-REWARDED = np.flatnonzero(REWARDS)
-BLOCKS = blocks(GRAD_LOGP)  # the same for every scheme and mismatch: built once
-
-
-def one_response_estimates(pg_estimate, weights):
-    """The one-response estimates g(y) of the rewarded responses, a (len(REWARDED), D)
-    array: what pg_estimate gives on a batch of that response alone, for BLOCK
-    responses per call instead of one.
-
-    A call gets b responses whose gradients sit in separate blocks of a b * D parameter
-    vector (block_diagonal). The batch average then holds g(y_j) / b in block j, so one
-    call gives b one-response estimates. Example, b = 2, D = 1: grad_logp rows
-    [[g0, 0]] and [[0, g1]] -> mean [g0 / 2, g1 / 2].
-
-    These calls skip pg_estimate's @checked input checks (inspect.unwrap), as the
-    simulator does: the toy made these float arrays itself, and checking them on
-    each of the 49 calls would cost a quarter of the time. Each answer is still checked.
-    """
-    unchecked = inspect.unwrap(pg_estimate)
-    return np.concatenate([block_estimates(unchecked, REWARDS[rows], grad, weights[rows])
-                           for rows, grad in BLOCKS])
-
-
-def block_estimates(unchecked, rewards, grad, weights):
-    """One call of an unwrapped pg_estimate on b responses in their own blocks
-    (block_diagonal): the (b, D) one-response estimates, b times the blocks of the batch
-    average. The answer is checked here, as the call skips pg_estimate's own checks."""
-    b = len(rewards)
-    out = np.asarray(unchecked(rewards, grad, weights))
-    if out.shape != (b * D,) or out.dtype.kind not in "biuf":
-        raise ContractError(f"pg_estimate (Task 3b) on {b} responses with D = {b * D} "
-                            f"parameters returned {out.dtype} numbers of shape "
-                            f"{out.shape}; it must return one real number per parameter, "
-                            f"shape ({b * D},)")
-    return out.reshape(b, D) * b
-
-
-def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_size=64,
-                noise="student_t"):
+def exact_stats(importance_weights: Callable, pg_estimate: Callable, scheme: str,
+                mismatch: float, C: float = 2.0, batch_size: int = 64,
+                noise: str = "student_t") -> dict[str, float]:
     """Exact bias, variance and RMSE of the batch gradient estimate.
 
     The inference engine samples batch_size responses y ~ pi_infer, and the
@@ -164,11 +113,7 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     Returns a dict with keys bias, variance, rmse (floats). Bounds: mismatch <= 10,
     batch_size <= 10**6.
     """
-    at_least("mismatch", mismatch, 0)
-    at_most("mismatch", mismatch, MAX_MISMATCH, "beyond it the sequence weights overflow")
-    whole_at_least("batch_size", batch_size, 1)
-    at_most("batch_size", batch_size, MAX_BATCH_SIZE, "a bigger batch only shrinks the variance")
-    one_of("noise", noise, NOISES)
+    check_stats_arguments(mismatch, batch_size, noise)
     q, g = response_estimates(importance_weights, pg_estimate, scheme,
                               THETA + mismatch * PERTURBATIONS[noise], C)
     mean = q @ g
@@ -177,7 +122,9 @@ def exact_stats(importance_weights, pg_estimate, scheme, mismatch, C=2.0, batch_
     return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))
 
 
-def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, C=2.0):
+def response_estimates(importance_weights: Callable, pg_estimate: Callable, scheme: str,
+                       sampler_logits: np.ndarray,
+                       C: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
     """(q, g) for the rewarded responses when the policy with logits `sampler_logits`
     samples and the trainer (THETA) learns: q (len(REWARDED),) their sampling
     probabilities, g (len(REWARDED), D) their one-response estimates g(y), from
@@ -187,20 +134,48 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
     logp_sampler = token_logprobs(sampler_logits)
     q = np.exp(logp_sampler[REWARDED].sum(axis=1))  # pi_sampler(y) of each rewarded y
     weights = np.asarray(importance_weights(LOGP_TRAIN, logp_sampler, scheme, C), dtype=float)
+    check_averages(pg_estimate, weights)
+    return q, one_response_estimates(pg_estimate, weights)
 
+
+def one_response_estimates(pg_estimate: Callable, weights: np.ndarray) -> np.ndarray:
+    """g(y) for the rewarded responses, (len(REWARDED), D): what pg_estimate gives on a batch
+    of that response alone, with its rows of `weights` (N, T).
+
+    The calls are made block_calls.BLOCK responses at a time (the same numbers from
+    fewer calls), without pg_estimate's @checked input checks: the toy made these float
+    arrays itself, and checking them on each of the 49 calls would cost a quarter of the
+    time. Each answer is still checked.
+    """
+    return block_calls.one_response_estimates(unchecked(pg_estimate), REWARDS[REWARDED],
+                                              REWARDED_BLOCKS, weights[REWARDED])
+
+
+# ---------------------------------------------------------------- the checks of the above
+
+def check_stats_arguments(mismatch: float, batch_size: int, noise: str) -> None:
+    """A ValueError naming the first of exact_stats's arguments out of bounds."""
+    at_least("mismatch", mismatch, 0)
+    at_most("mismatch", mismatch, MAX_MISMATCH, "beyond it the sequence weights overflow")
+    whole_at_least("batch_size", batch_size, 1)
+    at_most("batch_size", batch_size, MAX_BATCH_SIZE, "a bigger batch only shrinks the variance")
+    one_of("noise", noise, NOISES)
+
+
+def check_averages(pg_estimate: Callable, weights: np.ndarray) -> None:
+    """A ContractError unless pg_estimate averages over its batch, as the formulas of
+    exact_stats assume: on a few copies of one response it must give that response's
+    estimate back. (A few, not batch_size: the check must not cost memory or time for a
+    large batch.)"""
     def estimate(batch):  # pg_estimate on the responses with these indices
         return np.asarray(pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch]))
 
-    # The formulas assume pg_estimate averages over its batch: on a few copies of
-    # one response it must give that response's estimate back. (A few, not
-    # batch_size: the check must not cost memory or time for a large batch.)
     one, copies = estimate(REWARDED[:1]), estimate([REWARDED[0]] * N_COPIES)
     if not np.allclose(copies, one):
         raise ContractError(
             f"pg_estimate (Task 3b) on {N_COPIES} copies of one response gave "
             f"{np.linalg.norm(copies) / np.linalg.norm(one):.4g} times that response's own "
             "estimate; it must average over the batch (divide by N), not sum")
-    return q, one_response_estimates(pg_estimate, weights)
 
 
 # ---------------------------------------------------------------- shared by the experiments
@@ -209,13 +184,13 @@ def response_estimates(importance_weights, pg_estimate, scheme, sampler_logits, 
 # the training loop (experiments/training.py) and the length sweep
 # (experiments/length_sweep.py) build on them.
 
-def token_probs(logits):
+def token_probs(logits: np.ndarray) -> np.ndarray:
     """The bigram's next-token probabilities p(b | a): (V + 1, V), each row sums to 1."""
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
-def pair_grads():
+def pair_grads() -> np.ndarray:
     """grad log p(b | a) for each pair number a * V + b: (D, D), row by row."""
     p = token_probs(THETA)
     grads = np.zeros((V + 1, V, V + 1, V))
@@ -224,7 +199,8 @@ def pair_grads():
     return grads.reshape(D, D)
 
 
-def estimates_by_pair(pg_estimate, rewards, pairs, weights):
+def estimates_by_pair(pg_estimate: Callable, rewards: np.ndarray, pairs: np.ndarray,
+                      weights: np.ndarray) -> np.ndarray:
     """pg_estimate on responses given as token pairs: a (D,) array.
 
     The estimate sums w_t * grad log p over the tokens of each response; tokens with the
@@ -236,14 +212,15 @@ def estimates_by_pair(pg_estimate, rewards, pairs, weights):
     return np.asarray(pg_estimate(rewards, grads, pair_sums(pairs, weights)), dtype=float)
 
 
-def pair_sums(pairs, weights):
+def pair_sums(pairs: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """(N, D): for each response, the summed weight of its tokens of each pair."""
     n = len(pairs)
     return np.bincount((np.arange(n)[:, None] * D + pairs).ravel(), weights.ravel(),
                        minlength=n * D).reshape(n, D)
 
 
-def sample_responses(logits, n, T, rng):
+def sample_responses(logits: np.ndarray, n: int, T: int,
+                     rng: np.random.Generator) -> np.ndarray:
     """n responses of T tokens drawn from the bigram with these logits: (n, T) ints.
     Token t is the number of the row's cumulative probabilities that a uniform draw
     exceeds; one column of those per comparison keeps each step to a few 1-D lookups."""
@@ -257,7 +234,7 @@ def sample_responses(logits, n, T, rng):
     return sequences.T
 
 
-def cosine(a, b):
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
     """cos of the angle between two vectors; 0 if one is zero."""
     norms = np.linalg.norm(a) * np.linalg.norm(b)
     return float(a @ b / norms) if norms > 0 else 0.0

@@ -22,7 +22,6 @@ groups in flight (run's `shard`): every engine sees the same load, every trainer
 the same tokens (tools/check_shard.py compares it with the full cluster). The
 synchronous runs simulate the whole cluster (SYNC).
 """
-import inspect
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -34,6 +33,7 @@ from experiments.gpu_sources import (CHECKPOINT_EVERY, H800, MEMGAP_NEW, MEMGAP_
                                      PROMPT_TOKENS, Costs, Preset, Trainer, capped_moment,
                                      context, flops_per_token, forward_flops, multiplied, passes)
 from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation
+from lab.input_checks import unchecked
 
 # The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
 # groups in flight (fewer shares if too few engines): an eighth, which keeps each preset's
@@ -147,9 +147,9 @@ def run(scheduler, memory, setup):
     settings = GpuSettings(engines, slots, preset.prompts // shard, k, warmup + window,
                            preset.group_size, step, train, prompt=PROMPT_TOKENS,
                            max_running=cap, pin=preset.pin, swap=swap)
-    # inspect.unwrap: without their @checked input checks, as scheduler_core.simulate does
-    r = run_gpu_simulation(settings, lengths(preset), inspect.unwrap(scheduler.may_start),
-                           inspect.unwrap(scheduler.take_batch))
+    # unchecked: without their @checked input checks, as scheduler_core.simulate does
+    r = run_gpu_simulation(settings, lengths(preset), unchecked(scheduler.may_start),
+                           unchecked(scheduler.take_batch))
     u = r["updates"]
     seconds = (u[-1][1] - u[warmup - 1][1]) / window / (1 - c.checkpoint / CHECKPOINT_EVERY)
     tokens = sum(r["batch_tokens"][warmup:]) * shard / window   # per step, whole cluster
@@ -536,8 +536,8 @@ def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps
                               ("one by one, cap 4x mean", 1, round(4 / tick))):
         runs = [run_gpu_simulation(GpuSettings(n_lanes, 1, B // group, k, n_steps, group,
                                                Step(tick, 0.0), Linear(train_time, 0.0)),
-                                   lengths(cap), inspect.unwrap(scheduler.may_start),
-                                   inspect.unwrap(scheduler.take_batch)) for k in (0, 1, 2)]
+                                   lengths(cap), unchecked(scheduler.may_start),
+                                   unchecked(scheduler.take_batch)) for k in (0, 1, 2)]
         rows.append(dict(variant=label, k=[0, 1, 2],
                          gain=[r["throughput"] / runs[0]["throughput"] for r in runs],
                          max_lag=[r["max_lag"] for r in runs]))

@@ -19,15 +19,15 @@ import math
 import numpy as np
 
 import grading
+from block_calls import BLOCK, block_diagonal
 from experiments.options import bounded
 from experiments.part3c_masking import masked_functions
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks, placeholder
 from experiments.settings import DEFAULT_TOY
 from lab import SCHEME_TABLE, SCHEMES, TaskNotDone
 from lab.input_checks import at_least, at_most, one_of, whole_at_least
-from toy import (BLOCK, D, NOISES, PAIR_GRADS, PERTURBATIONS, SEQUENCES, START, THETA, V,
-                 block_diagonal, cosine, estimates_by_pair, pair_sums, sample_responses,
-                 token_probs)
+from toy import (D, NOISES, PAIR_GRADS, PERTURBATIONS, SEQUENCES, START, THETA, V, cosine,
+                 estimates_by_pair, pair_sums, sample_responses, token_probs)
 
 KEY, LABEL, TASK, FLAG = "length_sweep", "Length sweep", "3", "length_sweep"
 SECONDS = 11.0
@@ -230,7 +230,7 @@ def length_responses(sequences, infer_logits, mean_zeros):
 def pair_estimates(pg_estimate, rewards, summed):
     """g(y) for each response, (N, D): the estimate a batch of that one response gives, its
     tokens grouped by pair (as in estimates_by_pair). BLOCK responses per call of
-    pg_estimate, each in its own block of the parameters (as toy.one_response_estimates)."""
+    pg_estimate, each in its own block of the parameters (as block_calls.py does)."""
     out = []
     for start in range(0, len(rewards), BLOCK):
         r, w = rewards[start:start + BLOCK], summed[start:start + BLOCK]

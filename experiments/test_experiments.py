@@ -21,7 +21,8 @@ from experiments.learning_curves import train_cells
 from experiments.settings import Simulation, Toy
 from experiments.staleness import STALENESS_SCHEMES, staleness_sweep
 from experiments.timeline import timeline
-from scheduler_core import SchedulerError, lognormal_lengths, run_simulation
+from scheduler_core import (LaneSettings, SchedulerError, lognormal_lengths,
+                            run_simulation)
 from test_given import MEMORY, SCHEDULER, TIS, NewestFirst
 
 
@@ -214,7 +215,7 @@ def test_timeline_shares_one_window():
         return batch, []
 
     with pytest.raises(SchedulerError, match="not copies"):
-        run_simulation(2, 2, 0, 1, 1.0, iter([1.0] * 4), lambda *a: True, copies)
+        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: True, copies)
 
 
 
@@ -473,8 +474,8 @@ def test_kl_steps_move_exactly_the_kl_asked():
 def test_with_more_lanes_than_B_k_sets_the_lag():
     """Past B lanes the trainer is the bottleneck: k = 2, 4, 8 give different batches, at
     one throughput, with a mean lag that grows with k (the trainer-bound set-up)."""
-    runs = {k: run_simulation(64, 32, k, 10, 1.0, lognormal_lengths(1.25, 0),
-                              SCHEDULER.may_start, oldest_tag_first, False) for k in (2, 4, 8)}
+    runs = {k: run_simulation(LaneSettings(64, 32, k, 10), lognormal_lengths(1.25, 0),
+                              SCHEDULER.may_start, oldest_tag_first) for k in (2, 4, 8)}
     tags = [training.batch_tags(runs[k]["trace"], 32, 10) for k in (2, 4, 8)]
     assert not np.array_equal(tags[0], tags[1]) and not np.array_equal(tags[1], tags[2])
     lags = [np.mean([r["lag"] for r in runs[k]["trace"] if r["lag"] is not None])

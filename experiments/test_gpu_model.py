@@ -20,7 +20,7 @@ from experiments.gpu_sources import (AREAL_MEAN_LEN, CHECKPOINT_EVERY, INPUT_EMB
                                      flops_per_token, forward_flops, median_for_mean, multiplied,
                                      passes, phi, shape_for_tail)
 from test_given import MEMORY, SCHEDULER, newest_first
-from scheduler_core import run_simulation
+from scheduler_core import LaneSettings, run_simulation
 
 
 def task_2():
@@ -115,7 +115,8 @@ def test_gpu_model_is_the_lane_model_in_the_degenerate_case(k, drop_stale, oldes
     update time: every time, tag and lag is the lane model's on the same lengths."""
     lengths = np.ceil(np.random.default_rng(5).lognormal(1.0, 1.25, 5000)).astype(int).tolist()
     admit, take = task_2() if oldest else (SCHEDULER.may_start, newest_first)
-    lanes = run_simulation(6, 4, k, 10, 7.0, iter(map(float, lengths)), admit, take, drop_stale)
+    lanes = run_simulation(LaneSettings(6, 4, k, 10, 7.0, drop_stale), iter(map(float, lengths)),
+                           admit, take)
     gpus = gpu_run(6, 1, 4, k, 10, 1, Step(1.0, 0.0), Linear(7.0, 0.0),
                               iter(lengths), admit, take, drop_stale=drop_stale)
     assert gpus["time"] == lanes["time"] and gpus["updates"] == lanes["updates"]

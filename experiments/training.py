@@ -28,13 +28,14 @@ seeds can go on for many more updates at little cost. train can also return the 
 update moves the policy (update_kls), the measure by which learning_curves gives every
 scheme the same movement per update.
 """
-import inspect
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 import toy
+from block_calls import block_diagonal, block_estimates
+from lab.input_checks import unchecked
 
 V, T, D, START = toy.V, toy.T, toy.D, toy.START
 BLOCK = 8  # runs per call of pg_estimate (its block-diagonal input grows as BLOCK**2)
@@ -113,7 +114,7 @@ def batch_estimates(pg_estimate, thetas, rewards, tokens, previous, weights):
     toy.estimates_by_pair does, each run's batch is passed as one response whose D "tokens"
     are the pairs, each with its gradient and its summed weight r_n w_nt / B over the
     batch (the rewards are 0 or 1 here, so they go into that sum): the same estimate.
-    Each run sits in its own block of the parameters (toy.block_diagonal), so the batch
+    Each run sits in its own block of the parameters (block_calls.block_diagonal), so the batch
     average of a call holds run j's estimate / b in block j.
     """
     R, B = rewards.shape
@@ -121,9 +122,9 @@ def batch_estimates(pg_estimate, thetas, rewards, tokens, previous, weights):
     summed = np.bincount((np.arange(R)[:, None, None] * D + pairs).ravel(),
                          (rewards[:, :, None] * weights).ravel() / B,
                          minlength=R * D).reshape(R, D)
-    grads, unchecked = pair_gradients(thetas), inspect.unwrap(pg_estimate)
+    grads, pg_unchecked = pair_gradients(thetas), unchecked(pg_estimate)
     return np.concatenate([
-        toy.block_estimates(unchecked, np.ones(len(g)), toy.block_diagonal(g), w)
+        block_estimates(pg_unchecked, np.ones(len(g)), block_diagonal(g), w)
         for g, w in ((grads[i:i + BLOCK], summed[i:i + BLOCK]) for i in range(0, R, BLOCK))])
 
 

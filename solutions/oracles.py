@@ -14,7 +14,9 @@ on the task's probes, as the test observes the student's function there).
 """
 import functools
 import math
+from collections.abc import Callable, Mapping
 from fractions import Fraction
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,23 +38,40 @@ def cache_bytes(L, H, d, n, b=2):
     return exact_bytes(2 * int(L) * int(H) * int(d) * int(n), b)
 
 
-def bill_gb(algo, N, reference, reward_model, lora, *, unit=1e9, critic=16, reference_bytes=2,
-            reward_bytes=2, adapter=16, obey_reference=True, obey_reward_model=True,
-            lora_reference_copy=False, critic_adapter=True, critic_base=False, use_lora=True,
-            reference_frees_base=False):
-    """rl_memory_gb's docstring as a bill of models. The keywords after * are the known
-    mistakes (each one changes one line of the bill); their defaults are the rule."""
-    if reward_model is None or not obey_reward_model:
+class Bill(NamedTuple):
+    """How rl_memory_gb's bill is drawn up: the defaults are the rule, and each known
+    mistake (MODELS_1C) changes one field, so one line of the bill."""
+    unit: float = 1e9                   # bytes per GB
+    critic: int = 16                    # bytes per critic parameter (PPO, no LoRA)
+    reference_bytes: int = 2            # bytes per parameter of the frozen reference
+    reward_bytes: int = 2               # bytes per parameter of the frozen reward model
+    adapter: int = 16                   # bytes per trained LoRA parameter
+    obey_reference: bool = True         # reference=False leaves the reference out
+    obey_reward_model: bool = True      # reward_model is read, not taken from the algorithm
+    lora_reference_copy: bool = False   # under LoRA, a reference apart from the frozen base
+    critic_adapter: bool = True         # under LoRA, PPO's critic has an adapter of its own
+    critic_base: bool = False           # under LoRA, PPO's critic has a frozen base of its own
+    use_lora: bool = True               # lora_params is read
+    reference_frees_base: bool = False  # under LoRA, the base is left out when reference=False
+
+
+RULE_1C = Bill()
+
+
+def bill_gb(algo, N, reference, reward_model, lora, how=RULE_1C):
+    """rl_memory_gb's docstring as a bill of models, drawn up as `how` says (a Bill)."""
+    if reward_model is None or not how.obey_reward_model:
         reward_model = algo == "ppo"
-    reference = reference or not obey_reference
+    reference = reference or not how.obey_reference
     ppo = algo == "ppo"
-    if lora and use_lora:
-        bill = adapter * lora + ppo * adapter * lora * critic_adapter   # policy, critic adapters
-        bill += 2 * N * (not reference_frees_base or reference)        # the shared frozen base
-        bill += 2 * N * (reference and lora_reference_copy) + 2 * N * (ppo and critic_base)
+    if lora and how.use_lora:
+        bill = how.adapter * lora + ppo * how.adapter * lora * how.critic_adapter  # the adapters
+        bill += 2 * N * (not how.reference_frees_base or reference)  # the shared frozen base
+        bill += 2 * N * (reference and how.lora_reference_copy)  # a reference apart
+        bill += 2 * N * (ppo and how.critic_base)                 # the critic's own base
     else:
-        bill = 16 * N + ppo * critic * N + reference * reference_bytes * N
-    return (bill + reward_model * reward_bytes * N) / unit
+        bill = 16 * N + ppo * how.critic * N + reference * how.reference_bytes * N
+    return (bill + reward_model * how.reward_bytes * N) / how.unit
 
 
 MODELS_1A = {
@@ -69,7 +88,7 @@ MODELS_1B = {
     "ignored bytes_per_value (always bf16)": lambda L, H, d, n, b: 2 * L * H * d * n * 2,
     "counted bits instead of bytes": lambda L, H, d, n, b: exact_bytes(2 * L * H * d * n * 8, b),
     "forgot head_dim": lambda L, H, d, n, b: exact_bytes(2 * L * H * n, b)}
-MODELS_1C = {mutant: functools.partial(bill_gb, **change) for mutant, change in {
+CHANGES_1C: dict[str, dict[str, Any]] = {
     "GiB (2**30) instead of GB (10**9)": dict(unit=2**30),
     "forgot the critic": dict(critic=0, critic_adapter=False),
     "counted the critic as frozen": dict(critic=2),
@@ -84,7 +103,9 @@ MODELS_1C = {mutant: functools.partial(bill_gb, **change) for mutant, change in 
     "gave PPO's critic a frozen base of its own under LoRA": dict(critic_base=True),
     "ignored lora_params": dict(use_lora=False),
     "left the frozen base out under LoRA when reference=False": dict(reference_frees_base=True),
-}.items()}
+}
+MODELS_1C = {mutant: functools.partial(bill_gb, how=Bill(**change))
+             for mutant, change in CHANGES_1C.items()}
 
 
 # ---------------------------------------------------------------- Task 2
@@ -110,38 +131,55 @@ MODELS_2A = {mutant: admission(rule) for mutant, rule in {
 }.items()}
 
 
-def rule_take(finished, version, k, B, drop_stale=False, *, drop_if="always", at_k=False,
-              lags_first=False, keep_dropped=False, rebind=False, more_than_B=False,
-              pick="first", remove_batch=True, sign=1):
-    """take_batch's docstring, step by step. The keywords after * are the known mistakes
-    (each one changes one step); their defaults are the rule."""
+class Take(NamedTuple):
+    """How take_batch's steps are done: the defaults are the rule, and each known mistake
+    (MODELS_2B) changes one field, so one step."""
+    drop_if: str = "always"     # when stale responses are dropped: "always", or only with B
+                                # responses waiting ("batch") or B fresh ones ("fresh")
+    at_k: bool = False          # a response of lag k is dropped too
+    lags_first: bool = False    # every lag is set before dropping
+    keep_dropped: bool = False  # dropped responses stay in `finished`
+    rebind: bool = False        # `finished` is replaced, not changed in place
+    more_than_B: bool = False   # a batch waits for more than B responses
+    pick: str = "first"         # the batch: the first B, or "last", "lifo", or sorted by
+                                # "start", "length" or "tag"
+    remove_batch: bool = True   # the batch is removed from `finished`
+    sign: int = 1               # lag = sign * (version - tag)
+
+
+RULE_2B = Take()
+
+
+def rule_take(finished, version, k, B, drop_stale=False, how=RULE_2B):
+    """take_batch's docstring, step by step, each step done as `how` says (a Take)."""
     def lag(r):
         return version - r["tag"]
-    if lags_first:
+    if how.lags_first:
         for r in finished:
             r["lag"] = lag(r)
     dropped = []
     waiting = {"always": B, "batch": len(finished), "fresh": sum(lag(r) <= k for r in finished)}
-    if drop_stale and waiting[drop_if] >= B:
-        dropped = [r for r in finished if lag(r) > k or (at_k and lag(r) == k)]
+    if drop_stale and waiting[how.drop_if] >= B:
+        dropped = [r for r in finished if lag(r) > k or (how.at_k and lag(r) == k)]
         for r in dropped:
             r["dropped"] = True
         kept = [r for r in finished if all(r is not d for d in dropped)]
-        if rebind:
+        if how.rebind:
             finished = kept  # the caller's list keeps every response
-        elif not keep_dropped:
+        elif not how.keep_dropped:
             finished[:] = kept
-    if len(finished) < B + more_than_B:
+    if len(finished) < B + how.more_than_B:
         return None, dropped
-    if pick in ("start", "length", "tag"):  # sorted by something else than finish order
-        batch = sorted(finished, key=lambda r: r[pick])[:B]
+    if how.pick in ("start", "length", "tag"):  # sorted by something else than finish order
+        batch = sorted(finished, key=lambda r: r[how.pick])[:B]
         finished[:] = [r for r in finished if all(r is not b for b in batch)]
     else:
-        batch = {"first": finished[:B], "last": finished[-B:], "lifo": finished[-B:][::-1]}[pick]
-        if remove_batch:
-            del finished[slice(None, B) if pick == "first" else slice(-B, None)]
+        ends = {"first": finished[:B], "last": finished[-B:], "lifo": finished[-B:][::-1]}
+        batch = ends[how.pick]
+        if how.remove_batch:
+            del finished[slice(None, B) if how.pick == "first" else slice(-B, None)]
     for r in batch:
-        r["lag"] = sign * lag(r)
+        r["lag"] = how.sign * lag(r)
     return batch, dropped
 
 
@@ -157,10 +195,10 @@ def queue_answer(tags, version, k, B, drop_stale):
 
 
 def take_model(**change):
-    return functools.partial(take_outcome, functools.partial(rule_take, **change))
+    return functools.partial(take_outcome, functools.partial(rule_take, how=Take(**change)))
 
 
-MODELS_2B = {mutant: take_model(**change) for mutant, change in {
+CHANGES_2B: dict[str, dict[str, Any]] = {
     "took the lowest ids (start order), not the first in `finished`": dict(pick="start"),
     "took the shortest responses first": dict(pick="length"),
     "took the oldest tags first": dict(pick="tag"),
@@ -175,7 +213,8 @@ MODELS_2B = {mutant: take_model(**change) for mutant, change in {
     "replaced the list instead of changing it in place": dict(rebind=True),
     "did not remove the batch from `finished`": dict(remove_batch=False),
     "waited for more than B responses": dict(more_than_B=True),
-}.items()}
+}
+MODELS_2B = {mutant: take_model(**change) for mutant, change in CHANGES_2B.items()}
 
 
 # ---------------------------------------------------------------- Task 3
@@ -301,34 +340,51 @@ def in_band(ratios, level, low, high):
     return np.where((values >= low) & (values <= high), values, 0.0)
 
 
-def rule_mask(logp_train, logp_infer, level, low=0.5, high=2.0, *, upside_down=False,
-              seq_per_token=False, seq_mean=False, seq_overflow=False, geo_sum=False,
-              geo_arithmetic=False, band=None, use_low=True, use_high=True, edges=True,
-              clip=False, mask_only=False):
-    """masked_weights's docstring, step by step. The keywords after * are the known mistakes
-    (each one changes one step); their defaults are the rule."""
-    log_ratio = logp_infer - logp_train if upside_down else logp_train - logp_infer
-    if level == "seq" and not seq_per_token:
-        log_ratio = (product(log_ratio) if seq_overflow else
-                     np.broadcast_to((log_ratio.mean if seq_mean else log_ratio.sum)(
+class Mask(NamedTuple):
+    """How masked_weights's steps are done: the defaults are the rule, and each known
+    mistake (MODELS_3C) changes one field, so one step."""
+    upside_down: bool = False     # the ratio is pi_infer / pi_train
+    seq_per_token: bool = False   # level "seq" masks each token on its own
+    seq_mean: bool = False        # level "seq" takes the geometric mean, not the product
+    seq_overflow: bool = False    # level "seq" multiplies the ratios directly
+    geo_sum: bool = False         # level "geo" takes the product, not the geometric mean
+    geo_arithmetic: bool = False  # level "geo" takes the arithmetic mean of the ratios
+    band: tuple[float, float] | None = None  # (low, high) whatever the call's
+    use_low: bool = True          # low bounds the band
+    use_high: bool = True         # high bounds the band
+    edges: bool = True            # the band holds its edges
+    clip: bool = False            # clipped into the band instead of masked
+    mask_only: bool = False       # the 0/1 mask, not the kept ratios
+
+
+RULE_3C = Mask()
+
+
+def rule_mask(logp_train, logp_infer, level, low=0.5, high=2.0, how=RULE_3C):
+    """masked_weights's docstring, step by step, each step done as `how` says (a Mask)."""
+    log_ratio = logp_infer - logp_train if how.upside_down else logp_train - logp_infer
+    if level == "seq" and not how.seq_per_token:
+        log_ratio = (product(log_ratio) if how.seq_overflow else
+                     np.broadcast_to((log_ratio.mean if how.seq_mean else log_ratio.sum)(
                          axis=1, keepdims=True), log_ratio.shape))
     if level == "geo":
         log_ratio = np.broadcast_to(
-            np.log(np.exp(log_ratio).mean(axis=1, keepdims=True)) if geo_arithmetic else
-            (log_ratio.sum if geo_sum else log_ratio.mean)(axis=1, keepdims=True),
+            np.log(np.exp(log_ratio).mean(axis=1, keepdims=True)) if how.geo_arithmetic else
+            (log_ratio.sum if how.geo_sum else log_ratio.mean)(axis=1, keepdims=True),
             log_ratio.shape)
-    low, high = band or (low, high)
-    if clip:
+    low, high = how.band or (low, high)
+    if how.clip:
         return np.exp(np.clip(log_ratio, np.log(low), np.log(high)))
-    lowest, highest = np.log(low) if use_low else -np.inf, np.log(high) if use_high else np.inf
-    if edges:
+    lowest = np.log(low) if how.use_low else -np.inf
+    highest = np.log(high) if how.use_high else np.inf
+    if how.edges:
         inside = (lowest <= log_ratio) & (log_ratio <= highest)
     else:
         inside = (lowest < log_ratio) & (log_ratio < highest)
-    return inside.astype(float) if mask_only else np.exp(np.where(inside, log_ratio, -np.inf))
+    return inside.astype(float) if how.mask_only else np.exp(np.where(inside, log_ratio, -np.inf))
 
 
-MODELS_3C = {mutant: functools.partial(rule_mask, **change) for mutant, change in {
+CHANGES_3C: dict[str, dict[str, Any]] = {
     "band without its edges (< instead of <=)": dict(edges=False),
     "clipped into the band instead of masking": dict(clip=True),
     "returned the 0/1 mask, not the kept ratios": dict(mask_only=True),
@@ -341,7 +397,9 @@ MODELS_3C = {mutant: functools.partial(rule_mask, **change) for mutant, change i
     "geometric level uses the arithmetic mean of the ratios": dict(geo_arithmetic=True),
     "sequence level uses the geometric mean": dict(seq_mean=True),
     "multiplied ratios directly (overflow), not in log space": dict(seq_overflow=True),
-}.items()}
+}
+MODELS_3C = {mutant: functools.partial(rule_mask, how=Mask(**change))
+             for mutant, change in CHANGES_3C.items()}
 
 
 # ---------------------------------------------------------------- every table, by name
@@ -355,8 +413,9 @@ RIGHT = {
     "3a": lambda lt, li, scheme, C=2.0: expected_weights(lt - li, scheme, C),
     "3b": expected_estimate,
     "3c": rule_mask}
-MODELS = {"1a": MODELS_1A, "1b": MODELS_1B, "1c": MODELS_1C, "2a": MODELS_2A, "2b": MODELS_2B,
-          "3a": MODELS_3A, "3b": MODELS_3B, "3c": MODELS_3C}
+MODELS: dict[str, Mapping[str, Callable]] = {
+    "1a": MODELS_1A, "1b": MODELS_1B, "1c": MODELS_1C, "2a": MODELS_2A, "2b": MODELS_2B,
+    "3a": MODELS_3A, "3b": MODELS_3B, "3c": MODELS_3C}
 ORACLES = {
     "model_state_bytes": state_bytes,
     "kv_cache_bytes": cache_bytes,

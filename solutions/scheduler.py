@@ -100,6 +100,5 @@ def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, lengths=
 
     Example: simulate(2, 2, 0, n_steps=2, lengths=[1, 3, 1, 1])["time"] == 6.
     """
-    return scheduler_core.simulate(may_start, take_batch, n_lanes, B, k, n_steps=n_steps,
-                                   train_time=train_time, sigma=sigma, lengths=lengths,
-                                   drop_stale=drop_stale, seed=seed)
+    settings = scheduler_core.LaneSettings(n_lanes, B, k, n_steps, train_time, drop_stale)
+    return scheduler_core.simulate(may_start, take_batch, settings, lengths, sigma, seed)

@@ -12,9 +12,11 @@ reference solutions (RL_SOLUTIONS=1) so every part runs:
 
 and, for the simulator (64 lanes, B = 64, k = 2, 1,000 steps, the same given
 lengths), the reference `simulate` against `run_simulation` called directly with
-the same answers unchecked (its own rule checks on take_batch's answers stay):
+the same functions unchecked (lab.input_checks.unchecked; the loop's checks of their
+answers stay), as medians of interleaved runs, by wall-clock (the target) and by CPU
+time (less swayed by other jobs on the machine; quote both, with the machine's load):
 
-    simulate / unchecked run_simulation      target <= 1.1
+    simulate / unchecked run_simulation      target <= 1.1 (wall-clock)
 
 With --presets, each GPU-model preset (run.py --preset NAME, docs/gpu-model.md) against
 the default run.py, in the same round robin:
@@ -32,7 +34,6 @@ run would compile the lab's files again, about 0.5 s of the suite on a 2-core ma
 """
 import argparse
 import gc
-import inspect
 import os
 import statistics
 import subprocess
@@ -46,6 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import scheduler_core  # noqa: E402  (these need ROOT on the path first)
+from lab.input_checks import unchecked  # noqa: E402
 from solutions import scheduler  # noqa: E402
 
 TARGETS = {"run.py": 3.0, "test suite": 2.0}
@@ -109,31 +111,35 @@ def simpy_time(n_lanes, B, k, n_steps, lengths, train_time=1.0):
 
 
 def simulator_ratios(runs):
-    """Median seconds of the reference simulate, of run_simulation with the same answers
-    unchecked, and (if SimPy is installed) of the SimPy model, interleaved run by run."""
+    """Median seconds of the reference simulate, of run_simulation with the same functions
+    unchecked, and (if SimPy is installed) of the SimPy model, interleaved run by run:
+    ({name: median wall-clock seconds}, {name: median CPU seconds}, {name: simulated time})."""
     n = SIMULATION
     lengths = np.random.default_rng(0).lognormal(-1.25**2 / 2, 1.25, 70_000).tolist()
-    unchecked = inspect.unwrap(scheduler.may_start), inspect.unwrap(scheduler.take_batch)
+    settings = scheduler_core.LaneSettings(**n)
+    decisions = unchecked(scheduler.may_start), unchecked(scheduler.take_batch)
     runs_of = {
         "simulate": lambda: scheduler.simulate(**n, lengths=lengths)["time"],
         "unchecked": lambda: scheduler_core.run_simulation(
-            n["n_lanes"], n["B"], n["k"], n["n_steps"], 1.0, iter(lengths), *unchecked)["time"],
+            settings, iter(lengths), *decisions)["time"],
     }
     try:
         import simpy  # noqa: F401
         runs_of["SimPy"] = lambda: simpy_time(**n, lengths=lengths)
     except ImportError:
         print("  SimPy model: skipped (SimPy is not installed; `pip install simpy` to compare)")
-    times = {name: [] for name in runs_of}
+    wall, cpu = {name: [] for name in runs_of}, {name: [] for name in runs_of}
     simulated = {}
     for i in range(runs):
         for name in in_turn(runs_of, i):
             run = runs_of[name]
             gc.collect()  # the last run's garbage is not this run's cost
-            start = time.process_time()  # CPU seconds: less swayed by a busy machine
+            start, start_cpu = time.perf_counter(), time.process_time()
             simulated[name] = run()
-            times[name].append(time.process_time() - start)
-    return {name: statistics.median(t) for name, t in times.items()}, simulated
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    return ({name: statistics.median(t) for name, t in wall.items()},
+            {name: statistics.median(t) for name, t in cpu.items()}, simulated)
 
 
 def main(argv=None):
@@ -153,12 +159,15 @@ def main(argv=None):
 
 
 def simulator_report(runs):
-    seconds_of, simulated = simulator_ratios(runs)
+    seconds_of, cpu_of, simulated = simulator_ratios(runs)
     ratio = seconds_of["simulate"] / seconds_of["unchecked"]
-    print(f"Simulator, {SIMULATION}, given lengths, CPU time, median of {runs} interleaved runs:")
-    print(f"  simulate {seconds_of['simulate']:.3f} s, unchecked run_simulation "
-          f"{seconds_of['unchecked']:.3f} s: {ratio:.2f}x (target <= {SIMULATE_TARGET:g}x)"
+    print(f"Simulator, {SIMULATION}, given lengths, median of {runs} interleaved runs "
+          f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs):")
+    print(f"  wall-clock: simulate {seconds_of['simulate']:.3f} s, unchecked run_simulation "
+          f"{seconds_of['unchecked']:.3f} s: {ratio:.3f}x (target <= {SIMULATE_TARGET:g}x)"
           f"{'' if ratio <= SIMULATE_TARGET else '  OVER'}")
+    print(f"  CPU time:   simulate {cpu_of['simulate']:.3f} s, unchecked run_simulation "
+          f"{cpu_of['unchecked']:.3f} s: {cpu_of['simulate'] / cpu_of['unchecked']:.3f}x")
     if "SimPy" in seconds_of:
         print(f"  SimPy model of the same rules {seconds_of['SimPy']:.3f} s: simulate takes "
               f"{seconds_of['simulate'] / seconds_of['SimPy']:.2f}x its time (simulated time "

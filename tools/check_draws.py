@@ -22,7 +22,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import toy  # noqa: E402  (needs ROOT on the path first)
+import block_calls  # noqa: E402  (needs ROOT on the path first)
+import toy  # noqa: E402
 from lab import SCHEMES  # noqa: E402
 from solutions import tis  # noqa: E402
 
@@ -40,7 +41,7 @@ def use_draw(seed):
                          "gaussian": rng.normal(0.0, 1.0, size=(toy.V + 1, toy.V))}
     toy.LOGP_TRAIN = toy.token_logprobs(toy.THETA)
     toy.GRAD_LOGP = toy.grad_logprobs(toy.THETA)
-    toy.BLOCKS = toy.blocks(toy.GRAD_LOGP)
+    toy.REWARDED_BLOCKS = block_calls.blocks(toy.GRAD_LOGP[toy.REWARDED])
     toy.TRUE_GRAD = np.einsum("n,ntd->d", toy.sequence_probs(toy.THETA) * toy.REWARDS,
                               toy.GRAD_LOGP)
 

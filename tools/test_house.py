@@ -1,4 +1,5 @@
-"""The house's rules: imports run one way, from the bottom up, and no module grows too long.
+"""The house's rules: imports run one way, from the bottom up, no module grows too long, and
+no function takes too many parameters or runs too long.
 
     lab/         the facts every file shares, and the contracts that student files import
     cores        the student files and the given cores at the top (memory.py, toy.py, ...)
@@ -21,9 +22,23 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("lab", "cores", "grading", "experiments", "run", "tools")  # bottom to top
-CORES = ("memory", "scheduler", "tis", "scheduler_core", "toy", "gpu_core", "solutions")
+CORES = ("memory", "scheduler", "tis", "scheduler_core", "toy", "block_calls", "gpu_core",
+         "solutions")
 GRADED_TESTS = ("test_rl_systems.py",)
 MAX_LINES = 600  # a module longer than this holds more than one idea (tests excepted)
+MAX_PARAMETERS = 8       # a function that takes more wants a named record of its settings
+MAX_FUNCTION_LINES = 60  # a function longer than this does more than one thing
+# The functions outside tests and tools allowed past those two limits, by "path:name", each
+# with its reason: at most five, and each must still need it (else the entry goes).
+OVER_THE_LIMITS = {
+    "scheduler.py:simulate": "9 parameters: Task 2's given API, called with keyword knobs "
+                             "(n_lanes, B, k, *, n_steps, train_time, sigma, lengths, drop_stale, "
+                             "seed) by the README, the tests and the students; it builds the "
+                             "simulator's LaneSettings from them",
+    "solutions/scheduler.py:simulate": "the same function in the reference (tools/make_stubs.py "
+                                       "keeps the two alike)",
+}
+MAX_ALLOWED = 5
 
 
 def room(name):
@@ -188,3 +203,56 @@ def test_a_broken_contract_is_found():
         "experiments.part1_memory.FLAG is None, not <class 'str'>",
         "experiments.part1_memory has no function draw(results, path)"]
     assert not breaks_contract(part1_memory, Part)
+
+
+def functions(source):
+    """(name, first line, lines, parameters) of every function and method in `source`;
+    the lines run from `def` to the function's last line (docstring included), and a
+    method's self or cls is not counted as a parameter."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            names = [p.arg for p in (*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg)
+                     if p is not None]
+            n = len(names) - (names[:1] in (["self"], ["cls"]))
+            yield node.name, node.lineno, node.end_lineno - node.lineno + 1, n
+
+
+def over_the_limits(path, source):
+    """{"path:name": [what breaks a limit, ...]} for the functions of the module at `path`
+    that take more than MAX_PARAMETERS parameters or run past MAX_FUNCTION_LINES lines."""
+    found = {}
+    for name, line, lines, n in functions(source):
+        broken = ([f"{n} parameters"] if n > MAX_PARAMETERS else []) + (
+            [f"{lines} lines"] if lines > MAX_FUNCTION_LINES else [])
+        if broken:
+            found.setdefault(f"{path}:{name}", []).append(f"line {line}: {', '.join(broken)}")
+    return found
+
+
+def test_functions_are_short_and_take_few_parameters():
+    found = {}
+    for path in python_files():
+        relative = path.relative_to(ROOT).as_posix()
+        if not (relative.startswith("tools/") or path.name.startswith("test_")):
+            found |= over_the_limits(relative, path.read_text())
+    unlisted = [f"{key} ({'; '.join(why)})" for key, why in found.items()
+                if key not in OVER_THE_LIMITS]
+    assert not unlisted, (f"over {MAX_PARAMETERS} parameters or {MAX_FUNCTION_LINES} lines "
+                          "(pass a named record, split the function): " + ", ".join(unlisted))
+    stale = [key for key in OVER_THE_LIMITS if key not in found]
+    assert not stale, "within the limits now, so off OVER_THE_LIMITS: " + ", ".join(stale)
+    assert len(OVER_THE_LIMITS) <= MAX_ALLOWED
+
+
+def test_a_too_wide_or_too_long_function_is_found():
+    body = "    x += 1\n"
+    planted = ("def wide(a, b, c, d, e, f, g, h, *i):\n    pass\n"            # 9 parameters
+               "def fits(x, b, c, d, e, f, g, h):\n" + body * 59 +          # 8, and 60 lines
+               "def long(x):\n" + body * 60 +                               # 61 lines
+               "class Core:\n    def method(self, a, b, c, d, e, f, g, *, h):\n        pass\n"
+               "    def longer(cls, a, b, c, d, e, f, g, h, **i):\n" + ("    " + body) * 60)
+    assert over_the_limits("core.py", planted) == {
+        "core.py:wide": ["line 1: 9 parameters"],
+        "core.py:long": ["line 63: 61 lines"],
+        "core.py:longer": ["line 127: 9 parameters, 61 lines"]}
