@@ -29,11 +29,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from experiments.gpu_sources import (CHECKPOINT_EVERY, H800, MEMGAP_NEW, MEMGAP_PROMPT,
-                                     MEMGAP_SHARES, MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS,
-                                     PROMPT_TOKENS, Costs, Preset, Trainer, capped_moment,
-                                     context, flops_per_token, forward_flops, multiplied, passes)
-from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation
+from experiments.gpu_sources import (CHECKPOINT_EVERY, COMPONENT_SHORT_MEAN, GEN_SCALING,
+                                     GPUS_PER_NODE, H800, INTERRUPT_GEN, INTERRUPT_GEN_GPUS,
+                                     INTERRUPT_GEN_GPUS_LOW, INTERRUPT_GPUS, MEMGAP_NEW,
+                                     MEMGAP_PROMPT, MEMGAP_SHARES, MEMGAP_STEP, MEMGAP_WEIGHTS,
+                                     PRESETS, PROMPT_TOKENS, Costs, Preset, Trainer,
+                                     capped_moment, context, flops_per_token, forward_flops,
+                                     median_for_mean, multiplied, passes)
+from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation, steps_time
 
 # The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
 # groups in flight (fewer shares if too few engines): an eighth, which keeps each preset's
@@ -56,23 +59,24 @@ class EngineCosts(NamedTuple):
     swap: Linear    # an engine's pause at each update, of its tokens in flight
 
 
-def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
+def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False, nodes=1):
     """The EngineCosts (step, train, slots, swap) of an engine and the trainer under the
-    costs c:
+    costs c, with `nodes` generating nodes reading the new weights from the shared store:
 
       step  = overhead + max(2 N / (tp * bandwidth), n * 2 N / (tp * peak FLOP/s))
               + C * kv_per_token / (tp * bandwidth)          (+ 2 all-reduces a layer, tp > 1)
-      train = save (+ reward if sync)
+      train = save (+ realloc + transfer + reward if sync)
               + flops_per_token(model, trainer, context) * tokens / (train_gpus * peak * eff)
       slots = min(engine limit, (memory_fraction * tp * GPU memory - all weights)
                                 / (kv_per_token * held))
-      swap  = reload (+ poll if sync) + C * forward_flops(context) / (tp * peak * prefill)
+      swap  = reload + nodes * node_read (+ poll, and
+              + C * forward_flops(context) / (tp * peak * prefill), if asynchronous)
     N = multiplied(model): the parameters without the input embedding, which a step does not
     read whole and no token multiplies; held = prompt + E[L^2] / (2 E[L]), the tokens a
     slot holds on average when its KV cache grows with the response (paged, as in vLLM and
-    SGLang). The poll is charged to the synchronous run's servers, which wait for it idle
-    (in the asynchronous run they go on generating meanwhile). weights and kv_per_token
-    come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
+    SGLang). The poll is the asynchronous run's (its gserver manager posts new weights
+    after a sleep; the synchronous run reloads through param-realloc, with a second save).
+    weights and kv_per_token come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
     """
     m, gpu, tp = preset.model, preset.gpu, preset.tp
     read = memory.model_state_bytes(0, int(multiplied(m)))   # 2 bytes each, bf16
@@ -83,11 +87,12 @@ def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
     step = Step(read / bandwidth, kv / bandwidth, 2 * multiplied(m) / (tp * gpu.flops),
                 c.overhead + all_reduce)
     ctx = context(preset.median_len, preset.sigma, preset.max_len)
-    fixed = c.save + (c.reward if sync else 0.0)
+    fixed = c.save + (c.realloc + c.transfer + c.reward if sync else 0.0)
     train = Linear(fixed, flops_per_token(m, trainer, ctx) / (train_gpus * gpu.flops
                                                               * c.efficiency))
     recompute = forward_flops(m, ctx) / (tp * gpu.flops * c.prefill) if c.prefill else 0.0
-    swap = Linear(c.reload + (c.poll if sync else 0.0), 0.0 if sync else recompute)
+    reload = c.reload + nodes * c.node_read
+    swap = Linear(reload if sync else reload + c.poll, 0.0 if sync else recompute)
     first = capped_moment(preset.median_len, preset.sigma, preset.max_len, 1)
     second = capped_moment(preset.median_len, preset.sigma, preset.max_len, 2)
     free = preset.memory_fraction * tp * gpu.memory_gb * 1e9 - held
@@ -132,15 +137,16 @@ def run(scheduler, memory, setup):
     recompute: costs). A shard simulates at most one engine's worth of the cluster, with
     1/shard of each batch, of the trainer's GPUs and of the cap on groups in flight.
 
-    Checkpoints are charged after the run, exactly as if every CHECKPOINT_EVERY seconds the
-    whole pipeline stopped for c.checkpoint seconds: seconds / (1 - checkpoint / every).
+    Validations and checkpoints are charged after the run, exactly as if the whole
+    pipeline stopped for them: (seconds + stopped(...)) / (1 - checkpoint / every).
     """
     preset, c, window = setup.preset, setup.c, setup.window
     k = NO_BOUND if setup.k is None else setup.k
     shard = max(1, min(setup.shard or SHARD, setup.gen_gpus // preset.tp))
     warmup = setup.warmup or 2 * (min(k, 8) + 1)
+    nodes = math.ceil(setup.gen_gpus / GPUS_PER_NODE)
     step, train, limit, swap = costs(memory, preset, setup.train_gpus / shard, setup.trainer,
-                                     c, k == 0)
+                                     c, k == 0, nodes)
     slots = setup.slots or limit
     engines = setup.gen_gpus // preset.tp // shard
     cap = None if preset.max_running is None else max(1, preset.max_running // shard)
@@ -151,13 +157,22 @@ def run(scheduler, memory, setup):
     r = run_gpu_simulation(settings, lengths(preset), inspect.unwrap(scheduler.may_start),
                            inspect.unwrap(scheduler.take_batch))
     u = r["updates"]
-    seconds = (u[-1][1] - u[warmup - 1][1]) / window / (1 - c.checkpoint / CHECKPOINT_EVERY)
+    seconds = ((u[-1][1] - u[warmup - 1][1]) / window + stopped(preset, step, c)) / (
+        1 - c.checkpoint / CHECKPOINT_EVERY)
     tokens = sum(r["batch_tokens"][warmup:]) * shard / window   # per step, whole cluster
     return dict(seconds=seconds, tokens_per_step=tokens, throughput=tokens / seconds,
                 train_seconds=train(tokens / shard), mean_lag=r["mean_lag"],
                 max_lag=r["max_lag"], head_token_lag=r["head_token_lag"],
                 token_lag=r["token_lag"], slots=slots, engines=engines * shard,
                 shard=shard), r
+
+
+def stopped(preset, step, c):
+    """Seconds a step the whole pipeline stands still for validations: c.validation of them
+    in the run's n_steps, each one cap-length response alone on an engine (Step step)."""
+    if not c.validation:
+        return 0.0
+    return c.validation * steps_time(step, 1, PROMPT_TOKENS, preset.max_len) / preset.n_steps
 
 
 DECODE = ("overhead", "all_reduce")  # the costs that change generation itself
@@ -167,27 +182,31 @@ def sync_walked(memory, preset, gpus, result, simulated, c):
     """A synchronous step (k = 0) simulated under the costs `simulated`, charged the costs c
     instead where they differ outside DECODE. Exact: at k = 0 a step is the engines' pause
     (swap), then generation from empty engines, then the update, one after the other, so
-    only the pause and the update change:
-        seconds = (seconds_sim * (1 - ckpt_sim / every) - swap_sim - train_sim(tokens)
-                   + swap_c + train_c(tokens)) / (1 - ckpt_c / every)"""
+    only the pause, the update and the stops change:
+        seconds = (seconds_sim * (1 - ckpt_sim / every) - stops_sim - swap_sim
+                   - train_sim(tokens) + swap_c + train_c(tokens) + stops_c) / (1 - ckpt_c / every)"""
     trainer, tokens = preset.sync_trainer, result["tokens_per_step"]
-    before = costs(memory, preset, gpus[1], trainer, simulated, True)
-    after = costs(memory, preset, gpus[1], trainer, c, True)
+    nodes = math.ceil(gpus[0] / GPUS_PER_NODE)
+    before = costs(memory, preset, gpus[1], trainer, simulated, True, nodes)
+    after = costs(memory, preset, gpus[1], trainer, c, True, nodes)
     inner = (result["seconds"] * (1 - simulated.checkpoint / CHECKPOINT_EVERY)
-             - before.swap.fixed - before.train(tokens) + after.swap.fixed + after.train(tokens))
+             - stopped(preset, before.step, simulated) - before.swap.fixed - before.train(tokens)
+             + after.swap.fixed + after.train(tokens) + stopped(preset, after.step, c))
     seconds = inner / (1 - c.checkpoint / CHECKPOINT_EVERY)
     return dict(result, seconds=seconds, throughput=tokens / seconds,
                 train_seconds=after.train(tokens))
 
 
-def walk_costs(preset, mode):
+def walk_costs(preset, mode, end="value"):
     """The Costs after each step of the preset's walk, for mode "sync" or "async": a list of
     (Cost or None for the bound, Costs), the bound first; steps that do not apply to the
-    mode leave the Costs as they were."""
+    mode leave the Costs as they were. end: "value" (each cost's point), "cheap" or "dear"
+    (each cost at that end of its range, where it has one)."""
     c, stages = Costs(), [(None, Costs())]
     for cost in preset.walk:
         if cost.applies in ("both", mode):
-            c = c._replace(**{cost.field: cost.value})
+            value = getattr(cost, end)
+            c = c._replace(**{cost.field: cost.value if value is None else value})
         stages.append((cost, c))
     return stages
 
@@ -242,8 +261,9 @@ class PresetRuns:
 
     def __init__(self, scheduler, memory, preset, shard=None):
         self.scheduler, self.memory, self.p, self.shard = scheduler, memory, preset, shard
+        gen = preset.sync_gen_gpus or preset.gen_gpus
         self.sync_gpus = ((preset.gpus, preset.gpus) if preset.baseline == "colocated"
-                          else (preset.gen_gpus, preset.gpus - preset.gen_gpus))
+                          else (gen, preset.gpus - gen))
 
     def hours(self, seconds):
         return seconds * self.p.n_steps / 3600
@@ -268,6 +288,7 @@ class Walk(NamedTuple):
     predicted: tuple  # the results with the whole walk charged
     simulation: dict  # the last synchronous run simulated (its generation is printed)
     costs: tuple      # the Costs with the whole walk charged
+    simulated: tuple  # (result, Costs) of the last synchronous run simulated (sync_walked's)
 
 
 def walk_down(runs):
@@ -288,7 +309,7 @@ def walk_down(runs):
         if cost is None:
             bound = (sync, asyn)
         rows.append(walk_row(cost, sync, asyn, runs.hours))
-    return Walk(rows, bound, (sync, asyn), simulation, (cs, ca))
+    return Walk(rows, bound, (sync, asyn), simulation, (cs, ca), (measured, simulated))
 
 
 def walk_row(cost, sync, asyn, hours):
@@ -312,106 +333,180 @@ def k_curve(runs, walk):
     return ks, predicted, bound
 
 
-def hours_held_out(runs, walk, ks, predicted_k, bound_k):
-    """The held-out hours, their speedup and the published curve's tokens per second."""
-    p, hours = runs.p, runs.hours
-    (bound_sync, bound_async), (sync, asyn) = walk.bound, walk.predicted
-    bound_hours, sync_hours = hours(bound_sync["seconds"]), hours(sync["seconds"])
-    rows = [held_out("synchronous hours", bound_hours, sync_hours, p.sync_hours),
-            held_out("asynchronous hours", bound_async["hours"], asyn["hours"], p.async_hours),
-            held_out("speedup (the two above)", bound_hours / bound_async["hours"],
-                     sync_hours / asyn["hours"], p.sync_hours / p.async_hours, "derived")]
-    bound_runs = {0: bound_sync, **dict(zip(ks, bound_k))}
-    predicted_runs = {0: sync, **dict(zip(ks, predicted_k))}
+def curve_name(k):
+    return f"tokens/s at k = {k_label(k)} (thousands)"
+
+
+def published_numbers(p):
+    """(name, source, published, held_out) of every published number preset p is compared
+    with. held_out is False for the number the preset was set from (p.fit), for what is the
+    same measurement as it or as another row, and for what follows from it (verl's trainer
+    phases: the set number rescaled by GPUs and passes)."""
+    table = "VERL_README" if p.scaling else "AREAL_V03 Table 2"
+    rows = [("synchronous hours", table, p.sync_hours, p.fit != "synchronous hours"
+             and not p.scaling),
+            ("asynchronous hours", table, p.async_hours, not p.scaling),
+            ("speedup", "the two hours' ratio", p.sync_hours / p.async_hours,
+             not p.fit and not p.scaling)]
     for k, value in p.curve:
-        same = {0: "synchronous hours", p.k: "asynchronous hours"}.get(k, "")
-        rows.append(held_out(f"tokens/s at k = {k_label(k)} (thousands)",
-                             bound_runs[k]["throughput"] / 1e3,
-                             predicted_runs[k]["throughput"] / 1e3, value / 1e3, same))
+        rows.append((curve_name(k), "AREAL_V03 Fig. 7", value / 1e3, k not in (0, p.k)))
+    if p.scaling:
+        colocated, asynchronous = p.scaling
+        for gpus, published in colocated.items():
+            for phase in ("gen", "old_log_prob", "update_actor", "step"):
+                rows.append((f"colocated {gpus}: {phase} s", "VERL_README", published[phase],
+                             phase in ("gen", "step")))
+        for g, published in asynchronous.items():
+            for phase in ("step", "update_actor"):
+                rows.append((f"{g}:{g}: {phase} s", "VERL_README", published[phase], False))
     return rows
 
 
-def colocated_sizes(runs, walk, colocated):
-    """verl's colocated runs at each published size (the bound at the preset's own only:
-    it would double the time): (scaling rows, held-out rows), each phase held out."""
-    p, scaling, rows = runs.p, [], []
-    for gpus, published in colocated.items():
-        if gpus == p.gpus:
-            result, bound_up = walk.predicted[0], phases(p, walk.bound[0], gpus, Costs())
-        else:
-            result, bound_up = runs.sync(walk.costs[0], (gpus, gpus))[0], {}
-        split_up = phases(p, result, gpus, walk.costs[0])
-        scaling.append(dict(gpus=gpus, mode="colocated", hours=runs.hours(result["seconds"]),
-                            **split_up))
-        for phase in ("gen", "old_log_prob", "update_actor", "step"):
-            same = "synchronous hours" if (gpus, phase) == (p.gpus, "step") else ""
-            rows.append(held_out(f"colocated {gpus}: {phase} s", bound_up.get(phase),
-                                 split_up[phase], published[phase], same))
-    return scaling, rows
-
-
-def split_sizes(runs, walk, asynchronous):
-    """verl's g:g asynchronous runs at each published size: (scaling rows, held-out rows,
-    given-back rows); the preset's own split's update_actor is the number its lengths were
-    set from, so it is given back, not held out."""
-    p, scaling, rows, given = runs.p, [], [], []
-    for g, published in asynchronous.items():
-        own = g == p.gen_gpus
-        result = walk.predicted[1] if own else runs.split(g, p.k, walk.costs[1], 2 * g)
-        bound = walk.bound[1] if own else {}
-        scaling.append(dict(gpus=2 * g, mode=f"{g}:{g}", hours=result["hours"],
-                            step=result["seconds"], update_actor=result["train_seconds"]))
-        if own:
-            given.append(given_back(f"{g}:{g}: update_actor s", result["train_seconds"],
-                                    published["update_actor"]))
-        rows.append(held_out(f"{g}:{g}: step s", bound.get("seconds"), result["seconds"],
-                             published["step"], "asynchronous hours" if own else ""))
-        if not own and "update_actor" in published:
-            rows.append(held_out(f"{g}:{g}: update_actor s", bound.get("train_seconds"),
-                                 result["train_seconds"], published["update_actor"]))
-    return scaling, rows, given
-
-
-def held_out_comparison(runs, walk, ks, predicted_k, bound_k):
-    """(held-out rows, given-back rows, scaling rows): every published number against the
-    model, each measurement once; verl's other cluster sizes are run here."""
-    p = runs.p
-    rows, given, scaling = hours_held_out(runs, walk, ks, predicted_k, bound_k), [], []
-    if p.curve:  # the one published number each preset's lengths were set from, given back
-        sequences = p.prompts * p.group_size
-        given.append(given_back("tokens a sequence (k = 0 rate x hours)",
-                                walk.predicted[1]["tokens_per_step"] / sequences,
-                                dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences)))
+def model_values(runs, cs, ca, sync, asyn, known=None):
+    """{name: the model's value} for every published number (published_numbers) under the
+    Costs cs (synchronous) and ca (asynchronous), given the preset's own synchronous and
+    asynchronous results; `known` maps a staleness bound to a result already run. The
+    curve's other bounds and verl's other sizes are run here."""
+    p, hours = runs.p, runs.hours
+    out = {"synchronous hours": hours(sync["seconds"]), "asynchronous hours": asyn["hours"]}
+    out["speedup"] = out["synchronous hours"] / out["asynchronous hours"]
+    by_k = {**(known or {}), 0: sync, p.k: asyn}
+    for k, _ in p.curve:
+        if k not in by_k:
+            by_k[k] = runs.split(p.gen_gpus, k, ca)
+        out[curve_name(k)] = by_k[k]["throughput"] / 1e3
     if p.scaling:
         colocated, asynchronous = p.scaling
-        scaling, more = colocated_sizes(runs, walk, colocated)
-        split_scaling, split_rows, split_given = split_sizes(runs, walk, asynchronous)
-        rows, given = rows + more + split_rows, given + split_given
-        scaling += split_scaling
-    return rows, given, scaling
+        for gpus in colocated:
+            result = sync if gpus == p.gpus else runs.sync(cs, (gpus, gpus))[0]
+            for phase, value in phases(p, result, gpus, cs).items():
+                out[f"colocated {gpus}: {phase} s"] = value
+            out[f"colocated {gpus}: hours"] = hours(result["seconds"])
+        for g in asynchronous:
+            result = asyn if g == p.gen_gpus else runs.split(g, p.k, ca, 2 * g)
+            out[f"{g}:{g}: step s"] = result["seconds"]
+            out[f"{g}:{g}: update_actor s"] = result["train_seconds"]
+            out[f"{g}:{g}: hours"] = result["hours"]
+    return out
+
+
+def band_end(runs, walk, end):
+    """model_values() with every cost of the walk at the `end` ("cheap" or "dear") of its range.
+    A preset whose lengths are set at the trainer's efficiency (verl) is re-set at it and
+    simulated again; otherwise the synchronous step is charged exactly (sync_walked)."""
+    p = runs.p
+    cs, ca = walk_costs(p, "sync", end)[-1][1], walk_costs(p, "async", end)[-1][1]
+    if p.lengths_at is not None:
+        runs = PresetRuns(runs.scheduler, runs.memory, at_mean(p, p.lengths_at(ca.efficiency)),
+                          runs.shard)
+        sync = runs.sync(cs)[0]
+    else:
+        sync = sync_walked(runs.memory, p, runs.sync_gpus, *walk.simulated, cs)
+    return model_values(runs, cs, ca, sync, runs.split(p.gen_gpus, p.k, ca))
+
+
+def at_mean(p, mean):
+    """Preset p with its lognormal's median moved so that its capped mean is `mean`."""
+    return p._replace(median_len=median_for_mean(mean, p.sigma, p.max_len))
+
+
+class Check(NamedTuple):
+    """A published number against the model's band: its value with every ranged cost at its
+    cheap end, at its point, at its dear end (low and high: the smallest and largest)."""
+    name: str
+    source: str
+    published: float
+    low: float
+    point: float
+    high: float
+    held_out: bool
+
+
+def band_checks(p, point, cheap, dear):
+    """A Check (as a dict, the JSON's form) for every published number of preset p."""
+    rows = []
+    for name, source, published, held in published_numbers(p):
+        values = (cheap[name], point[name], dear[name])
+        rows.append(Check(name, source, published, min(values), point[name], max(values),
+                          held)._asdict())
+    return rows
+
+
+def bound_values(runs, walk, ks, bound_k):
+    """{name: the bound's value} where the bound was run (the preset's own size)."""
+    p, hours = runs.p, runs.hours
+    (sync, asyn) = walk.bound
+    out = {"synchronous hours": hours(sync["seconds"]), "asynchronous hours": asyn["hours"]}
+    out["speedup"] = out["synchronous hours"] / out["asynchronous hours"]
+    by_k = {0: sync, **dict(zip(ks, bound_k))}
+    for k, _ in p.curve:
+        out[curve_name(k)] = by_k[k]["throughput"] / 1e3
+    if p.scaling:
+        for phase, value in phases(p, sync, p.gpus, Costs()).items():
+            out[f"colocated {p.gpus}: {phase} s"] = value
+        out[f"{p.gen_gpus}:{p.gen_gpus}: step s"] = asyn["seconds"]
+        out[f"{p.gen_gpus}:{p.gen_gpus}: update_actor s"] = asyn["train_seconds"]
+    return out
+
+
+def scaling_rows(p, point):
+    """verl's runs at each published size (the figure's phase panel), from model_values()."""
+    if not p.scaling:
+        return []
+    colocated, asynchronous = p.scaling
+    rows = [dict(gpus=gpus, mode="colocated", hours=point[f"colocated {gpus}: hours"],
+                 **{phase: point[f"colocated {gpus}: {phase} s"]
+                    for phase in ("gen", "old_log_prob", "update_actor", "step")})
+            for gpus in colocated]
+    return rows + [dict(gpus=2 * g, mode=f"{g}:{g}", hours=point[f"{g}:{g}: hours"],
+                        step=point[f"{g}:{g}: step s"],
+                        update_actor=point[f"{g}:{g}: update_actor s"]) for g in asynchronous]
+
+
+def fit_given_back(p, walk):
+    """The number preset p was set from, given back by the model (none for areal-7b)."""
+    if p.curve:
+        sequences = p.prompts * p.group_size
+        return [given_back("tokens a sequence (k = 0 rate x hours)",
+                           walk.predicted[1]["tokens_per_step"] / sequences,
+                           dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences))]
+    if p.scaling:
+        return [given_back(f"{p.gen_gpus}:{p.gen_gpus}: update_actor s",
+                           walk.predicted[1]["train_seconds"],
+                           p.scaling[1][p.gen_gpus]["update_actor"])]
+    return []
 
 
 def gpu_comparison(scheduler, memory, name, shard=None):
-    """The bound, the walk down and the published numbers for preset `name` (see the module
-    docstring). `walk` lists, from the bound to the prediction, each cost with the seconds
-    per step and hours of the asynchronous run (`seconds`, `hours`) and of the synchronous
-    one (`sync_seconds`, `sync_hours`) once it is charged; `held_out` lists a HeldOut for
-    every held-out published number, each measurement once (`same` names the numbers that
-    are the same measurement), and `set` a GivenBack for the number the preset was set from."""
+    """The bound, the walk down, the band and the published numbers for preset `name` (see
+    the module docstring). `walk` lists, from the bound to the prediction, each cost with
+    the seconds per step and hours of the asynchronous run (`seconds`, `hours`) and of the
+    synchronous one (`sync_seconds`, `sync_hours`) once it is charged; `checks` every
+    published number against the band (Check); `held_out` a HeldOut for each held-out
+    one; `set` a GivenBack for the number the preset was set from."""
     p = PRESETS[name]
     runs = PresetRuns(scheduler, memory, p, shard)
     walk = walk_down(runs)
     ks, predicted_k, bound_k = k_curve(runs, walk)
-    held, given, scaling = held_out_comparison(runs, walk, ks, predicted_k, bound_k)
     (bound_sync, bound_async), (sync, asyn) = walk.bound, walk.predicted
+    point = model_values(runs, *walk.costs, sync, asyn, dict(zip(ks, predicted_k)))
+    checks = band_checks(p, point, band_end(runs, walk, "cheap"), band_end(runs, walk, "dear"))
+    bound = bound_values(runs, walk, ks, bound_k)
+    held = [held_out(c["name"], bound.get(c["name"]), c["point"], c["published"])
+            for c in checks if c["held_out"]]
     sync_hours = runs.hours(sync["seconds"])
     speedup = sync_hours / asyn["hours"]
+    sensitivity = {}
+    if p.sync_gen_gpus:  # the synchronous baseline at the asynchronous run's split
+        other = runs.sync(walk.costs[0], (p.gen_gpus, p.gpus - p.gen_gpus))[0]
+        sensitivity[f"synchronous hours at {p.gen_gpus}:{p.gpus - p.gen_gpus}"] = \
+            runs.hours(other["seconds"])
     return dict(
         preset=name, system=p.system, model=p.model.name, gpu=p.gpu.name, gpus=p.gpus,
-        gen_gpus=p.gen_gpus, tp=p.tp, prompts=p.prompts, group_size=p.group_size,
-        max_len=p.max_len, sigma=p.sigma, median_len=p.median_len, mean_len=mean_len(p),
-        k=p.k, n_steps=p.n_steps, baseline=p.baseline, set_number=p.set_number,
-        residual_causes=p.residual,
+        gen_gpus=p.gen_gpus, sync_gpus=list(runs.sync_gpus), tp=p.tp, prompts=p.prompts,
+        group_size=p.group_size, max_len=p.max_len, sigma=p.sigma, median_len=p.median_len,
+        mean_len=mean_len(p), k=p.k, n_steps=p.n_steps, baseline=p.baseline,
+        set_number=p.set_number, fit=p.fit, residual_causes=p.residual,
         max_running=p.max_running, pin=p.pin, engine_limit=p.engine_limit,
         sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
         slots=sync["slots"], walk=walk.rows,
@@ -420,14 +515,84 @@ def gpu_comparison(scheduler, memory, name, shard=None):
                          for k, r in zip(ks, bound_k)],
                    sync_throughput=bound_sync["throughput"]),
         sync=dict(hours=sync_hours, **sync, **generation(walk.simulation)),
-        asynchronous=asyn, by_k=predicted_k, scaling=scaling,
-        speedup=speedup,
+        asynchronous=asyn, by_k=predicted_k, scaling=scaling_rows(p, point),
+        speedup=speedup, sensitivity=sensitivity,
         published=dict(sync_hours=p.sync_hours, async_hours=p.async_hours,
                        speedup=p.sync_hours / p.async_hours, curve=[[k_label(k), v]
                                                                   for k, v in p.curve]),
         ratio=dict(sync=sync_hours / p.sync_hours, asynchronous=asyn["hours"] / p.async_hours,
                    speedup=speedup / (p.sync_hours / p.async_hours)),
-        held_out=held, set=given, notes=[list(n) for n in p.notes])
+        checks=checks, held_out=held, set=fit_given_back(p, walk),
+        notes=[list(n) for n in p.notes])
+
+
+def batched_generation(scheduler, memory, preset, gen_gpus, c):
+    """Generated tokens per second of one batch from empty engines on gen_gpus GPUs, under
+    the decode costs of c, nothing else running: the batch's response tokens over the time
+    its last response ends (the trainer costs nothing: k = 0, one update of 0 seconds)."""
+    step, _, slots, _ = costs(memory, preset, 1, preset.sync_trainer, c, True)
+    settings = GpuSettings(gen_gpus // preset.tp, slots, preset.prompts, 0, 1, preset.group_size,
+                           step, Linear(0.0, 0.0), prompt=PROMPT_TOKENS,
+                           max_running=preset.max_running, pin=preset.pin)
+    r = run_gpu_simulation(settings, lengths(preset), inspect.unwrap(scheduler.may_start),
+                           inspect.unwrap(scheduler.take_batch))
+    generated = r["batch_tokens"][0] - PROMPT_TOKENS * preset.prompts * preset.group_size
+    return generated, r["updates"][0][1]
+
+
+def interrupted_generation(scheduler, memory, preset, gen_gpus, gpus, c):
+    """Generated tokens per second of the asynchronous run (k = the preset's) on gen_gpus of
+    `gpus`, under the costs c but a trainer that never binds (no save, no checkpoint, an
+    update of 0 seconds): what its engines make, interrupted at every update."""
+    free = c._replace(efficiency=math.inf, save=0.0, checkpoint=0.0)
+    setup = GpuRun(preset, gen_gpus, gpus - gen_gpus, preset.k, preset.async_trainer, free)
+    result, _ = run(scheduler, memory, setup)
+    sequences = preset.prompts * preset.group_size
+    return (result["tokens_per_step"] - PROMPT_TOKENS * sequences) / result["seconds"]
+
+
+def component(scheduler, memory, preset, gen_gpus, interruptible):
+    """Generated tokens per second of preset's model: Fig. 2's batched generation
+    (interruptible None), or Fig. 5's run on INTERRUPT_GPUS with or without interruptions.
+    Without, a batch drains, then every engine reloads the weights (the walk's reload)."""
+    c = walk_costs(preset, "async")[-1][1]
+    if interruptible:
+        return interrupted_generation(scheduler, memory, preset, gen_gpus, INTERRUPT_GPUS, c)
+    tokens, seconds = batched_generation(scheduler, memory, preset, gen_gpus, c)
+    if interruptible is None:
+        return tokens / seconds
+    nodes = math.ceil(gen_gpus / GPUS_PER_NODE)
+    return tokens / (seconds + c.reload + nodes * c.node_read)
+
+
+def gpu_components(scheduler, memory):
+    """Each Fig. 2 and Fig. 5 point (GEN_SCALING, INTERRUPT_GEN) against the model at its
+    stated assumptions (the point), and with each unpublished setting moved to the other
+    end of its range, one at a time (low, high: the smallest and largest of them). Nothing
+    in the model is set from these numbers."""
+    rows = []
+    areal = PRESETS["areal-1.5b"]
+    short = dict((name, at_mean(p, COMPONENT_SHORT_MEAN)) for name, p in PRESETS.items())
+    for gpus, published in GEN_SCALING.items():
+        values = [component(scheduler, memory, p, gpus, None)
+                  for p in (areal, short["areal-1.5b"])]
+        rows.append(component_row(f"Fig. 2: 1.5B on {gpus} GPUs", "AREAL_V03 Fig. 2 (read "
+                                  "from the figure)", published, values))
+    for (name, interruptible), published in INTERRUPT_GEN.items():
+        p = PRESETS[name]
+        values = [component(scheduler, memory, q, g, interruptible)
+                  for q, g in ((p, INTERRUPT_GEN_GPUS), (p, INTERRUPT_GEN_GPUS_LOW),
+                               (short[name], INTERRUPT_GEN_GPUS))]
+        what = "interruptible" if interruptible else "non-interruptible"
+        rows.append(component_row(f"Fig. 5: {name[6:]} {what}, 4 nodes", "AREAL_V03 Fig. 5",
+                                  published, values))
+    return rows
+
+
+def component_row(name, source, published, values):
+    """A component's row (the JSON's gpu_components): values[0] at the stated assumptions."""
+    return dict(name=name, source=source, published=published, predicted=values[0],
+                low=min(values), high=max(values), ratio=values[0] / published)
 
 
 def generation(r, points=200):

@@ -10,7 +10,7 @@ synchronous and asynchronous; on the right AReaL's Fig. 7 throughput over k (bou
 predicted, published), verl's seconds per phase, or the hours.
 """
 import grading
-from experiments.gpu_model import gpu_comparison
+from experiments.gpu_model import gpu_comparison, gpu_components
 from experiments.gpu_sources import PRESETS
 from experiments.plotting import placeholder
 from experiments.printing import say
@@ -36,25 +36,42 @@ def work(settings):
 
 
 def run(settings, results):
-    """{preset: its comparison}, for each preset asked for."""
-    return {name: gpu_comparison(grading.load("scheduler"), grading.load("memory"), name)
-            for name in names(settings)}
+    """{preset: its comparison}, for each preset asked for. The components (Fig. 2 and
+    Fig. 5 against the model, the same for every preset) go to results["gpu_components"],
+    beside the presets, and their table is printed here: show() sees the presets only."""
+    scheduler, memory = grading.load("scheduler"), grading.load("memory")
+    results["gpu_components"] = gpu_components(scheduler, memory)
+    show_components(results["gpu_components"])
+    return {name: gpu_comparison(scheduler, memory, name) for name in names(settings)}
 
 
 def show(runs):
-    for i, g in enumerate(runs.values()):
-        if i:
-            print()
+    for g in runs.values():
+        print()
         show_preset(g)
+    print()
+    say("Sources (experiments/gpu_sources.py and docs/gpu-model.md give each in full): "
+        + "; ".join(f"{w['name']}: {w['source']}" for w in next(iter(runs.values()))["walk"][1:]))
+
+
+def show_components(rows):
+    say("GPU model, components: generation throughput against AReaL v0.3's Fig. 2 and Fig. 5, "
+        "thousands of tokens/s (range: each unpublished setting at the other end of its range)")
+    print(f"  {'component':<42}{'predicted':>10}{'low':>9}{'high':>9}{'published':>10}"
+          f"{'ratio':>7}")
+    for r in rows:
+        print(f"  {r['name']:<42}{r['predicted'] / 1e3:>10.1f}{r['low'] / 1e3:>9.1f}"
+              f"{r['high'] / 1e3:>9.1f}{r['published'] / 1e3:>10.1f}{r['ratio']:>7.2f}")
 
 
 def show_preset(g):
     say(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}: a bound, "
-        "walked down")
+        "walked down, and the band its ranged costs give")
     say(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
         f"length {g['mean_len']:,.0f} (sigma {g['sigma']:.2f}), {g['slots']} responses per "
-        f"engine at most; {g['n_steps']} batches")
-    say(f"  set from a published number: {g['set_number']}")
+        f"engine at most; {g['n_steps']} batches; synchronous on {g['sync_gpus'][0]}:"
+        f"{g['sync_gpus'][1]}")
+    say(f"  fit set: {g['set_number']}")
     for row in g["set"]:  # GivenBack
         print(f"    given back: {row.what} {row.model:,.2f} against {row.target:,.2f} "
               f"({row.ratio:.3f})")
@@ -63,17 +80,21 @@ def show_preset(g):
     for w in g["walk"]:
         print(f"  {w['name']:<44}{w['sync_seconds']:>9.1f}{w['sync_hours']:>8.2f}"
               f"{w['seconds']:>9.1f}{w['hours']:>8.2f}")
-    print(f"  {'published':<44}{'':>9}{g['published']['sync_hours']:>8.2f}{'':>9}"
-          f"{g['published']['async_hours']:>8.2f}")
-    print(f"  {'held out':<40}{'bound':>9}{'predicted':>10}{'published':>10}{'ratio':>7}"
-          f"{'residual':>10}")
-    for row in g["held_out"]:  # HeldOut
-        b = "" if row.bound is None else f"{row.bound:.2f}"
-        note = f"  (= {row.same})" if row.same and row.same != "derived" else (
-            "  (derived)" if row.same else "")
-        print(f"  {row.what:<40}{b:>9}{row.predicted:>10.2f}{row.published:>10.2f}"
-              f"{row.ratio:>7.2f}{row.published - row.predicted:>+10.2f}{note}")
-    say(f"  the residual (published - predicted) is what the walk leaves unpriced; likeliest: "
+    for what, hours in g["sensitivity"].items():
+        print(f"  sensitivity: {what} {hours:.2f}")
+    bound = {row.what: row.bound for row in g["held_out"]}
+    print(f"  {'published number':<36}{'bound':>8}{'low':>9}{'point':>9}{'high':>9}"
+          f"{'published':>10}{'ratio':>7}  band")
+    for c in g["checks"]:
+        b = bound.get(c["name"])
+        width = c["high"] / c["low"]
+        inside = "inside" if c["low"] <= c["published"] <= c["high"] else "outside"
+        kind = f"{inside}, {width:.2f}x" if width <= 2 else f"unconstrained ({width:.1f}x)"
+        print(f"  {c['name']:<36}{'' if b is None else f'{b:.2f}':>8}{c['low']:>9.2f}"
+              f"{c['point']:>9.2f}{c['high']:>9.2f}{c['published']:>10.2f}"
+              f"{c['point'] / c['published']:>7.2f}  {kind}"
+              f"{'' if c['held_out'] else ', not held out'}")
+    say(f"  the residual (published - point) is what the walk leaves unpriced; likeliest: "
         f"{g['residual_causes']}")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
@@ -81,12 +102,6 @@ def show_preset(g):
     a = g["asynchronous"]
     print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
           f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)")
-    print("  where each cost comes from (experiments/gpu_sources.py names the sources):")
-    for w in g["walk"][1:]:
-        say(f"    {w['name']}: {w['source']}")
-    print("  and the configuration:")
-    for what, source in g["notes"]:
-        say(f"    {what}: {source}")
 
 
 PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
