@@ -184,7 +184,8 @@ def sync_walked(memory, preset, gpus, result, simulated, c):
     (swap), then generation from empty engines, then the update, one after the other, so
     only the pause, the update and the stops change:
         seconds = (seconds_sim * (1 - ckpt_sim / every) - stops_sim - swap_sim
-                   - train_sim(tokens) + swap_c + train_c(tokens) + stops_c) / (1 - ckpt_c / every)"""
+                   - train_sim(tokens) + swap_c + train_c(tokens) + stops_c)
+                  / (1 - ckpt_c / every)"""
     trainer, tokens = preset.sync_trainer, result["tokens_per_step"]
     nodes = math.ceil(gpus[0] / GPUS_PER_NODE)
     before = costs(memory, preset, gpus[1], trainer, simulated, True, nodes)
@@ -510,6 +511,7 @@ def gpu_comparison(scheduler, memory, name, shard=None):
         max_running=p.max_running, pin=p.pin, engine_limit=p.engine_limit,
         sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
         slots=sync["slots"], walk=walk.rows,
+        kv_slots=costs(memory, p._replace(engine_limit=10**9), 1, p.sync_trainer).slots,
         bound=dict(sync_hours=runs.hours(bound_sync["seconds"]), async_hours=bound_async["hours"],
                    by_k=[dict(k=k_label(k), throughput=r["throughput"])
                          for k, r in zip(ks, bound_k)],

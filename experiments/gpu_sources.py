@@ -98,6 +98,9 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               Qwen3-30B-A3B on 8, 16, 32 GPUs, lines 73-75; 0.19 for DeepSeek 671b, line 64)
   VERL_2579   https://github.com/volcengine/verl/issues/2579 ("0.17 for 2 nodes and 0.5 for
               sinlge node", the MFU of updating the actor)
+  H800_NOTE   https://www.philisun.com/technical-analysis/nvidia-h800-vs-h100-a-technical-deep-dive-into-politically-defined-ai-chips
+              (third-party: the H100's die, NVLink 400 GB/s against 900, FP64 cut, memory
+               and bandwidth "largely consistent")
   H100_SHEET  https://www.nvidia.com/en-us/data-center/h100/ (H100 SXM: 80 GB, 3.35 TB/s,
               989 TFLOP/s dense BF16 = half the 1,979 quoted with sparsity)
   H20_SHEET   https://willitrunai.com/es/gpus/h20-96gb (third-party: 96 GB, 4.0 TB/s,
@@ -140,9 +143,10 @@ class GPU(NamedTuple):
     source: str
 
 
-# H800: NVIDIA publishes no separate sheet; it is the H100 SXM with less NVLink
-# bandwidth, so memory, bandwidth and FLOP/s are the H100 SXM's (ASSUMED on that ground).
-H800 = GPU("H800", 80, 3.35e12, 989e12, "H100_SHEET (H800 = H100 SXM memory and compute)")
+# H800: NVIDIA publishes no separate sheet; it is the H100 SXM with less NVLink bandwidth
+# and FP64 (H800_NOTE), so memory, bandwidth and BF16 FLOP/s are the H100 SXM's.
+H800 = GPU("H800", 80, 3.35e12, 989e12, "H100_SHEET, H800_NOTE (H800 = H100 SXM memory and "
+           "compute)")
 H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 
 # MEMGAP's own step times (seconds per decode step: "Decode elapsed time" / 337 steps) and
@@ -475,7 +479,7 @@ VERL_ASYNC = {16: dict(step=294.77, update_actor=313.81, hours=24 + 9 + 26 / 60)
 
 
 AREAL_NOTES = (
-    ("8 x H800 per node", "AREAL_HW; H800 figures from H100_SHEET (ASSUMED equal)"),
+    ("8 x H800 per node", "AREAL_HW; H800 figures from H100_SHEET (H800_NOTE)"),
     ("512 prompts x 16, cap 27,648", "AREAL_V02, AREAL_CFG"),
     ("3/4 of the GPUs generate, SGLang TP 1", "AREAL_ALLOC"),
     ("staleness bound 4 for math", "AREAL_CFG; AREAL_V03 Table 3 (k = 4 scores Table 2's "
@@ -502,8 +506,9 @@ PRESETS = {
         AREAL_NOTES + (("SGLang memory fraction 0.8", "AREAL_CFG"),),
         SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_15B),
         "mean response = Fig. 7's k = 0 rate x Table 2's 41.0 h / 2,048,000 sequences - prompt",
-        "SGLang slower than roofline + 2.56 ms a step at many long responses an engine; "
-        "prefill and scheduling between workers (no published sizes)",
+        "prefill, the synchronous experiment's scheduling between workers, lengths that "
+        "differ between the two runs (no published sizes); against Fig. 2 the model "
+        "generates slower than AReaL, not faster",
         64, "synchronous hours"),
     "areal-7b": Preset(
         "areal-7b", "AReaL v0.3, R1-Distill-Qwen-7B, 24 nodes", R1_7B, H800, 192, 144, 1, 0.7,

@@ -4,10 +4,10 @@ The computation is experiments/gpu_model.py's gpu_comparison (it shares the cost
 with --gpu-sweep): the perfect pipeline at the run's configuration (the bound), then each
 sourced or ASSUMED cost of the real pipeline, one at a time (the walk), against the
 published numbers. Here are the option, the printed section and the figure
-(rl_systems_gpu_model.png): a row per preset, on the left the waterfall (the bound, each
-cost of the walk, the prediction, and the residual up to the published hours, shaded),
-synchronous and asynchronous; on the right AReaL's Fig. 7 throughput over k (bound,
-predicted, published), verl's seconds per phase, or the hours.
+(rl_systems_preset.png): a row per preset, the synchronous and the asynchronous run in
+panels of their own (the bound, each cost of the walk up to the point prediction, the band
+shaded, the published hours a marker across the panel); on the right AReaL's Fig. 7
+throughput over k (bound, predicted, published), verl's seconds per phase, or the hours.
 """
 import grading
 from experiments.gpu_model import gpu_comparison, gpu_components
@@ -108,19 +108,22 @@ PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
 
 
 def draw(results, path):
-    """Save rl_systems_gpu_model.png: a row per preset."""
+    """Save rl_systems_preset.png: a row per preset, the synchronous and the asynchronous
+    walk in panels of their own, then the preset's published curve, phases or hours."""
     from matplotlib.figure import Figure
     runs = results["gpu_model"]
     rows = len(runs) if runs else 1
-    fig = Figure(figsize=(13, 4.2 * rows))
-    axes = fig.subplots(rows, 2, squeeze=False, gridspec_kw=dict(width_ratios=(1.2, 1)))
+    fig = Figure(figsize=(17, 4.6 * rows))
+    axes = fig.subplots(rows, 3, squeeze=False, gridspec_kw={"width_ratios": (1, 1, 1)})
     if not runs:
-        for ax, title in zip(axes[0], ("GPU model: the bound, walked down",
+        for ax, title in zip(axes[0], ("GPU model: the synchronous run, walked down",
+                                       "GPU model: the asynchronous run, walked down",
                                        "GPU model: predicted against published")):
             placeholder(ax, results["unavailable"][LABEL])
             ax.set_title(f"{title} (Tasks 1 and 2)", fontsize=10)
-    for (ax_walk, ax_right), g in zip(axes, (runs or {}).values()):
-        waterfall_panel(g, ax_walk)
+    for (ax_sync, ax_async, ax_right), g in zip(axes, (runs or {}).values()):
+        for ax, mode in ((ax_sync, WALKS[0]), (ax_async, WALKS[1])):
+            waterfall_panel(g, ax, mode)
         if g["published"]["curve"]:
             curve_panel(g, ax_right)
         elif g["scaling"]:
@@ -131,33 +134,34 @@ def draw(results, path):
     fig.savefig(path, pil_kwargs={"compress_level": 1})
 
 
-WALKS = (("sync_hours", "sync_hours", "synchronous"), ("hours", "async_hours", "asynchronous"))
+# (the walk's hours key, the published hours key, the check's name, the mode, its colour)
+WALKS = (("sync_hours", "sync_hours", "synchronous hours", "sync", "tab:cyan"),
+         ("hours", "async_hours", "asynchronous hours", "async", PREDICTED))
 
 
-def waterfall_panel(g, ax):
-    """Hours from the bound through each cost (a bar for what it adds) to the prediction,
-    then the residual to the published hours shaded: synchronous above, asynchronous below."""
-    walk = g["walk"]
-    labels = ["bound"] + [w["name"] for w in walk[1:]] + ["residual"]
-    for row, (key, published_key, mode) in enumerate(WALKS):
-        dy = 0.2 if row == 0 else -0.2
-        values = [w[key] for w in walk]
-        y = [i + dy for i in range(len(labels))]
-        ax.barh(y[0], values[0], 0.38, color=PREDICTED if row else "tab:cyan",
-                label=f"{mode}: bound and costs")
-        for i in range(1, len(values)):
-            ax.barh(y[i], values[i] - values[i - 1], 0.38, left=values[i - 1],
-                    color=PREDICTED if row else "tab:cyan")
-        published = g["published"][published_key]
-        ax.barh(y[-1], published - values[-1], 0.38, left=values[-1], color="0.8",
-                hatch="//", edgecolor="0.5", label=f"{mode}: residual")
-        ax.plot([published, published], [y[-1] - 0.19, y[-1] + 0.19], color=PUBLISHED, lw=2,
-                label="published" if row else None)
+def waterfall_panel(g, ax, mode):
+    """One run's hours from the bound through each cost that applies to it (a bar for what
+    it adds) to the point prediction, its band (shaded) and the published hours (a marker
+    across the panel)."""
+    key, published_key, check, applies, colour = mode
+    walk = [w for w in g["walk"] if w["applies"] in ("both", applies)]
+    values = [w[key] for w in walk]
+    labels = ["bound"] + [w["name"] for w in walk[1:]]
+    ax.barh(0, values[0], 0.6, color=colour)
+    for i in range(1, len(values)):
+        ax.barh(i, values[i] - values[i - 1], 0.6, left=values[i - 1], color=colour)
+    band = next(c for c in g["checks"] if c["name"] == check)
+    ax.axvspan(band["low"], band["high"], color="0.85", zorder=0,
+               label=f"band {band['low']:.1f}-{band['high']:.1f} h")
+    published = g["published"][published_key]
+    ax.axvline(published, color=PUBLISHED, lw=3, label=f"published {published:.1f} h")
+    ax.plot([published], [len(values) - 1], "D", color=PUBLISHED, markersize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel(f"hours for {g['n_steps']} batches (cyan: synchronous, blue: asynchronous)")
-    ax.set_title(f"{g['preset']}: the bound walked down to the published hours", fontsize=10)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.set_xlim(0, 1.08 * max(published, band["high"], values[-1]))
+    ax.set_xlabel(f"hours for {g['n_steps']} batches")
+    ax.set_title(f"{g['preset']}, {check.split()[0]}: bound walked down", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
 
 
 def curve_panel(g, ax):
