@@ -108,8 +108,13 @@ PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
 
 
 def draw(results, path):
-    """Save rl_systems_preset.png: a row per preset, the synchronous and the asynchronous
-    walk in panels of their own, then the preset's published curve, phases or hours."""
+    """Save rl_systems_preset.png (figure)."""
+    figure(results).savefig(path, pil_kwargs={"compress_level": 1})
+
+
+def figure(results):
+    """A row per preset, the synchronous and the asynchronous walk in panels of their own,
+    then the preset's published curve, phases or hours."""
     from matplotlib.figure import Figure
     runs = results["gpu_model"]
     rows = len(runs) if runs else 1
@@ -131,7 +136,7 @@ def draw(results, path):
         else:
             hours_panel(g, ax_right)
     fig.tight_layout()
-    fig.savefig(path, pil_kwargs={"compress_level": 1})
+    return fig
 
 
 # (the walk's hours key, the published hours key, the check's name, the mode, its colour)
@@ -161,7 +166,7 @@ def waterfall_panel(g, ax, mode):
     ax.set_xlim(0, 1.08 * max(published, band["high"], values[-1]))
     ax.set_xlabel(f"hours for {g['n_steps']} batches")
     ax.set_title(f"{g['preset']}, {check.split()[0]}: bound walked down", fontsize=10)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper right")  # the last row holds the published marker
 
 
 def curve_panel(g, ax):
@@ -194,7 +199,7 @@ def hours_panel(g, ax):
     ax.bar([i + 0.2 for i in x], published, 0.4, color=PUBLISHED, label="published")
     ax.set_xticks(list(x), labels)
     ax.set_ylabel(f"hours for {g['n_steps']} batches")
-    ax.set_title(f"{g['preset']}: hours, speedup {g['speedup']:.2f}x predicted, "
+    ax.set_title(f"{g['preset']}: hours\nspeedup {g['speedup']:.2f}x predicted, "
                  f"{g['published']['speedup']:.2f}x published", fontsize=10)
     ax.legend(fontsize=8)
 
@@ -221,9 +226,11 @@ def phase_panel(g, ax):
                        edgecolor="white", label="asynchronous step" if i == 3 and not hatch
                        else None)
     ax.set_xticks(range(len(g["scaling"])),
-                  [f"{r['gpus']}\n{r['mode']}" for r in g["scaling"]], fontsize=8)
+                  [f"{r['gpus']}\n{'coloc.' if r['mode'] == 'colocated' else r['mode']}"
+                   for r in g["scaling"]], fontsize=8)
+    ax.set_xlabel("GPUs, and colocated (coloc.) or generating:training")
     ax.set_ylabel("seconds per step")
-    ax.set_title(f"{g['preset']}: per phase, model (plain) beside README (hatched)",
+    ax.set_title(f"{g['preset']}: per phase\nmodel (plain) beside README (hatched)",
                  fontsize=10)
     ax.legend(fontsize=7, ncol=2)
 
