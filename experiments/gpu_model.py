@@ -13,8 +13,12 @@ step cost and the trainer's update cost and runs gpu_core for
 first as a perfect pipeline (the bound: no per-step overhead, the trainer at peak
 FLOP/s, nothing between updates), then with each cost of the preset's walk added in
 turn (the walk down), and scales a steady-state window of steps to the run's step
-count. Every held-out published number is printed against the bound and the
-prediction; what is left between prediction and published is the residual.
+count. Every published number is printed against the bound, the band (every ranged cost
+of the walk at its cheap end, then its dear end: `band_end`) and the point prediction,
+held out or not (`published_numbers` says which); what is left between the point and
+the published number is the residual. Before the runs, `gpu_components` checks the decode
+model alone against AReaL v0.3's Fig. 2 and Fig. 5 generation throughputs
+(experiments/gpu_components.py). --gpu-sweep's variations are experiments/gpu_sweep.py's.
 
 To keep each preset to a few seconds, the asynchronous runs simulate a share of the
 engines with the same share of each batch, of the trainer's GPUs and of the cap on
@@ -29,13 +33,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from experiments.gpu_sources import (CHECKPOINT_EVERY, COMPONENT_SHORT_MEAN, GEN_SCALING,
-                                     GPUS_PER_NODE, H800, INTERRUPT_GEN, INTERRUPT_GEN_GPUS,
-                                     INTERRUPT_GEN_GPUS_LOW, INTERRUPT_GPUS, MEMGAP_NEW,
-                                     MEMGAP_PROMPT, MEMGAP_SHARES, MEMGAP_STEP, MEMGAP_WEIGHTS,
-                                     PRESETS, PROMPT_TOKENS, Costs, Preset, Trainer,
-                                     capped_moment, context, flops_per_token, forward_flops,
-                                     median_for_mean, multiplied, passes)
+from experiments.gpu_sources import (CHECKPOINT_EVERY, GPUS_PER_NODE, PRESETS, PROMPT_TOKENS,
+                                     Costs, Preset, Trainer, capped_moment, context,
+                                     flops_per_token, forward_flops, median_for_mean,
+                                     multiplied, passes)
 from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation, steps_time
 
 # The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
@@ -133,9 +134,10 @@ class GpuRun:
 def run(scheduler, memory, setup):
     """One steady-state measurement of the GpuRun `setup`, over its window of steps after
     its warm-up, under its costs c: seconds per step, trained tokens per second and per
-    step, lags, and the run itself. k = 0 is a synchronous run (its reward, poll and no KV
-    recompute: costs). A shard simulates at most one engine's worth of the cluster, with
-    1/shard of each batch, of the trainer's GPUs and of the cap on groups in flight.
+    step, lags, and the run itself. k = 0 is a synchronous run (its reward, second save and
+    transfer, and no poll or KV recompute: costs). A shard simulates at most one engine's
+    worth of the cluster, with 1/shard of each batch, of the trainer's GPUs and of the cap
+    on groups in flight.
 
     Validations and checkpoints are charged after the run, exactly as if the whole
     pipeline stopped for them: (seconds + stopped(...)) / (1 - checkpoint / every).
@@ -528,75 +530,6 @@ def gpu_comparison(scheduler, memory, name, shard=None):
         notes=[list(n) for n in p.notes])
 
 
-def batched_generation(scheduler, memory, preset, gen_gpus, c):
-    """Generated tokens per second of one batch from empty engines on gen_gpus GPUs, under
-    the decode costs of c, nothing else running: the batch's response tokens over the time
-    its last response ends (the trainer costs nothing: k = 0, one update of 0 seconds)."""
-    step, _, slots, _ = costs(memory, preset, 1, preset.sync_trainer, c, True)
-    settings = GpuSettings(gen_gpus // preset.tp, slots, preset.prompts, 0, 1, preset.group_size,
-                           step, Linear(0.0, 0.0), prompt=PROMPT_TOKENS,
-                           max_running=preset.max_running, pin=preset.pin)
-    r = run_gpu_simulation(settings, lengths(preset), inspect.unwrap(scheduler.may_start),
-                           inspect.unwrap(scheduler.take_batch))
-    generated = r["batch_tokens"][0] - PROMPT_TOKENS * preset.prompts * preset.group_size
-    return generated, r["updates"][0][1]
-
-
-def interrupted_generation(scheduler, memory, preset, gen_gpus, gpus, c):
-    """Generated tokens per second of the asynchronous run (k = the preset's) on gen_gpus of
-    `gpus`, under the costs c but a trainer that never binds (no save, no checkpoint, an
-    update of 0 seconds): what its engines make, interrupted at every update."""
-    free = c._replace(efficiency=math.inf, save=0.0, checkpoint=0.0)
-    setup = GpuRun(preset, gen_gpus, gpus - gen_gpus, preset.k, preset.async_trainer, free)
-    result, _ = run(scheduler, memory, setup)
-    sequences = preset.prompts * preset.group_size
-    return (result["tokens_per_step"] - PROMPT_TOKENS * sequences) / result["seconds"]
-
-
-def component(scheduler, memory, preset, gen_gpus, interruptible):
-    """Generated tokens per second of preset's model: Fig. 2's batched generation
-    (interruptible None), or Fig. 5's run on INTERRUPT_GPUS with or without interruptions.
-    Without, a batch drains, then every engine reloads the weights (the walk's reload)."""
-    c = walk_costs(preset, "async")[-1][1]
-    if interruptible:
-        return interrupted_generation(scheduler, memory, preset, gen_gpus, INTERRUPT_GPUS, c)
-    tokens, seconds = batched_generation(scheduler, memory, preset, gen_gpus, c)
-    if interruptible is None:
-        return tokens / seconds
-    nodes = math.ceil(gen_gpus / GPUS_PER_NODE)
-    return tokens / (seconds + c.reload + nodes * c.node_read)
-
-
-def gpu_components(scheduler, memory):
-    """Each Fig. 2 and Fig. 5 point (GEN_SCALING, INTERRUPT_GEN) against the model at its
-    stated assumptions (the point), and with each unpublished setting moved to the other
-    end of its range, one at a time (low, high: the smallest and largest of them). Nothing
-    in the model is set from these numbers."""
-    rows = []
-    areal = PRESETS["areal-1.5b"]
-    short = dict((name, at_mean(p, COMPONENT_SHORT_MEAN)) for name, p in PRESETS.items())
-    for gpus, published in GEN_SCALING.items():
-        values = [component(scheduler, memory, p, gpus, None)
-                  for p in (areal, short["areal-1.5b"])]
-        rows.append(component_row(f"Fig. 2: 1.5B on {gpus} GPUs", "AREAL_V03 Fig. 2 (read "
-                                  "from the figure)", published, values))
-    for (name, interruptible), published in INTERRUPT_GEN.items():
-        p = PRESETS[name]
-        values = [component(scheduler, memory, q, g, interruptible)
-                  for q, g in ((p, INTERRUPT_GEN_GPUS), (p, INTERRUPT_GEN_GPUS_LOW),
-                               (short[name], INTERRUPT_GEN_GPUS))]
-        what = "interruptible" if interruptible else "non-interruptible"
-        rows.append(component_row(f"Fig. 5: {name[6:]} {what}, 4 nodes", "AREAL_V03 Fig. 5",
-                                  published, values))
-    return rows
-
-
-def component_row(name, source, published, values):
-    """A component's row (the JSON's gpu_components): values[0] at the stated assumptions."""
-    return dict(name=name, source=source, published=published, predicted=values[0],
-                low=min(values), high=max(values), ratio=values[0] / published)
-
-
 def generation(r, points=200):
     """One synchronous step after the first: how long generation took, the share of it
     after 90% of its responses had finished (Seer's statistic), and the tokens per second
@@ -616,97 +549,3 @@ def generation(r, points=200):
     return dict(generation_seconds=end - start, tail_share=(end - t90) / (end - start),
                 t90=t90 - start, tokens_per_second=[list(x) for x in points_[::stride]],
                 engine=slowest)
-
-
-def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
-    """How the equal-hardware speedup depends on S, group size and the length cap: preset
-    `name` at its published split with its whole walk charged, synchronous (its baseline,
-    k = 0) against k = its bound, changing one thing at a time:
-      no per-step overhead  the decode overhead of the walk left out
-      S = 16                a small decode batch per engine
-      S reserved            KV reserved at the maximum length (Part 1's lanes per GPU)
-      groups of 1           the same responses per batch, admitted one by one, unpinned
-      cap x 2, cap / 2      the same median and shape, cut at another length
-      no concurrency cap    AReaL's 512 groups in flight lifted
-    Admitted one by one, long responses are deferred for many steps before the pool of
-    responses in flight settles, so that row measures 30 steps after 40 of warm-up.
-    shard: as in `run`.
-    """
-    p = PRESETS[name]
-    cs, ca = walk_costs(p, "sync")[-1][1], walk_costs(p, "async")[-1][1]
-    limit = costs(memory, p, 1, p.sync_trainer, cs).slots
-    m = p.model
-    weights = memory.model_state_bytes(0, int(m.params))
-    kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, PROMPT_TOKENS + p.max_len)
-    reserved = math.floor((p.memory_fraction * p.tp * p.gpu.memory_gb * 1e9 - weights) / kv)
-    ones = p._replace(prompts=p.prompts * p.group_size, group_size=1, pin=False,
-                      max_running=None if p.max_running is None
-                      else p.max_running * p.group_size)
-    no_overhead = dict(overhead=0.0)
-    variants = (("as walked down", p, limit, {}),
-                ("no per-step overhead", p, limit, no_overhead),
-                ("S = 16", p, 16, {}),
-                ("S reserved at the cap", p, reserved, {}), ("groups of 1", ones, None, {}),
-                ("cap x 2", p._replace(max_len=2 * p.max_len), None, {}),
-                ("cap / 2", p._replace(max_len=p.max_len // 2), None, {}),
-                ("no concurrency cap", p._replace(max_running=None), limit, {}))
-    rows = []
-    for label, q, slots, change in variants:
-        long = dict(warmup=40, window=30) if q.group_size == 1 else {}
-        train_gpus = q.gpus - q.gen_gpus
-        sync, _ = run(scheduler, memory, GpuRun(q, q.gen_gpus, train_gpus, 0, q.sync_trainer,
-                                                cs._replace(**change), slots, **SYNC))
-        asyn, _ = run(scheduler, memory, GpuRun(q, q.gen_gpus, train_gpus, q.k, q.async_trainer,
-                                                ca._replace(**change), slots, **long,
-                                                shard=shard))
-        rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
-                         max_len=q.max_len, sync_seconds=sync["seconds"],
-                         async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
-                         max_lag=asyn["max_lag"], token_lag=asyn["token_lag"]))
-    return dict(preset=name, k=p.k, gen_gpus=p.gen_gpus, gpus=p.gpus, rows=rows,
-                lanes=lane_groups(scheduler), memgap=memgap_reread(memory))
-
-
-def memgap_reread(memory):
-    """MEMGAP's decode steps read back from their own times (vLLM 0.5, OPT-1.3B, prompts of
-    161 tokens, 338 new ones, under Nsight): for each batch n, the bytes a step reads on
-    average, W + n * (161 + 168.5) * kv (weights W, a token's KV bytes kv from Task 1; step j
-    reads 161 + j - 1 tokens of each response, 168.5 the mean of j - 1 for j = 1..338; the
-    log times 337 decode steps), over the measured seconds a step: the bandwidth that GPU
-    delivered; divided by the DRAM read share its counters give, the peak they imply.
-    Example: at n = 512, 35.8 GB in 51.0 ms = 0.70 TB/s, over 0.504: a 1.39 TB/s GPU."""
-    kv = memory.kv_cache_bytes(24, 32, 64, 1)   # OPT-1.3B: 24 layers, 32 heads of 64
-    rows = []
-    for n, seconds in MEMGAP_STEP.items():
-        read = MEMGAP_WEIGHTS + n * (MEMGAP_PROMPT + (MEMGAP_NEW - 1) / 2) * kv
-        rows.append(dict(batch=n, step_ms=seconds * 1e3, bytes_gb=read / 1e9,
-                         delivered_tb_s=read / seconds / 1e12, share=MEMGAP_SHARES[n],
-                         implied_peak_tb_s=read / seconds / MEMGAP_SHARES[n] / 1e12,
-                         h800_sheet_ms=read / H800.bandwidth * 1e3))
-    return rows
-
-
-def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps=200,
-                tick=0.01):
-    """Part 2's default lanes, run on gpu_core as lanes (S = 1, a step of `tick` time units
-    per token, lengths = ceil(lognormal / tick) tokens): throughput gain over k = 0 and max
-    lag for k = 0, 1, 2, with responses admitted one by one or in groups of 8 (B = 4
-    groups of 8), and with lengths cut at 4x the mean."""
-    def lengths(cap):
-        rng = np.random.default_rng(0)
-        while True:
-            draw = np.ceil(rng.lognormal(-sigma**2 / 2, sigma, 4096) / tick)
-            yield from np.minimum(draw, cap).astype(int).tolist()
-
-    rows = []
-    for label, group, cap in (("one by one", 1, 10**9), ("groups of 8", 8, 10**9),
-                              ("one by one, cap 4x mean", 1, round(4 / tick))):
-        runs = [run_gpu_simulation(GpuSettings(n_lanes, 1, B // group, k, n_steps, group,
-                                               Step(tick, 0.0), Linear(train_time, 0.0)),
-                                   lengths(cap), inspect.unwrap(scheduler.may_start),
-                                   inspect.unwrap(scheduler.take_batch)) for k in (0, 1, 2)]
-        rows.append(dict(variant=label, k=[0, 1, 2],
-                         gain=[r["throughput"] / runs[0]["throughput"] for r in runs],
-                         max_lag=[r["max_lag"] for r in runs]))
-    return dict(n_lanes=n_lanes, B=B, sigma=sigma, train_time=train_time, n_steps=n_steps,
-                rows=rows)

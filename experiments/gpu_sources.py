@@ -4,9 +4,10 @@ A preset is a run's sourced configuration. Run as a perfect pipeline (no per-ste
 overhead, trainer at peak FLOP/s, nothing between updates) it gives a bound; its walk
 (areal_walk, VERL_WALK) then adds the real pipeline's costs one at a time. Each value is
 cited (repository, path and commit; paper and table; or URL), or marked ASSUMED with its
-range and the reason, or SET from one published number (at most one per run:
-docs/gpu-model.md names the set and the held-out numbers). Nothing here was tuned to a
-held-out number.
+range and the reason, or SET from one published number (at most one per run, the fit
+set: docs/gpu-model.md names it and the held-out numbers). A cost's range (Cost.cheap,
+Cost.dear) gives the band. The components (GEN_SCALING, INTERRUPT_GEN) and their
+assumptions are at the end. Nothing here was tuned to a number it is compared with.
 `python run.py --preset NAME` runs one.
 
 Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
@@ -105,8 +106,6 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               989 TFLOP/s dense BF16 = half the 1,979 quoted with sparsity)
   H20_SHEET   https://willitrunai.com/es/gpus/h20-96gb (third-party: 96 GB, 4.0 TB/s,
               148 TFLOP/s FP16 dense)
-  LLAMA3_MFU  The Llama 3 Herd of Models, arXiv 2407.21783, Table 4 (BF16 MFU 38-43%
-              on H100, for 405B pretraining: here only the middle of an ASSUMED range)
   HF_CONFIGS  config.json of each model on Hugging Face (vocab_size, hidden_size,
               tie_word_embeddings): the input embedding is vocab x hidden
 """
@@ -172,7 +171,7 @@ class Trainer(NamedTuple):
     once the walk charges it (the bound trains at peak)."""
     checkpointing: bool    # activations recomputed in the backward pass: one more forward
     logprob_passes: int    # forward passes before the update (recomputed log-probabilities)
-    efficiency: float      # achieved / peak FLOP/s, ASSUMED (see WALK)
+    efficiency: float      # achieved / peak FLOP/s: MFU (VERL_DPSK, VERL_2579; the walk's)
     source: str
 
 
@@ -272,9 +271,9 @@ TRAINER_MFUS = (0.40, 0.37, 0.31, 0.19, 0.5, 0.17)
 MFU_LOW, MFU_HIGH = min(TRAINER_MFUS), max(TRAINER_MFUS)
 MFU = round(statistics.median(TRAINER_MFUS), 6)  # 0.34
 AREAL_SYNC_TRAINER = Trainer(True, 0, MFU, "AREAL_SYNC (checkpointing, no recomputed "
-                                            "log-probs); efficiency ASSUMED")
+                                            "log-probs)")
 AREAL_ASYNC_TRAINER = Trainer(True, 1, MFU, "AREAL_CFG (checkpointing, recompute_logprob "
-                                             "for the decoupled loss); efficiency ASSUMED")
+                                             "for the decoupled loss)")
 VERL_ASYNC_UPDATE = 113.16  # VERL_README, 64:64 update_actor seconds: verl's set number
 VERL_SIGMA = AREAL_SIGMA    # ASSUMED: verl publishes no length statistics; AReaL 1.5B's shape
 VERL_CAP = 28_672
@@ -299,9 +298,9 @@ def verl_set_mean(efficiency=MFU):
 
 VERL_MEAN_LEN = verl_set_mean()
 VERL_COLOC_TRAINER = Trainer(True, 1, MFU, "VERL_COLOC (offload, checkpointing, old_log_prob "
-                                           "pass); efficiency ASSUMED")
+                                           "pass)")
 VERL_ASYNC_TRAINER = Trainer(True, 0, MFU, "VERL_RUN (no offload, rollout log-probs), "
-                                           "VERL_DEFAULTS (checkpointing); efficiency ASSUMED")
+                                           "VERL_DEFAULTS (checkpointing)")
 
 
 # ------------------------------------------------------------------ the walk down

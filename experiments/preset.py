@@ -10,7 +10,8 @@ shaded, the published hours a marker across the panel); on the right AReaL's Fig
 throughput over k (bound, predicted, published), verl's seconds per phase, or the hours.
 """
 import grading
-from experiments.gpu_model import gpu_comparison, gpu_components
+from experiments.gpu_components import gpu_components
+from experiments.gpu_model import gpu_comparison
 from experiments.gpu_sources import PRESETS
 from experiments.plotting import placeholder
 from experiments.printing import say

@@ -15,7 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from experiments.gpu_model import gpu_comparison, gpu_sweep  # noqa: E402
+from experiments.gpu_model import gpu_comparison  # noqa: E402
+from experiments.gpu_sweep import gpu_sweep  # noqa: E402
 from experiments.gpu_sources import PRESETS  # noqa: E402
 from solutions import memory, scheduler  # noqa: E402
 

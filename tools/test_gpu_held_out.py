@@ -12,8 +12,9 @@ predicted value or range may move.
 """
 import pytest
 
-from experiments import gpu_model
-from experiments.gpu_model import gpu_comparison, gpu_components
+from experiments import gpu_components as components
+from experiments.gpu_components import gpu_components
+from experiments.gpu_model import gpu_comparison
 from experiments.gpu_sources import PRESETS
 from solutions import memory, scheduler
 
@@ -55,10 +56,10 @@ def test_no_prediction_moves_when_a_published_number_does(name, monkeypatch):
 
 def test_no_component_moves_when_its_published_number_does(monkeypatch):
     original = gpu_components(scheduler, memory)
-    monkeypatch.setattr(gpu_model, "GEN_SCALING",
-                        {g: v * 1.1 for g, v in gpu_model.GEN_SCALING.items()})
-    monkeypatch.setattr(gpu_model, "INTERRUPT_GEN",
-                        {key: v * 1.1 for key, v in gpu_model.INTERRUPT_GEN.items()})
+    monkeypatch.setattr(components, "GEN_SCALING",
+                        {g: v * 1.1 for g, v in components.GEN_SCALING.items()})
+    monkeypatch.setattr(components, "INTERRUPT_GEN",
+                        {key: v * 1.1 for key, v in components.INTERRUPT_GEN.items()})
     after = gpu_components(scheduler, memory)
     assert [(r["name"], r["predicted"], r["low"], r["high"]) for r in after] == \
         [(r["name"], r["predicted"], r["low"], r["high"]) for r in original]
