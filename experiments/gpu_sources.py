@@ -538,9 +538,9 @@ PRESETS = {
         "mean response from the 64:64 update_actor, 113.16 s, at the trainer efficiency",
         "the colocated trainer's offload to the CPU (published, its update_actor on 128 GPUs "
         "is as long as the non-offloaded one on 64); a fixed cost of old_log_prob; the hybrid "
-        "engine's switches; generation at verl's unpublished lengths (a few cap-length "
-        "stragglers would fill the colocated gen times); in the 64:64 run the trainer waits "
-        "for samples (the README's 33.14 s of gen)",
+        "engine's switches; generation at verl's unpublished lengths (a cap-length "
+        "straggler or two would fill the colocated gen gap); in the 64:64 run the trainer "
+        "waits for samples (the README's 33.14 s of gen)",
         None, "64:64: update_actor s", verl_set_mean),
 }
 
