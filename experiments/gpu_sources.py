@@ -151,7 +151,7 @@ H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 # MEMGAP's own step times (seconds per decode step: "Decode elapsed time" / 337 steps) and
 # DRAM read shares, OPT-1.3B (24 layers, 32 heads of 64: 196,608 KV bytes a token) with
 # prompts of 161 tokens and 338 new ones. Read back, they give the bandwidth that GPU
-# delivered and the peak its counter shares imply (experiments.gpu_model.memgap_reread): a GPU
+# delivered and the peak its counter shares imply (experiments.gpu_sweep.memgap_reread): a GPU
 # of about 1.4-1.6 TB/s, not an H100 SXM, so nothing of it is applied to the presets.
 MEMGAP_STEP = {1: 1.357165 / 337, 32: 2.198139 / 337, 64: 3.131637 / 337,
                128: 4.918801 / 337, 256: 8.884489 / 337, 512: 17.192362 / 337}
