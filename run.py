@@ -132,8 +132,9 @@ class Run:
             if e.KEY not in results:
                 results[e.KEY] = None
                 results["unavailable"].setdefault(e.LABEL, "not run")
-        drawings = {out: main_figure.draw}  # the flags' figures beside it: rl_systems_timeline.png
-        drawings |= {out.with_name(f"{out.stem}_{e.KEY}.png"): e.draw for e in FLAGS
+        # the flags' figures beside it, each named for its flag: rl_systems_preset.png
+        drawings = {out: main_figure.draw}
+        drawings |= {out.with_name(f"{out.stem}_{e.FLAG}.png"): e.draw for e in FLAGS
                      if e.KEY in results}
         for path, draw in drawings.items():
             harness.write_atomically(path, write=lambda tmp, draw=draw: draw(results, tmp))

@@ -13,8 +13,12 @@ step cost and the trainer's update cost and runs gpu_core for
 first as a perfect pipeline (the bound: no per-step overhead, the trainer at peak
 FLOP/s, nothing between updates), then with each cost of the preset's walk added in
 turn (the walk down), and scales a steady-state window of steps to the run's step
-count. Every held-out published number is printed against the bound and the
-prediction; what is left between prediction and published is the residual.
+count. Every published number is printed against the bound, the band (every ranged cost
+of the walk at its cheap end, then its dear end: `band_end`) and the point prediction,
+held out or not (`published_numbers` says which); what is left between the point and
+the published number is the residual. Before the runs, `gpu_components` checks the decode
+model alone against AReaL v0.3's Fig. 2 and Fig. 5 generation throughputs
+(experiments/gpu_components.py). --gpu-sweep's variations are experiments/gpu_sweep.py's.
 
 To keep each preset to a few seconds, the asynchronous runs simulate a share of the
 engines with the same share of each batch, of the trainer's GPUs and of the cap on
@@ -28,11 +32,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from experiments.gpu_sources import (CHECKPOINT_EVERY, H800, MEMGAP_NEW, MEMGAP_PROMPT,
-                                     MEMGAP_SHARES, MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS,
-                                     PROMPT_TOKENS, Costs, Preset, Trainer, capped_moment,
-                                     context, flops_per_token, forward_flops, multiplied, passes)
-from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation
+from experiments.gpu_sources import (CHECKPOINT_EVERY, GPUS_PER_NODE, PRESETS, PROMPT_TOKENS,
+                                     Costs, Preset, Trainer, capped_moment, context,
+                                     flops_per_token, forward_flops, median_for_mean,
+                                     multiplied, passes)
+from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation, steps_time
 from lab.input_checks import unchecked
 
 # The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
@@ -56,23 +60,24 @@ class EngineCosts(NamedTuple):
     swap: Linear    # an engine's pause at each update, of its tokens in flight
 
 
-def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
+def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False, nodes=1):
     """The EngineCosts (step, train, slots, swap) of an engine and the trainer under the
-    costs c:
+    costs c, with `nodes` generating nodes reading the new weights from the shared store:
 
       step  = overhead + max(2 N / (tp * bandwidth), n * 2 N / (tp * peak FLOP/s))
               + C * kv_per_token / (tp * bandwidth)          (+ 2 all-reduces a layer, tp > 1)
-      train = save (+ reward if sync)
+      train = save (+ realloc + transfer + reward if sync)
               + flops_per_token(model, trainer, context) * tokens / (train_gpus * peak * eff)
       slots = min(engine limit, (memory_fraction * tp * GPU memory - all weights)
                                 / (kv_per_token * held))
-      swap  = reload (+ poll if sync) + C * forward_flops(context) / (tp * peak * prefill)
+      swap  = reload + nodes * node_read (+ poll, and
+              + C * forward_flops(context) / (tp * peak * prefill), if asynchronous)
     N = multiplied(model): the parameters without the input embedding, which a step does not
     read whole and no token multiplies; held = prompt + E[L^2] / (2 E[L]), the tokens a
     slot holds on average when its KV cache grows with the response (paged, as in vLLM and
-    SGLang). The poll is charged to the synchronous run's servers, which wait for it idle
-    (in the asynchronous run they go on generating meanwhile). weights and kv_per_token
-    come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
+    SGLang). The poll is the asynchronous run's (its gserver manager posts new weights
+    after a sleep; the synchronous run reloads through param-realloc, with a second save).
+    weights and kv_per_token come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
     """
     m, gpu, tp = preset.model, preset.gpu, preset.tp
     read = memory.model_state_bytes(0, int(multiplied(m)))   # 2 bytes each, bf16
@@ -83,11 +88,12 @@ def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False):
     step = Step(read / bandwidth, kv / bandwidth, 2 * multiplied(m) / (tp * gpu.flops),
                 c.overhead + all_reduce)
     ctx = context(preset.median_len, preset.sigma, preset.max_len)
-    fixed = c.save + (c.reward if sync else 0.0)
+    fixed = c.save + (c.realloc + c.transfer + c.reward if sync else 0.0)
     train = Linear(fixed, flops_per_token(m, trainer, ctx) / (train_gpus * gpu.flops
                                                               * c.efficiency))
     recompute = forward_flops(m, ctx) / (tp * gpu.flops * c.prefill) if c.prefill else 0.0
-    swap = Linear(c.reload + (c.poll if sync else 0.0), 0.0 if sync else recompute)
+    reload = c.reload + nodes * c.node_read
+    swap = Linear(reload if sync else reload + c.poll, 0.0 if sync else recompute)
     first = capped_moment(preset.median_len, preset.sigma, preset.max_len, 1)
     second = capped_moment(preset.median_len, preset.sigma, preset.max_len, 2)
     free = preset.memory_fraction * tp * gpu.memory_gb * 1e9 - held
@@ -128,19 +134,21 @@ class GpuRun:
 def run(scheduler, memory, setup):
     """One steady-state measurement of the GpuRun `setup`, over its window of steps after
     its warm-up, under its costs c: seconds per step, trained tokens per second and per
-    step, lags, and the run itself. k = 0 is a synchronous run (its reward, poll and no KV
-    recompute: costs). A shard simulates at most one engine's worth of the cluster, with
-    1/shard of each batch, of the trainer's GPUs and of the cap on groups in flight.
+    step, lags, and the run itself. k = 0 is a synchronous run (its reward, second save and
+    transfer, and no poll or KV recompute: costs). A shard simulates at most one engine's
+    worth of the cluster, with 1/shard of each batch, of the trainer's GPUs and of the cap
+    on groups in flight.
 
-    Checkpoints are charged after the run, exactly as if every CHECKPOINT_EVERY seconds the
-    whole pipeline stopped for c.checkpoint seconds: seconds / (1 - checkpoint / every).
+    Validations and checkpoints are charged after the run, exactly as if the whole
+    pipeline stopped for them: (seconds + stopped(...)) / (1 - checkpoint / every).
     """
     preset, c, window = setup.preset, setup.c, setup.window
     k = NO_BOUND if setup.k is None else setup.k
     shard = max(1, min(setup.shard or SHARD, setup.gen_gpus // preset.tp))
     warmup = setup.warmup or 2 * (min(k, 8) + 1)
+    nodes = math.ceil(setup.gen_gpus / GPUS_PER_NODE)
     step, train, limit, swap = costs(memory, preset, setup.train_gpus / shard, setup.trainer,
-                                     c, k == 0)
+                                     c, k == 0, nodes)
     slots = setup.slots or limit
     engines = setup.gen_gpus // preset.tp // shard
     cap = None if preset.max_running is None else max(1, preset.max_running // shard)
@@ -151,13 +159,22 @@ def run(scheduler, memory, setup):
     r = run_gpu_simulation(settings, lengths(preset), unchecked(scheduler.may_start),
                            unchecked(scheduler.take_batch))
     u = r["updates"]
-    seconds = (u[-1][1] - u[warmup - 1][1]) / window / (1 - c.checkpoint / CHECKPOINT_EVERY)
+    seconds = ((u[-1][1] - u[warmup - 1][1]) / window + stopped(preset, step, c)) / (
+        1 - c.checkpoint / CHECKPOINT_EVERY)
     tokens = sum(r["batch_tokens"][warmup:]) * shard / window   # per step, whole cluster
     return dict(seconds=seconds, tokens_per_step=tokens, throughput=tokens / seconds,
                 train_seconds=train(tokens / shard), mean_lag=r["mean_lag"],
                 max_lag=r["max_lag"], head_token_lag=r["head_token_lag"],
                 token_lag=r["token_lag"], slots=slots, engines=engines * shard,
                 shard=shard), r
+
+
+def stopped(preset, step, c):
+    """Seconds a step the whole pipeline stands still for validations: c.validation of them
+    in the run's n_steps, each one cap-length response alone on an engine (Step step)."""
+    if not c.validation:
+        return 0.0
+    return c.validation * steps_time(step, 1, PROMPT_TOKENS, preset.max_len) / preset.n_steps
 
 
 DECODE = ("overhead", "all_reduce")  # the costs that change generation itself
@@ -167,27 +184,32 @@ def sync_walked(memory, preset, gpus, result, simulated, c):
     """A synchronous step (k = 0) simulated under the costs `simulated`, charged the costs c
     instead where they differ outside DECODE. Exact: at k = 0 a step is the engines' pause
     (swap), then generation from empty engines, then the update, one after the other, so
-    only the pause and the update change:
-        seconds = (seconds_sim * (1 - ckpt_sim / every) - swap_sim - train_sim(tokens)
-                   + swap_c + train_c(tokens)) / (1 - ckpt_c / every)"""
+    only the pause, the update and the stops change:
+        seconds = (seconds_sim * (1 - ckpt_sim / every) - stops_sim - swap_sim
+                   - train_sim(tokens) + swap_c + train_c(tokens) + stops_c)
+                  / (1 - ckpt_c / every)"""
     trainer, tokens = preset.sync_trainer, result["tokens_per_step"]
-    before = costs(memory, preset, gpus[1], trainer, simulated, True)
-    after = costs(memory, preset, gpus[1], trainer, c, True)
+    nodes = math.ceil(gpus[0] / GPUS_PER_NODE)
+    before = costs(memory, preset, gpus[1], trainer, simulated, True, nodes)
+    after = costs(memory, preset, gpus[1], trainer, c, True, nodes)
     inner = (result["seconds"] * (1 - simulated.checkpoint / CHECKPOINT_EVERY)
-             - before.swap.fixed - before.train(tokens) + after.swap.fixed + after.train(tokens))
+             - stopped(preset, before.step, simulated) - before.swap.fixed - before.train(tokens)
+             + after.swap.fixed + after.train(tokens) + stopped(preset, after.step, c))
     seconds = inner / (1 - c.checkpoint / CHECKPOINT_EVERY)
     return dict(result, seconds=seconds, throughput=tokens / seconds,
                 train_seconds=after.train(tokens))
 
 
-def walk_costs(preset, mode):
+def walk_costs(preset, mode, end="value"):
     """The Costs after each step of the preset's walk, for mode "sync" or "async": a list of
     (Cost or None for the bound, Costs), the bound first; steps that do not apply to the
-    mode leave the Costs as they were."""
+    mode leave the Costs as they were. end: "value" (each cost's point), "cheap" or "dear"
+    (each cost at that end of its range, where it has one)."""
     c, stages = Costs(), [(None, Costs())]
     for cost in preset.walk:
         if cost.applies in ("both", mode):
-            c = c._replace(**{cost.field: cost.value})
+            value = getattr(cost, end)
+            c = c._replace(**{cost.field: cost.value if value is None else value})
         stages.append((cost, c))
     return stages
 
@@ -242,8 +264,9 @@ class PresetRuns:
 
     def __init__(self, scheduler, memory, preset, shard=None):
         self.scheduler, self.memory, self.p, self.shard = scheduler, memory, preset, shard
+        gen = preset.sync_gen_gpus or preset.gen_gpus
         self.sync_gpus = ((preset.gpus, preset.gpus) if preset.baseline == "colocated"
-                          else (preset.gen_gpus, preset.gpus - preset.gen_gpus))
+                          else (gen, preset.gpus - gen))
 
     def hours(self, seconds):
         return seconds * self.p.n_steps / 3600
@@ -268,6 +291,7 @@ class Walk(NamedTuple):
     predicted: tuple  # the results with the whole walk charged
     simulation: dict  # the last synchronous run simulated (its generation is printed)
     costs: tuple      # the Costs with the whole walk charged
+    simulated: tuple  # (result, Costs) of the last synchronous run simulated (sync_walked's)
 
 
 def walk_down(runs):
@@ -288,7 +312,7 @@ def walk_down(runs):
         if cost is None:
             bound = (sync, asyn)
         rows.append(walk_row(cost, sync, asyn, runs.hours))
-    return Walk(rows, bound, (sync, asyn), simulation, (cs, ca))
+    return Walk(rows, bound, (sync, asyn), simulation, (cs, ca), (measured, simulated))
 
 
 def walk_row(cost, sync, asyn, hours):
@@ -312,122 +336,198 @@ def k_curve(runs, walk):
     return ks, predicted, bound
 
 
-def hours_held_out(runs, walk, ks, predicted_k, bound_k):
-    """The held-out hours, their speedup and the published curve's tokens per second."""
-    p, hours = runs.p, runs.hours
-    (bound_sync, bound_async), (sync, asyn) = walk.bound, walk.predicted
-    bound_hours, sync_hours = hours(bound_sync["seconds"]), hours(sync["seconds"])
-    rows = [held_out("synchronous hours", bound_hours, sync_hours, p.sync_hours),
-            held_out("asynchronous hours", bound_async["hours"], asyn["hours"], p.async_hours),
-            held_out("speedup (the two above)", bound_hours / bound_async["hours"],
-                     sync_hours / asyn["hours"], p.sync_hours / p.async_hours, "derived")]
-    bound_runs = {0: bound_sync, **dict(zip(ks, bound_k))}
-    predicted_runs = {0: sync, **dict(zip(ks, predicted_k))}
+def curve_name(k):
+    return f"tokens/s at k = {k_label(k)} (thousands)"
+
+
+def published_numbers(p):
+    """(name, source, published, held_out) of every published number preset p is compared
+    with. held_out is False for the number the preset was set from (p.fit), for what is the
+    same measurement as it or as another row, and for what follows from it (verl's trainer
+    phases: the set number rescaled by GPUs and passes)."""
+    table = "VERL_README" if p.scaling else "AREAL_V03 Table 2"
+    rows = [("synchronous hours", table, p.sync_hours, p.fit != "synchronous hours"
+             and not p.scaling),
+            ("asynchronous hours", table, p.async_hours, not p.scaling),
+            ("speedup", "the two hours' ratio", p.sync_hours / p.async_hours,
+             not p.fit and not p.scaling)]
     for k, value in p.curve:
-        same = {0: "synchronous hours", p.k: "asynchronous hours"}.get(k, "")
-        rows.append(held_out(f"tokens/s at k = {k_label(k)} (thousands)",
-                             bound_runs[k]["throughput"] / 1e3,
-                             predicted_runs[k]["throughput"] / 1e3, value / 1e3, same))
+        rows.append((curve_name(k), "AREAL_V03 Fig. 7", value / 1e3, k not in (0, p.k)))
+    if p.scaling:
+        colocated, asynchronous = p.scaling
+        for gpus, published in colocated.items():
+            for phase in ("gen", "old_log_prob", "update_actor", "step"):
+                rows.append((f"colocated {gpus}: {phase} s", "VERL_README", published[phase],
+                             phase in ("gen", "step")))
+        for g, published in asynchronous.items():
+            for phase in ("step", "update_actor"):
+                rows.append((f"{g}:{g}: {phase} s", "VERL_README", published[phase], False))
     return rows
 
 
-def colocated_sizes(runs, walk, colocated):
-    """verl's colocated runs at each published size (the bound at the preset's own only:
-    it would double the time): (scaling rows, held-out rows), each phase held out."""
-    p, scaling, rows = runs.p, [], []
-    for gpus, published in colocated.items():
-        if gpus == p.gpus:
-            result, bound_up = walk.predicted[0], phases(p, walk.bound[0], gpus, Costs())
-        else:
-            result, bound_up = runs.sync(walk.costs[0], (gpus, gpus))[0], {}
-        split_up = phases(p, result, gpus, walk.costs[0])
-        scaling.append(dict(gpus=gpus, mode="colocated", hours=runs.hours(result["seconds"]),
-                            **split_up))
-        for phase in ("gen", "old_log_prob", "update_actor", "step"):
-            same = "synchronous hours" if (gpus, phase) == (p.gpus, "step") else ""
-            rows.append(held_out(f"colocated {gpus}: {phase} s", bound_up.get(phase),
-                                 split_up[phase], published[phase], same))
-    return scaling, rows
-
-
-def split_sizes(runs, walk, asynchronous):
-    """verl's g:g asynchronous runs at each published size: (scaling rows, held-out rows,
-    given-back rows); the preset's own split's update_actor is the number its lengths were
-    set from, so it is given back, not held out."""
-    p, scaling, rows, given = runs.p, [], [], []
-    for g, published in asynchronous.items():
-        own = g == p.gen_gpus
-        result = walk.predicted[1] if own else runs.split(g, p.k, walk.costs[1], 2 * g)
-        bound = walk.bound[1] if own else {}
-        scaling.append(dict(gpus=2 * g, mode=f"{g}:{g}", hours=result["hours"],
-                            step=result["seconds"], update_actor=result["train_seconds"]))
-        if own:
-            given.append(given_back(f"{g}:{g}: update_actor s", result["train_seconds"],
-                                    published["update_actor"]))
-        rows.append(held_out(f"{g}:{g}: step s", bound.get("seconds"), result["seconds"],
-                             published["step"], "asynchronous hours" if own else ""))
-        if not own and "update_actor" in published:
-            rows.append(held_out(f"{g}:{g}: update_actor s", bound.get("train_seconds"),
-                                 result["train_seconds"], published["update_actor"]))
-    return scaling, rows, given
-
-
-def held_out_comparison(runs, walk, ks, predicted_k, bound_k):
-    """(held-out rows, given-back rows, scaling rows): every published number against the
-    model, each measurement once; verl's other cluster sizes are run here."""
-    p = runs.p
-    rows, given, scaling = hours_held_out(runs, walk, ks, predicted_k, bound_k), [], []
-    if p.curve:  # the one published number each preset's lengths were set from, given back
-        sequences = p.prompts * p.group_size
-        given.append(given_back("tokens a sequence (k = 0 rate x hours)",
-                                walk.predicted[1]["tokens_per_step"] / sequences,
-                                dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences)))
+def model_values(runs, cs, ca, sync, asyn, known=None):
+    """{name: the model's value} for every published number (published_numbers) under the
+    Costs cs (synchronous) and ca (asynchronous), given the preset's own synchronous and
+    asynchronous results; `known` maps a staleness bound to a result already run. The
+    curve's other bounds and verl's other sizes are run here."""
+    p, hours = runs.p, runs.hours
+    out = {"synchronous hours": hours(sync["seconds"]), "asynchronous hours": asyn["hours"]}
+    out["speedup"] = out["synchronous hours"] / out["asynchronous hours"]
+    by_k = {**(known or {}), 0: sync, p.k: asyn}
+    for k, _ in p.curve:
+        if k not in by_k:
+            by_k[k] = runs.split(p.gen_gpus, k, ca)
+        out[curve_name(k)] = by_k[k]["throughput"] / 1e3
     if p.scaling:
         colocated, asynchronous = p.scaling
-        scaling, more = colocated_sizes(runs, walk, colocated)
-        split_scaling, split_rows, split_given = split_sizes(runs, walk, asynchronous)
-        rows, given = rows + more + split_rows, given + split_given
-        scaling += split_scaling
-    return rows, given, scaling
+        for gpus in colocated:
+            result = sync if gpus == p.gpus else runs.sync(cs, (gpus, gpus))[0]
+            for phase, value in phases(p, result, gpus, cs).items():
+                out[f"colocated {gpus}: {phase} s"] = value
+            out[f"colocated {gpus}: hours"] = hours(result["seconds"])
+        for g in asynchronous:
+            result = asyn if g == p.gen_gpus else runs.split(g, p.k, ca, 2 * g)
+            out[f"{g}:{g}: step s"] = result["seconds"]
+            out[f"{g}:{g}: update_actor s"] = result["train_seconds"]
+            out[f"{g}:{g}: hours"] = result["hours"]
+    return out
+
+
+def band_end(runs, walk, end):
+    """model_values() with every cost of the walk at the `end` ("cheap" or "dear") of its range.
+    A preset whose lengths are set at the trainer's efficiency (verl) is re-set at it and
+    simulated again; otherwise the synchronous step is charged exactly (sync_walked)."""
+    p = runs.p
+    cs, ca = walk_costs(p, "sync", end)[-1][1], walk_costs(p, "async", end)[-1][1]
+    if p.lengths_at is not None:
+        runs = PresetRuns(runs.scheduler, runs.memory, at_mean(p, p.lengths_at(ca.efficiency)),
+                          runs.shard)
+        sync = runs.sync(cs)[0]
+    else:
+        sync = sync_walked(runs.memory, p, runs.sync_gpus, *walk.simulated, cs)
+    return model_values(runs, cs, ca, sync, runs.split(p.gen_gpus, p.k, ca))
+
+
+def at_mean(p, mean):
+    """Preset p with its lognormal's median moved so that its capped mean is `mean`."""
+    return p._replace(median_len=median_for_mean(mean, p.sigma, p.max_len))
+
+
+class Check(NamedTuple):
+    """A published number against the model's band: its value with every ranged cost at its
+    cheap end, at its point, at its dear end (low and high: the smallest and largest)."""
+    name: str
+    source: str
+    published: float
+    low: float
+    point: float
+    high: float
+    held_out: bool
+
+
+def band_checks(p, point, cheap, dear):
+    """A Check (as a dict, the JSON's form) for every published number of preset p."""
+    rows = []
+    for name, source, published, held in published_numbers(p):
+        values = (cheap[name], point[name], dear[name])
+        rows.append(Check(name, source, published, min(values), point[name], max(values),
+                          held)._asdict())
+    return rows
+
+
+def bound_values(runs, walk, ks, bound_k):
+    """{name: the bound's value} where the bound was run (the preset's own size)."""
+    p, hours = runs.p, runs.hours
+    (sync, asyn) = walk.bound
+    out = {"synchronous hours": hours(sync["seconds"]), "asynchronous hours": asyn["hours"]}
+    out["speedup"] = out["synchronous hours"] / out["asynchronous hours"]
+    by_k = {0: sync, **dict(zip(ks, bound_k))}
+    for k, _ in p.curve:
+        out[curve_name(k)] = by_k[k]["throughput"] / 1e3
+    if p.scaling:
+        for phase, value in phases(p, sync, p.gpus, Costs()).items():
+            out[f"colocated {p.gpus}: {phase} s"] = value
+        out[f"{p.gen_gpus}:{p.gen_gpus}: step s"] = asyn["seconds"]
+        out[f"{p.gen_gpus}:{p.gen_gpus}: update_actor s"] = asyn["train_seconds"]
+    return out
+
+
+def scaling_rows(p, point):
+    """verl's runs at each published size (the figure's phase panel), from model_values()."""
+    if not p.scaling:
+        return []
+    colocated, asynchronous = p.scaling
+    rows = [dict(gpus=gpus, mode="colocated", hours=point[f"colocated {gpus}: hours"],
+                 **{phase: point[f"colocated {gpus}: {phase} s"]
+                    for phase in ("gen", "old_log_prob", "update_actor", "step")})
+            for gpus in colocated]
+    return rows + [dict(gpus=2 * g, mode=f"{g}:{g}", hours=point[f"{g}:{g}: hours"],
+                        step=point[f"{g}:{g}: step s"],
+                        update_actor=point[f"{g}:{g}: update_actor s"]) for g in asynchronous]
+
+
+def fit_given_back(p, walk):
+    """The number preset p was set from, given back by the model (none for areal-7b)."""
+    if p.curve:
+        sequences = p.prompts * p.group_size
+        return [given_back("tokens a sequence (k = 0 rate x hours)",
+                           walk.predicted[1]["tokens_per_step"] / sequences,
+                           dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences))]
+    if p.scaling:
+        return [given_back(f"{p.gen_gpus}:{p.gen_gpus}: update_actor s",
+                           walk.predicted[1]["train_seconds"],
+                           p.scaling[1][p.gen_gpus]["update_actor"])]
+    return []
 
 
 def gpu_comparison(scheduler, memory, name, shard=None):
-    """The bound, the walk down and the published numbers for preset `name` (see the module
-    docstring). `walk` lists, from the bound to the prediction, each cost with the seconds
-    per step and hours of the asynchronous run (`seconds`, `hours`) and of the synchronous
-    one (`sync_seconds`, `sync_hours`) once it is charged; `held_out` lists a HeldOut for
-    every held-out published number, each measurement once (`same` names the numbers that
-    are the same measurement), and `set` a GivenBack for the number the preset was set from."""
+    """The bound, the walk down, the band and the published numbers for preset `name` (see
+    the module docstring). `walk` lists, from the bound to the prediction, each cost with
+    the seconds per step and hours of the asynchronous run (`seconds`, `hours`) and of the
+    synchronous one (`sync_seconds`, `sync_hours`) once it is charged; `checks` every
+    published number against the band (Check); `held_out` a HeldOut for each held-out
+    one; `set` a GivenBack for the number the preset was set from."""
     p = PRESETS[name]
     runs = PresetRuns(scheduler, memory, p, shard)
     walk = walk_down(runs)
     ks, predicted_k, bound_k = k_curve(runs, walk)
-    held, given, scaling = held_out_comparison(runs, walk, ks, predicted_k, bound_k)
     (bound_sync, bound_async), (sync, asyn) = walk.bound, walk.predicted
+    point = model_values(runs, *walk.costs, sync, asyn, dict(zip(ks, predicted_k)))
+    checks = band_checks(p, point, band_end(runs, walk, "cheap"), band_end(runs, walk, "dear"))
+    bound = bound_values(runs, walk, ks, bound_k)
+    held = [held_out(c["name"], bound.get(c["name"]), c["point"], c["published"])
+            for c in checks if c["held_out"]]
     sync_hours = runs.hours(sync["seconds"])
     speedup = sync_hours / asyn["hours"]
+    sensitivity = {}
+    if p.sync_gen_gpus:  # the synchronous baseline at the asynchronous run's split
+        other = runs.sync(walk.costs[0], (p.gen_gpus, p.gpus - p.gen_gpus))[0]
+        sensitivity[f"synchronous hours at {p.gen_gpus}:{p.gpus - p.gen_gpus}"] = \
+            runs.hours(other["seconds"])
     return dict(
         preset=name, system=p.system, model=p.model.name, gpu=p.gpu.name, gpus=p.gpus,
-        gen_gpus=p.gen_gpus, tp=p.tp, prompts=p.prompts, group_size=p.group_size,
-        max_len=p.max_len, sigma=p.sigma, median_len=p.median_len, mean_len=mean_len(p),
-        k=p.k, n_steps=p.n_steps, baseline=p.baseline, set_number=p.set_number,
-        residual_causes=p.residual,
+        gen_gpus=p.gen_gpus, sync_gpus=list(runs.sync_gpus), tp=p.tp, prompts=p.prompts,
+        group_size=p.group_size, max_len=p.max_len, sigma=p.sigma, median_len=p.median_len,
+        mean_len=mean_len(p), k=p.k, n_steps=p.n_steps, baseline=p.baseline,
+        set_number=p.set_number, fit=p.fit, residual_causes=p.residual,
         max_running=p.max_running, pin=p.pin, engine_limit=p.engine_limit,
         sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
         slots=sync["slots"], walk=walk.rows,
+        kv_slots=costs(memory, p._replace(engine_limit=10**9), 1, p.sync_trainer).slots,
         bound=dict(sync_hours=runs.hours(bound_sync["seconds"]), async_hours=bound_async["hours"],
                    by_k=[dict(k=k_label(k), throughput=r["throughput"])
                          for k, r in zip(ks, bound_k)],
                    sync_throughput=bound_sync["throughput"]),
         sync=dict(hours=sync_hours, **sync, **generation(walk.simulation)),
-        asynchronous=asyn, by_k=predicted_k, scaling=scaling,
-        speedup=speedup,
+        asynchronous=asyn, by_k=predicted_k, scaling=scaling_rows(p, point),
+        speedup=speedup, sensitivity=sensitivity,
         published=dict(sync_hours=p.sync_hours, async_hours=p.async_hours,
                        speedup=p.sync_hours / p.async_hours, curve=[[k_label(k), v]
                                                                   for k, v in p.curve]),
         ratio=dict(sync=sync_hours / p.sync_hours, asynchronous=asyn["hours"] / p.async_hours,
                    speedup=speedup / (p.sync_hours / p.async_hours)),
-        held_out=held, set=given, notes=[list(n) for n in p.notes])
+        checks=checks, held_out=held, set=fit_given_back(p, walk),
+        notes=[list(n) for n in p.notes])
 
 
 def generation(r, points=200):
@@ -449,97 +549,3 @@ def generation(r, points=200):
     return dict(generation_seconds=end - start, tail_share=(end - t90) / (end - start),
                 t90=t90 - start, tokens_per_second=[list(x) for x in points_[::stride]],
                 engine=slowest)
-
-
-def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
-    """How the equal-hardware speedup depends on S, group size and the length cap: preset
-    `name` at its published split with its whole walk charged, synchronous (its baseline,
-    k = 0) against k = its bound, changing one thing at a time:
-      no per-step overhead  the decode overhead of the walk left out
-      S = 16                a small decode batch per engine
-      S reserved            KV reserved at the maximum length (Part 1's lanes per GPU)
-      groups of 1           the same responses per batch, admitted one by one, unpinned
-      cap x 2, cap / 2      the same median and shape, cut at another length
-      no concurrency cap    AReaL's 512 groups in flight lifted
-    Admitted one by one, long responses are deferred for many steps before the pool of
-    responses in flight settles, so that row measures 30 steps after 40 of warm-up.
-    shard: as in `run`.
-    """
-    p = PRESETS[name]
-    cs, ca = walk_costs(p, "sync")[-1][1], walk_costs(p, "async")[-1][1]
-    limit = costs(memory, p, 1, p.sync_trainer, cs).slots
-    m = p.model
-    weights = memory.model_state_bytes(0, int(m.params))
-    kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, PROMPT_TOKENS + p.max_len)
-    reserved = math.floor((p.memory_fraction * p.tp * p.gpu.memory_gb * 1e9 - weights) / kv)
-    ones = p._replace(prompts=p.prompts * p.group_size, group_size=1, pin=False,
-                      max_running=None if p.max_running is None
-                      else p.max_running * p.group_size)
-    no_overhead = dict(overhead=0.0)
-    variants = (("as walked down", p, limit, {}),
-                ("no per-step overhead", p, limit, no_overhead),
-                ("S = 16", p, 16, {}),
-                ("S reserved at the cap", p, reserved, {}), ("groups of 1", ones, None, {}),
-                ("cap x 2", p._replace(max_len=2 * p.max_len), None, {}),
-                ("cap / 2", p._replace(max_len=p.max_len // 2), None, {}),
-                ("no concurrency cap", p._replace(max_running=None), limit, {}))
-    rows = []
-    for label, q, slots, change in variants:
-        long = dict(warmup=40, window=30) if q.group_size == 1 else {}
-        train_gpus = q.gpus - q.gen_gpus
-        sync, _ = run(scheduler, memory, GpuRun(q, q.gen_gpus, train_gpus, 0, q.sync_trainer,
-                                                cs._replace(**change), slots, **SYNC))
-        asyn, _ = run(scheduler, memory, GpuRun(q, q.gen_gpus, train_gpus, q.k, q.async_trainer,
-                                                ca._replace(**change), slots, **long,
-                                                shard=shard))
-        rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
-                         max_len=q.max_len, sync_seconds=sync["seconds"],
-                         async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
-                         max_lag=asyn["max_lag"], token_lag=asyn["token_lag"]))
-    return dict(preset=name, k=p.k, gen_gpus=p.gen_gpus, gpus=p.gpus, rows=rows,
-                lanes=lane_groups(scheduler), memgap=memgap_reread(memory))
-
-
-def memgap_reread(memory):
-    """MEMGAP's decode steps read back from their own times (vLLM 0.5, OPT-1.3B, prompts of
-    161 tokens, 338 new ones, under Nsight): for each batch n, the bytes a step reads on
-    average, W + n * (161 + 168.5) * kv (weights W, a token's KV bytes kv from Task 1; step j
-    reads 161 + j - 1 tokens of each response, 168.5 the mean of j - 1 for j = 1..338; the
-    log times 337 decode steps), over the measured seconds a step: the bandwidth that GPU
-    delivered; divided by the DRAM read share its counters give, the peak they imply.
-    Example: at n = 512, 35.8 GB in 51.0 ms = 0.70 TB/s, over 0.504: a 1.39 TB/s GPU."""
-    kv = memory.kv_cache_bytes(24, 32, 64, 1)   # OPT-1.3B: 24 layers, 32 heads of 64
-    rows = []
-    for n, seconds in MEMGAP_STEP.items():
-        read = MEMGAP_WEIGHTS + n * (MEMGAP_PROMPT + (MEMGAP_NEW - 1) / 2) * kv
-        rows.append(dict(batch=n, step_ms=seconds * 1e3, bytes_gb=read / 1e9,
-                         delivered_tb_s=read / seconds / 1e12, share=MEMGAP_SHARES[n],
-                         implied_peak_tb_s=read / seconds / MEMGAP_SHARES[n] / 1e12,
-                         h800_sheet_ms=read / H800.bandwidth * 1e3))
-    return rows
-
-
-def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps=200,
-                tick=0.01):
-    """Part 2's default lanes, run on gpu_core as lanes (S = 1, a step of `tick` time units
-    per token, lengths = ceil(lognormal / tick) tokens): throughput gain over k = 0 and max
-    lag for k = 0, 1, 2, with responses admitted one by one or in groups of 8 (B = 4
-    groups of 8), and with lengths cut at 4x the mean."""
-    def lengths(cap):
-        rng = np.random.default_rng(0)
-        while True:
-            draw = np.ceil(rng.lognormal(-sigma**2 / 2, sigma, 4096) / tick)
-            yield from np.minimum(draw, cap).astype(int).tolist()
-
-    rows = []
-    for label, group, cap in (("one by one", 1, 10**9), ("groups of 8", 8, 10**9),
-                              ("one by one, cap 4x mean", 1, round(4 / tick))):
-        runs = [run_gpu_simulation(GpuSettings(n_lanes, 1, B // group, k, n_steps, group,
-                                               Step(tick, 0.0), Linear(train_time, 0.0)),
-                                   lengths(cap), unchecked(scheduler.may_start),
-                                   unchecked(scheduler.take_batch)) for k in (0, 1, 2)]
-        rows.append(dict(variant=label, k=[0, 1, 2],
-                         gain=[r["throughput"] / runs[0]["throughput"] for r in runs],
-                         max_lag=[r["max_lag"] for r in runs]))
-    return dict(n_lanes=n_lanes, B=B, sigma=sigma, train_time=train_time, n_steps=n_steps,
-                rows=rows)

@@ -4,9 +4,10 @@ A preset is a run's sourced configuration. Run as a perfect pipeline (no per-ste
 overhead, trainer at peak FLOP/s, nothing between updates) it gives a bound; its walk
 (areal_walk, VERL_WALK) then adds the real pipeline's costs one at a time. Each value is
 cited (repository, path and commit; paper and table; or URL), or marked ASSUMED with its
-range and the reason, or SET from one published number (at most one per run:
-docs/gpu-model.md names the set and the held-out numbers). Nothing here was tuned to a
-held-out number.
+range and the reason, or SET from one published number (at most one per run, the fit
+set: docs/gpu-model.md names it and the held-out numbers). A cost's range (Cost.cheap,
+Cost.dear) gives the band. The components (GEN_SCALING, INTERRUPT_GEN) and their
+assumptions are at the end. Nothing here was tuned to a number it is compared with.
 `python run.py --preset NAME` runs one.
 
 Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
@@ -85,16 +86,31 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
                32, 64, 128, 256, 512; opt-1.3b/_161_338_<batch>/log_*.out: "Decode elapsed
                time" over its 337 decode steps, vLLM v0.5.2.dev, OPT-1.3B, weights 2.4509
                GiB, a GPU of 63.43 GiB, run under nsys --cuda-graph-trace node)
+  AREAL_V02_CFG inclusionAI/AReaL examples/configs/v0.2-qwen2-math/1.5B-distill/
+              ppo-1.5B-distill-gpus-128.yaml @ ea9b799 (allocation_mode
+               sglang.d64p1m1+d32p2m1: 64 generate, 64 train) and ppo-1.5B-distill-gpus-32.yaml
+               (sglang.d16p1m1+d8p2m1: 16 + 16 on 4 nodes)
+  AREAL_BENCH inclusionAI/AReaL benchmark/verl_v0_3_0_post1_76084d3/ @ ea9b799 (README.md:
+              "effective training throughput, defined as the number of tokens used in each
+               RL training step divided by the time of that step"; 31k generation length;
+               areal_config.yaml benchmark_n_seqs 5120; scaling_trend_vs_verl.png: 1.5B at
+               ctx 32768 on 128 GPUs about 100k tokens/s, read from the figure)
+  VERL_DPSK   volcengine/verl docs/perf/dpsk.md @ 19997f9 (actor MFU 0.4, 0.37, 0.31 for
+              Qwen3-30B-A3B on 8, 16, 32 GPUs, lines 73-75; 0.19 for DeepSeek 671b, line 64)
+  VERL_2579   https://github.com/volcengine/verl/issues/2579 ("0.17 for 2 nodes and 0.5 for
+              sinlge node", the MFU of updating the actor)
+  H800_NOTE   https://www.philisun.com/technical-analysis/nvidia-h800-vs-h100-a-technical-deep-dive-into-politically-defined-ai-chips
+              (third-party: the H100's die, NVLink 400 GB/s against 900, FP64 cut, memory
+               and bandwidth "largely consistent")
   H100_SHEET  https://www.nvidia.com/en-us/data-center/h100/ (H100 SXM: 80 GB, 3.35 TB/s,
               989 TFLOP/s dense BF16 = half the 1,979 quoted with sparsity)
   H20_SHEET   https://willitrunai.com/es/gpus/h20-96gb (third-party: 96 GB, 4.0 TB/s,
               148 TFLOP/s FP16 dense)
-  LLAMA3_MFU  The Llama 3 Herd of Models, arXiv 2407.21783, Table 4 (BF16 MFU 38-43%
-              on H100, for 405B pretraining: here only the middle of an ASSUMED range)
   HF_CONFIGS  config.json of each model on Hugging Face (vocab_size, hidden_size,
               tie_word_embeddings): the input embedding is vocab x hidden
 """
 import math
+import statistics
 from typing import NamedTuple
 
 from experiments.model_shapes import MODELS, Model
@@ -126,15 +142,16 @@ class GPU(NamedTuple):
     source: str
 
 
-# H800: NVIDIA publishes no separate sheet; it is the H100 SXM with less NVLink
-# bandwidth, so memory, bandwidth and FLOP/s are the H100 SXM's (ASSUMED on that ground).
-H800 = GPU("H800", 80, 3.35e12, 989e12, "H100_SHEET (H800 = H100 SXM memory and compute)")
+# H800: NVIDIA publishes no separate sheet; it is the H100 SXM with less NVLink bandwidth
+# and FP64 (H800_NOTE), so memory, bandwidth and BF16 FLOP/s are the H100 SXM's.
+H800 = GPU("H800", 80, 3.35e12, 989e12, "H100_SHEET, H800_NOTE (H800 = H100 SXM memory and "
+           "compute)")
 H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 
 # MEMGAP's own step times (seconds per decode step: "Decode elapsed time" / 337 steps) and
 # DRAM read shares, OPT-1.3B (24 layers, 32 heads of 64: 196,608 KV bytes a token) with
 # prompts of 161 tokens and 338 new ones. Read back, they give the bandwidth that GPU
-# delivered and the peak its counter shares imply (experiments.gpu_model.memgap_reread): a GPU
+# delivered and the peak its counter shares imply (experiments.gpu_sweep.memgap_reread): a GPU
 # of about 1.4-1.6 TB/s, not an H100 SXM, so nothing of it is applied to the presets.
 MEMGAP_STEP = {1: 1.357165 / 337, 32: 2.198139 / 337, 64: 3.131637 / 337,
                128: 4.918801 / 337, 256: 8.884489 / 337, 512: 17.192362 / 337}
@@ -154,7 +171,7 @@ class Trainer(NamedTuple):
     once the walk charges it (the bound trains at peak)."""
     checkpointing: bool    # activations recomputed in the backward pass: one more forward
     logprob_passes: int    # forward passes before the update (recomputed log-probabilities)
-    efficiency: float      # achieved / peak FLOP/s, ASSUMED (see WALK)
+    efficiency: float      # achieved / peak FLOP/s: MFU (VERL_DPSK, VERL_2579; the walk's)
     source: str
 
 
@@ -244,23 +261,31 @@ AREAL_7B_MEAN_LEN = 95e3 * 90 * 3600 / (400 * 512 * 16) - PROMPT_TOKENS
 AREAL_MEDIAN, AREAL_SIGMA = shape_for_tail(AREAL_MEAN_LEN, 27_648)
 AREAL_7B_MEDIAN, AREAL_7B_SIGMA = shape_for_tail(AREAL_7B_MEAN_LEN, 27_648)
 
-MFU = 0.40  # ASSUMED trainer efficiency, range 0.25-0.50: LLAMA3_MFU's middle (405B pretraining)
+# The trainer's efficiency (achieved / peak FLOP/s), from RL trainers measured apart from
+# every run compared here (nothing from Fig. 7 or Table 2): VERL_DPSK's actor MFU 0.40, 0.37,
+# 0.31 (Qwen3-30B-A3B on 8, 16, 32 GPUs) and 0.19 (DeepSeek-671B); VERL_2579's update_actor
+# MFU 0.5 on one node and 0.17 on two. The band spans them; the point is their median,
+# fixed before any comparison was computed. (verl counts a trained token's model FLOPs, the
+# lab a checkpointed pass too: at equal MFU the lab's hardware share would be 4/3 of it.)
+TRAINER_MFUS = (0.40, 0.37, 0.31, 0.19, 0.5, 0.17)
+MFU_LOW, MFU_HIGH = min(TRAINER_MFUS), max(TRAINER_MFUS)
+MFU = round(statistics.median(TRAINER_MFUS), 6)  # 0.34
 AREAL_SYNC_TRAINER = Trainer(True, 0, MFU, "AREAL_SYNC (checkpointing, no recomputed "
-                                            "log-probs); efficiency ASSUMED")
+                                            "log-probs)")
 AREAL_ASYNC_TRAINER = Trainer(True, 1, MFU, "AREAL_CFG (checkpointing, recompute_logprob "
-                                             "for the decoupled loss); efficiency ASSUMED")
+                                             "for the decoupled loss)")
 VERL_ASYNC_UPDATE = 113.16  # VERL_README, 64:64 update_actor seconds: verl's set number
 VERL_SIGMA = AREAL_SIGMA    # ASSUMED: verl publishes no length statistics; AReaL 1.5B's shape
 VERL_CAP = 28_672
 
 
-def verl_set_mean():
+def verl_set_mean(efficiency=MFU):
     """SET, verl: the mean response length whose batch (512 x 16 sequences) the async
     trainer (VERL_RUN: no offload, checkpointing by VERL_DEFAULTS, rollout log-probs, so
-    4 passes, at the ASSUMED efficiency MFU) trains on 64 H20s in VERL_README's 113.16 s of
+    4 passes, at `efficiency`) trains on 64 H20s in VERL_README's 113.16 s of
     update_actor. Bisection: the tokens a batch can have in that time fall as it grows."""
-    trainer = Trainer(True, 0, MFU, "")
-    budget = VERL_ASYNC_UPDATE * 64 * H20.flops * MFU
+    trainer = Trainer(True, 0, efficiency, "")
+    budget = VERL_ASYNC_UPDATE * 64 * H20.flops * efficiency
     low, high = 1.0, 28_000.0
     for _ in range(60):
         mean = (low + high) / 2
@@ -273,9 +298,9 @@ def verl_set_mean():
 
 VERL_MEAN_LEN = verl_set_mean()
 VERL_COLOC_TRAINER = Trainer(True, 1, MFU, "VERL_COLOC (offload, checkpointing, old_log_prob "
-                                           "pass); efficiency ASSUMED")
+                                           "pass)")
 VERL_ASYNC_TRAINER = Trainer(True, 0, MFU, "VERL_RUN (no offload, rollout log-probs), "
-                                           "VERL_DEFAULTS (checkpointing); efficiency ASSUMED")
+                                           "VERL_DEFAULTS (checkpointing)")
 
 
 # ------------------------------------------------------------------ the walk down
@@ -286,31 +311,43 @@ class Costs(NamedTuple):
     all_reduce  seconds per tensor-parallel all-reduce, 2 a layer a step when tp > 1
     efficiency  the trainer's achieved / peak FLOP/s (1 in the bound)
     save        seconds the trainer spends after each update writing the weights out
-    reload      seconds each engine pauses at each update to load them
-    poll        seconds the synchronous run waits for the servers to notice new weights
+    realloc     seconds of the synchronous run's second save (param-realloc), each update
+    transfer    seconds moving a batch from generation to training (synchronous)
+    reload      seconds each engine pauses at each update to load the new weights
+    node_read   seconds ONE node takes to read the weights from the shared store: every
+                engine pauses this times the generating nodes (all read at once) more
+    poll        seconds the asynchronous servers wait for the manager to post new weights
     prefill     share of peak FLOP/s at which an interrupted response's KV is recomputed
                 (0: not charged)
     reward      seconds of reward computation between generation and training (synchronous)
     checkpoint  seconds of each checkpoint, one every CHECKPOINT_EVERY seconds
+    validation  validations in the run (each one cap-length response, the pipeline stopped)
     """
     overhead: float = 0.0
     all_reduce: float = 0.0
     efficiency: float = 1.0
     save: float = 0.0
+    realloc: float = 0.0
+    transfer: float = 0.0
     reload: float = 0.0
+    node_read: float = 0.0
     poll: float = 0.0
     prefill: float = 0.0
     reward: float = 0.0
     checkpoint: float = 0.0
+    validation: float = 0.0
 
 
 class Cost(NamedTuple):
-    """One step of the walk: set `field` of Costs to `value` in the runs it applies to."""
+    """One step of the walk: set `field` of Costs to `value` in the runs it applies to;
+    `cheap` and `dear` are the ends of its stated range (the band's low and high hours)."""
     name: str
     field: str
     value: float
     applies: str   # "both", "sync" or "async"
     source: str
+    cheap: float | None = None   # None: no range (the value is sourced as it is)
+    dear: float | None = None
 
 
 CHECKPOINT_EVERY = 600  # AREAL_CODE: ckpt_freq_secs 600 (both configurations)
@@ -319,8 +356,21 @@ CHECKPOINT_EVERY = 600  # AREAL_CODE: ckpt_freq_secs 600 (both configurations)
 # (GPU of that PR ASSUMED to be an H100) = 2.56 ms. (MEMGAP's batch-1 vLLM step, 4.03 ms
 # reading 2.70 GB on a GPU of about 1.6 TB/s, leaves about 2.3 ms: the same size.)
 STEP_OVERHEAD = 7.35e-3 - 2 * 8.03e9 / 3.35e12
-STORAGE = 2e9  # ASSUMED bytes/s to and from shared storage, range 1-5 GB/s (unpublished)
+# The shared store (AREAL_HW: "10TB shared storage (NAS)"): its aggregate rate is
+# unpublished, ASSUMED 2 GB/s, range 1-5 GB/s. Every generating node reads one copy of the
+# weights from it at each update (ASSUMED: a node's servers share the read through the page
+# cache; one read per server would cost 8 times as much at TP 1).
+STORAGE, STORAGE_FAST, STORAGE_SLOW = 2e9, 5e9, 1e9
+GPUS_PER_NODE = 8  # AREAL_HW, and verl's H20 nodes
 POLL = 5.0     # AREAL_CODE: the gserver manager sleeps 5 s between checks for new weights
+TRANSFER = 3.0  # AREAL_V02: the transfer stays "below 3 seconds even in a 1,000-GPU cluster"
+
+
+def stored(name, field, applies, nbytes, source):
+    """A Cost of moving `nbytes` through the shared store, at its ASSUMED rate and range."""
+    return Cost(name, field, nbytes / STORAGE, applies,
+                f"{source}; {nbytes / 1e9:.1f} GB at 2 GB/s ASSUMED (range 1-5)",
+                nbytes / STORAGE_FAST, nbytes / STORAGE_SLOW)
 
 
 def areal_walk(model):
@@ -330,40 +380,53 @@ def areal_walk(model):
         Cost("decode overhead", "overhead", STEP_OVERHEAD, "both",
              "SGLANG_1401: 2.56 ms a step beyond the weight read"),
         Cost("trainer efficiency", "efficiency", MFU, "both",
-             "ASSUMED 0.40 (range 0.25-0.50): LLAMA3_MFU, a 405B pretraining figure"),
-        Cost("weight save (param-sync-save)", "save", weights / STORAGE, "both",
-             f"AREAL_CODE model_worker.py; size ASSUMED {weights / 1e9:.1f} GB at 2 GB/s "
-             "(range 1-5)"),
-        Cost("weight reload (update_weights_from_disk)", "reload", weights / STORAGE, "both",
-             f"AREAL_CODE gserver_manager.py, sglang.py; ASSUMED {weights / 1e9:.1f} GB at "
-             "2 GB/s (range 1-5)"),
-        Cost("poll for new weights", "poll", POLL / 2, "sync",
-             "AREAL_CODE: a 5 s poll; ASSUMED half of it on average (range 0-5 s)"),
+             f"VERL_DPSK, VERL_2579: median {MFU:.2f} of six RL trainers (range "
+             f"{MFU_LOW}-{MFU_HIGH})", MFU_HIGH, MFU_LOW),
+        stored("weight save (param-sync-save)", "save", "both", weights,
+               "AREAL_CODE model_worker.py 818-846"),
+        stored("second save (param-realloc)", "realloc", "sync", weights,
+               "AREAL_CODE model_worker.py 1132-1150: save, barrier, update_weights_from_disk"),
+        Cost("data transfer", "transfer", TRANSFER, "sync",
+             "AREAL_V02: 'below 3 seconds'; ASSUMED at 3 s (range 0-3)", 0.0, TRANSFER),
+        stored("weight reload from the shared store", "node_read", "both", weights,
+               "AREAL_HW (shared NAS), AREAL_CODE update_weights_from_disk; one read a node"),
+        Cost("poll for new weights", "poll", POLL / 2, "async",
+             "AREAL_CODE gserver_manager.py 314: a 5 s sleep; ASSUMED half on average, charged "
+             "as a pause (range 0-5 s)", 0.0, POLL),
         Cost("KV recompute after an interrupt", "prefill", 0.5, "async",
              "AREAL_V03 (interrupted requests recompute their KV); ASSUMED prefill at 0.5 "
-             "of peak (range 0.3-0.7)"),
+             "of peak (range 0.3-0.7)", 0.7, 0.3),
         Cost("reward on the critical path", "reward", 10.0, "sync",
              "AREAL_CODE (sync: a rew_inf step; async: in the rollout workers); ASSUMED "
-             "10 s a batch (range 2-30)"),
-        Cost("checkpoint every 600 s", "checkpoint", 16 * model.params / STORAGE, "both",
-             f"AREAL_CODE ckpt_freq_secs 600; ASSUMED weights and Adam state, "
-             f"{16 * model.params / 1e9:.0f} GB at 2 GB/s (range 1-5)"))
+             "10 s a batch (range 2-30)", 2.0, 30.0),
+        stored("checkpoint every 600 s", "checkpoint", "both", 16 * model.params,
+               "AREAL_CODE ckpt_freq_secs 600; ASSUMED weights and Adam state"))
 
+
+# verl validates before training and every test_freq = 20 parameter updates (VERL_RUN):
+# 1 + 400 / 20 = 21 times in 400 steps. ASSUMED: each lasts one cap-length response at
+# batch 1 on a TP 4 engine (AIME 2024's 30 prompts; range 0 to that).
+VERL_VALIDATIONS = 1 + 400 // 20
 
 VERL_WALK = (
     Cost("decode overhead", "overhead", STEP_OVERHEAD, "both",
          "SGLANG_1401 (ASSUMED for vLLM: no batch-1 vLLM figure on H20 found)"),
     Cost("TP all-reduces", "all_reduce", 10e-6, "both",
-         "ASSUMED 10 us each (range 5-20), 2 a layer: 0.56 ms a step"),
+         "ASSUMED 10 us each (range 5-20), 2 a layer: 0.56 ms a step", 5e-6, 20e-6),
     Cost("trainer efficiency", "efficiency", MFU, "both",
-         "ASSUMED 0.40 (range 0.25-0.50), as the set mean length assumes"),
-    Cost("parameter sync", "reload", 0.12, "async",
-         "VERL_README checkpoint-engine table: Qwen2.5-Math-7B, 0.12 s (Megatron; "
-         "ASSUMED for FSDP2)"),
+         f"VERL_DPSK, VERL_2579: median {MFU:.2f} of six RL trainers (range "
+         f"{MFU_LOW}-{MFU_HIGH}); the set mean length moves with it", MFU_HIGH, MFU_LOW),
+    Cost("parameter sync", "reload", 0.02, "async",
+         "VERL_README:108 checkpoint_engine.enable default True; its table: Qwen2.5-Math-7B "
+         "0.02 s (Megatron; ASSUMED for FSDP2)"),
     Cost("KV recompute after an interrupt", "prefill", 0.5, "async",
-         "VERL_RUN partial_rollout True; ASSUMED prefill at 0.5 of peak (range 0.3-0.7)"),
+         "VERL_RUN partial_rollout True; ASSUMED prefill at 0.5 of peak (range 0.3-0.7)",
+         0.7, 0.3),
     Cost("reward on the critical path", "reward", 10.0, "sync",
-         "ASSUMED 10 s a batch (range 2-30), as AReaL's"))
+         "ASSUMED 10 s a batch (range 2-30), as AReaL's", 2.0, 30.0),
+    Cost("validation (test_freq 20)", "validation", VERL_VALIDATIONS, "both",
+         "VERL_RUN test_freq=20, val_before_train=True: 21 in 400 steps; ASSUMED one "
+         "cap-length response each (range 0 to that)", 0.0, VERL_VALIDATIONS))
 
 
 class Preset(NamedTuple):
@@ -396,6 +459,9 @@ class Preset(NamedTuple):
     walk: tuple = ()            # the Costs charged one at a time below the bound
     set_number: str = ""        # the one published number the preset's lengths come from
     residual: str = ""          # what the residual likeliest holds (costs with no published size)
+    sync_gen_gpus: int | None = None  # generating GPUs of a disaggregated synchronous baseline
+    fit: str = ""               # the published number the preset was set from, as a check's name
+    lengths_at: object = None   # efficiency -> the set mean response, if set at the efficiency
 
 
 # Held out: what the presets are compared with. verl's rows by GPU count (colocated) and
@@ -412,13 +478,14 @@ VERL_ASYNC = {16: dict(step=294.77, update_actor=313.81, hours=24 + 9 + 26 / 60)
 
 
 AREAL_NOTES = (
-    ("8 x H800 per node", "AREAL_HW; H800 figures from H100_SHEET (ASSUMED equal)"),
+    ("8 x H800 per node", "AREAL_HW; H800 figures from H100_SHEET (H800_NOTE)"),
     ("512 prompts x 16, cap 27,648", "AREAL_V02, AREAL_CFG"),
     ("3/4 of the GPUs generate, SGLang TP 1", "AREAL_ALLOC"),
     ("staleness bound 4 for math", "AREAL_CFG; AREAL_V03 Table 3 (k = 4 scores Table 2's "
                                    "42.2)"),
-    ("sync baseline = same split at k = 0", "AREAL_V03 (k = 0 is synchronous RL; Fig. 7's "
-                                            "k = 4 / k = 0 ratio = Table 2's), AREAL_SYNC"),
+    ("sync baseline = a 1:1 split at k = 0 (3:1 printed as a sensitivity)",
+     "AREAL_V03 (k = 0 is synchronous RL), AREAL_SYNC (d4p1m1+d2p2m1: 4 + 4), AREAL_V02_CFG "
+     "(d64p1m1+d32p2m1: 64 + 64)"),
     ("1000 PPO steps = 250 batches x 4 minibatches", "AREAL_V02_README (250 steps), "
                                                      "AREAL_CFG (4 minibatches)"),
     ("at most 512 groups in flight", "AREAL_CODE (max_concurrent_rollouts = train batch)"),
@@ -438,10 +505,10 @@ PRESETS = {
         AREAL_NOTES + (("SGLang memory fraction 0.8", "AREAL_CFG"),),
         SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_15B),
         "mean response = Fig. 7's k = 0 rate x Table 2's 41.0 h / 2,048,000 sequences - prompt",
-        "a trainer below the ASSUMED 0.40 (at 0.25, the bottom of its range, the asynchronous "
-        "step would be about 217 s against 213 s published, the synchronous one about 64 s "
-        "longer); SGLang slower than roofline + 2.56 ms a step at about 85 long responses an "
-        "engine; prefill, data transfer and scheduling between workers (no published sizes)"),
+        "prefill, the synchronous experiment's scheduling between workers, lengths that "
+        "differ between the two runs (no published sizes); against Fig. 2 the model "
+        "generates slower than AReaL, not faster",
+        64, "synchronous hours"),
     "areal-7b": Preset(
         "areal-7b", "AReaL v0.3, R1-Distill-Qwen-7B, 24 nodes", R1_7B, H800, 192, 144, 1, 0.7,
         512, 16, 27_648, AREAL_7B_MEDIAN, AREAL_7B_SIGMA, 4, 250, "disaggregated",
@@ -450,9 +517,9 @@ PRESETS = {
         SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_7B),
         "none from this run: mean response from AREAL_V02's 95k tokens/s x 90 h over "
         "400 x 8,192 sequences - prompt",
-        "the synchronous step's generation, data transfer and trainer efficiency (no "
-        "published sizes); checkpoints, the largest ASSUMED cost (40 s an asynchronous step), "
-        "the most uncertain"),
+        "the synchronous step's generation and the shared store's rate (no published sizes); "
+        "checkpoints and reloads, the largest ASSUMED costs, the most uncertain",
+        96, ""),
     "verl-7b": Preset(
         "verl-7b", "verl fully async, Qwen2.5-Math-7B, 128 x H20", MATH_7B, H20, 128, 64, 4, 0.8,
         512, 16, VERL_CAP, median_for_mean(VERL_MEAN_LEN, VERL_SIGMA, VERL_CAP),
@@ -468,9 +535,40 @@ PRESETS = {
          ("lognormal shape as AReaL 1.5B's", "ASSUMED: verl publishes no length statistics"),
          ("prompt 200 tokens", "ASSUMED: unpublished")),
         VLLM_MAX_NUM_SEQS, None, False, VERL_WALK,
-        "mean response from the 64:64 update_actor, 113.16 s, at the ASSUMED efficiency",
+        "mean response from the 64:64 update_actor, 113.16 s, at the trainer efficiency",
         "the colocated trainer's offload to the CPU (published, its update_actor on 128 GPUs "
         "is as long as the non-offloaded one on 64); a fixed cost of old_log_prob; the hybrid "
-        "engine's switches; generation at verl's unpublished lengths; in the 64:64 run the "
-        "trainer waits for samples (the README's 33.14 s of gen)"),
+        "engine's switches; generation at verl's unpublished lengths (a cap-length "
+        "straggler or two would fill the colocated gen gap); in the 64:64 run the trainer "
+        "waits for samples (the README's 33.14 s of gen)",
+        None, "64:64: update_actor s", verl_set_mean),
 }
+
+
+# ------------------------------------------------------------------ the components
+# Generation throughput measured apart from the runs, never used to set anything: each is
+# predicted at its published configuration, each unpublished setting at a stated
+# assumption (fixed before the comparison was computed) and moved, one at a time, to the
+# other end of its range.
+#   AREAL_V03 Fig. 2 (assets/gen_scaling_trend.png): "Strong scaling of batched generation
+#   throughput for a 1.5B LRM", million tokens/s on 8 to 128 GPUs. The bars carry no printed
+#   values: read from the figure's axis. Unpublished: the batch, the lengths, the TP.
+GEN_SCALING = {8: 0.13e6, 16: 0.23e6, 32: 0.40e6, 64: 0.62e6, 128: 0.64e6}
+#   AREAL_V03 Fig. 5 (assets/interrupt_gen_ablation.png): "interruptible generation leads
+#   to a 12% and 17% throughput increase for 1.5B and 7B models respectively on 4 nodes";
+#   tokens/s printed on the bars. Unpublished: the split of the 32 GPUs, the lengths.
+INTERRUPT_GEN = {("areal-1.5b", True): 231e3, ("areal-1.5b", False): 207e3,
+                 ("areal-7b", True): 130e3, ("areal-7b", False): 111e3}
+INTERRUPT_GPUS = 32
+# ASSUMED for both figures: the preset's model, GPU, memory fraction, batch (512 x 16),
+# TP 1 (AREAL_ALLOC) and lengths (its lognormal, 5% at the 27,648 cap); the walk's decode
+# overhead. Range of the lengths: a mean of 4,100 tokens, the lowest of AREAL_V01's curve
+# for the 1.5B model, with the same 5% at the cap.
+COMPONENT_SHORT_MEAN = 4_100
+# ASSUMED for Fig. 5: 24 of the 32 GPUs generate (AREAL_ALLOC's 3/4, the asynchronous
+# benchmark's split); range 16 (AREAL_V02_CFG's 32-GPU 1.5B configuration,
+# sglang.d16p1m1+d8p2m1). Non-interruptible: each batch drains (the controller "must wait
+# for the longest response"), then every engine reloads; interruptible: the asynchronous
+# run at k = 4 under the walk's costs, its trainer never binding (the figure measures
+# generation).
+INTERRUPT_GEN_GPUS, INTERRUPT_GEN_GPUS_LOW = 24, 16

@@ -1,12 +1,21 @@
 """--gpu-sweep (Tasks 1 and 2): how the GPU model's speedup depends on S, group size and cap.
 
-The computation is experiments/gpu_model.py's gpu_sweep (it shares the cost model with
---preset); here are the option, the printed section and the figure.
+The computation is gpu_sweep below, on experiments/gpu_model.py's cost model (the one
+--preset walks down); here too are the option, the printed section and the figure.
 """
+import math
+
+import numpy as np
+
 import grading
-from experiments.gpu_model import gpu_sweep
-from experiments.printing import say
+from experiments import gpu_model
+from experiments.gpu_model import SYNC, GpuRun, costs, walk_costs
+from experiments.gpu_sources import (H800, MEMGAP_NEW, MEMGAP_PROMPT, MEMGAP_SHARES,
+                                     MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS, PROMPT_TOKENS)
 from experiments.plotting import extra_figure
+from experiments.printing import say
+from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation
+from lab.input_checks import unchecked
 
 KEY, LABEL, TASK, FLAG = "gpu_sweep", "GPU sweep", "2", "gpu_sweep"
 SECONDS = 25.0
@@ -90,3 +99,98 @@ def draw(results, path):
         ax_lanes.legend(fontsize=8.5, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
+
+
+def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
+    """How the equal-hardware speedup depends on S, group size and the length cap: preset
+    `name` at its published split with its whole walk charged, synchronous (its baseline,
+    k = 0) against k = its bound, changing one thing at a time:
+      no per-step overhead  the decode overhead of the walk left out
+      S = 16                a small decode batch per engine
+      S reserved            KV reserved at the maximum length (Part 1's lanes per GPU)
+      groups of 1           the same responses per batch, admitted one by one, unpinned
+      cap x 2, cap / 2      the same median and shape, cut at another length
+      no concurrency cap    AReaL's 512 groups in flight lifted
+    Admitted one by one, long responses are deferred for many steps before the pool of
+    responses in flight settles, so that row measures 30 steps after 40 of warm-up.
+    shard: as in `run`.
+    """
+    p = PRESETS[name]
+    cs, ca = walk_costs(p, "sync")[-1][1], walk_costs(p, "async")[-1][1]
+    limit = costs(memory, p, 1, p.sync_trainer, cs).slots
+    m = p.model
+    weights = memory.model_state_bytes(0, int(m.params))
+    kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, PROMPT_TOKENS + p.max_len)
+    reserved = math.floor((p.memory_fraction * p.tp * p.gpu.memory_gb * 1e9 - weights) / kv)
+    ones = p._replace(prompts=p.prompts * p.group_size, group_size=1, pin=False,
+                      max_running=None if p.max_running is None
+                      else p.max_running * p.group_size)
+    no_overhead = dict(overhead=0.0)
+    variants = (("as walked down", p, limit, {}),
+                ("no per-step overhead", p, limit, no_overhead),
+                ("S = 16", p, 16, {}),
+                ("S reserved at the cap", p, reserved, {}), ("groups of 1", ones, None, {}),
+                ("cap x 2", p._replace(max_len=2 * p.max_len), None, {}),
+                ("cap / 2", p._replace(max_len=p.max_len // 2), None, {}),
+                ("no concurrency cap", p._replace(max_running=None), limit, {}))
+    rows = []
+    for label, q, slots, change in variants:
+        long = dict(warmup=40, window=30) if q.group_size == 1 else {}
+        train_gpus = q.gpus - q.gen_gpus
+        sync, _ = gpu_model.run(scheduler, memory,
+                                GpuRun(q, q.gen_gpus, train_gpus, 0, q.sync_trainer,
+                                       cs._replace(**change), slots, **SYNC))
+        asyn, _ = gpu_model.run(scheduler, memory,
+                                GpuRun(q, q.gen_gpus, train_gpus, q.k, q.async_trainer,
+                                       ca._replace(**change), slots, **long, shard=shard))
+        rows.append(dict(variant=label, slots=sync["slots"], group_size=q.group_size,
+                         max_len=q.max_len, sync_seconds=sync["seconds"],
+                         async_seconds=asyn["seconds"], speedup=sync["seconds"] / asyn["seconds"],
+                         max_lag=asyn["max_lag"], token_lag=asyn["token_lag"]))
+    return dict(preset=name, k=p.k, gen_gpus=p.gen_gpus, gpus=p.gpus, rows=rows,
+                lanes=lane_groups(scheduler), memgap=memgap_reread(memory))
+
+
+def memgap_reread(memory):
+    """MEMGAP's decode steps read back from their own times (vLLM 0.5, OPT-1.3B, prompts of
+    161 tokens, 338 new ones, under Nsight): for each batch n, the bytes a step reads on
+    average, W + n * (161 + 168.5) * kv (weights W, a token's KV bytes kv from Task 1; step j
+    reads 161 + j - 1 tokens of each response, 168.5 the mean of j - 1 for j = 1..338; the
+    log times 337 decode steps), over the measured seconds a step: the bandwidth that GPU
+    delivered; divided by the DRAM read share its counters give, the peak they imply.
+    Example: at n = 512, 35.8 GB in 51.0 ms = 0.70 TB/s, over 0.504: a 1.39 TB/s GPU."""
+    kv = memory.kv_cache_bytes(24, 32, 64, 1)   # OPT-1.3B: 24 layers, 32 heads of 64
+    rows = []
+    for n, seconds in MEMGAP_STEP.items():
+        read = MEMGAP_WEIGHTS + n * (MEMGAP_PROMPT + (MEMGAP_NEW - 1) / 2) * kv
+        rows.append(dict(batch=n, step_ms=seconds * 1e3, bytes_gb=read / 1e9,
+                         delivered_tb_s=read / seconds / 1e12, share=MEMGAP_SHARES[n],
+                         implied_peak_tb_s=read / seconds / MEMGAP_SHARES[n] / 1e12,
+                         h800_sheet_ms=read / H800.bandwidth * 1e3))
+    return rows
+
+
+def lane_groups(scheduler, n_lanes=16, B=32, sigma=1.25, train_time=1.0, n_steps=200,
+                tick=0.01):
+    """Part 2's default lanes, run on gpu_core as lanes (S = 1, a step of `tick` time units
+    per token, lengths = ceil(lognormal / tick) tokens): throughput gain over k = 0 and max
+    lag for k = 0, 1, 2, with responses admitted one by one or in groups of 8 (B = 4
+    groups of 8), and with lengths cut at 4x the mean."""
+    def lengths(cap):
+        rng = np.random.default_rng(0)
+        while True:
+            draw = np.ceil(rng.lognormal(-sigma**2 / 2, sigma, 4096) / tick)
+            yield from np.minimum(draw, cap).astype(int).tolist()
+
+    rows = []
+    for label, group, cap in (("one by one", 1, 10**9), ("groups of 8", 8, 10**9),
+                              ("one by one, cap 4x mean", 1, round(4 / tick))):
+        runs = [run_gpu_simulation(GpuSettings(n_lanes, 1, B // group, k, n_steps, group,
+                                               Step(tick, 0.0), Linear(train_time, 0.0)),
+                                   lengths(cap), unchecked(scheduler.may_start),
+                                   unchecked(scheduler.take_batch)) for k in (0, 1, 2)]
+        rows.append(dict(variant=label, k=[0, 1, 2],
+                         gain=[r["throughput"] / runs[0]["throughput"] for r in runs],
+                         max_lag=[r["max_lag"] for r in runs]))
+    return dict(n_lanes=n_lanes, B=B, sigma=sigma, train_time=train_time, n_steps=n_steps,
+                rows=rows)

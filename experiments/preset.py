@@ -4,12 +4,13 @@ The computation is experiments/gpu_model.py's gpu_comparison (it shares the cost
 with --gpu-sweep): the perfect pipeline at the run's configuration (the bound), then each
 sourced or ASSUMED cost of the real pipeline, one at a time (the walk), against the
 published numbers. Here are the option, the printed section and the figure
-(rl_systems_gpu_model.png): a row per preset, on the left the waterfall (the bound, each
-cost of the walk, the prediction, and the residual up to the published hours, shaded),
-synchronous and asynchronous; on the right AReaL's Fig. 7 throughput over k (bound,
-predicted, published), verl's seconds per phase, or the hours.
+(rl_systems_preset.png): a row per preset, the synchronous and the asynchronous run in
+panels of their own (the bound, each cost of the walk up to the point prediction, the band
+shaded, the published hours a marker across the panel); on the right AReaL's Fig. 7
+throughput over k (bound, predicted, published), verl's seconds per phase, or the hours.
 """
 import grading
+from experiments.gpu_components import gpu_components
 from experiments.gpu_model import gpu_comparison
 from experiments.gpu_sources import PRESETS
 from experiments.plotting import placeholder
@@ -17,7 +18,7 @@ from experiments.printing import say
 
 KEY, LABEL, TASK, FLAG = "gpu_model", "GPU model", "2", "preset"  # and Task 1's bytes: a TODO
 # there names its own task
-SECONDS = 11.0  # per preset
+SECONDS = 25.0  # per preset (with the components and the band: 76-79 s for all three at load 8.5)
 
 
 def arguments(p):
@@ -36,25 +37,48 @@ def work(settings):
 
 
 def run(settings, results):
-    """{preset: its comparison}, for each preset asked for."""
-    return {name: gpu_comparison(grading.load("scheduler"), grading.load("memory"), name)
-            for name in names(settings)}
+    """{preset: its comparison}, for each preset asked for. The components (Fig. 2 and
+    Fig. 5 against the model, the same for every preset) go to results["gpu_components"],
+    beside the presets, and their table is printed here: show() sees the presets only."""
+    scheduler, memory = grading.load("scheduler"), grading.load("memory")
+    results["gpu_components"] = gpu_components(scheduler, memory)
+    show_components(results["gpu_components"])
+    return {name: gpu_comparison(scheduler, memory, name) for name in names(settings)}
 
 
 def show(runs):
-    for i, g in enumerate(runs.values()):
-        if i:
-            print()
+    for g in runs.values():
+        print()
         show_preset(g)
+    print()
+    print("Sources, once for every preset above (experiments/gpu_sources.py and "
+          "docs/gpu-model.md give each in full):")
+    lines = {}  # each cost's and configuration's source once, in order
+    for g in runs.values():
+        lines |= {f"{w['name']}: {w['source']}": None for w in g["walk"][1:]}
+        lines |= {f"{what}: {source}": None for what, source in g["notes"]}
+    for line in lines:
+        say(f"  {line}")
+
+
+def show_components(rows):
+    say("GPU model, components: generation throughput against AReaL v0.3's Fig. 2 and Fig. 5, "
+        "thousands of tokens/s (range: each unpublished setting at the other end of its range)")
+    print(f"  {'component':<42}{'predicted':>10}{'low':>9}{'high':>9}{'published':>10}"
+          f"{'ratio':>7}")
+    for r in rows:
+        print(f"  {r['name']:<42}{r['predicted'] / 1e3:>10.1f}{r['low'] / 1e3:>9.1f}"
+              f"{r['high'] / 1e3:>9.1f}{r['published'] / 1e3:>10.1f}{r['ratio']:>7.2f}")
 
 
 def show_preset(g):
     say(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}: a bound, "
-        "walked down")
+        "walked down, and the band its ranged costs give")
     say(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
         f"length {g['mean_len']:,.0f} (sigma {g['sigma']:.2f}), {g['slots']} responses per "
-        f"engine at most; {g['n_steps']} batches")
-    say(f"  set from a published number: {g['set_number']}")
+        f"engine at most; {g['n_steps']} batches; synchronous on {g['sync_gpus'][0]}:"
+        f"{g['sync_gpus'][1]}")
+    say(f"  fit set: {g['set_number']}")
     for row in g["set"]:  # GivenBack
         print(f"    given back: {row.what} {row.model:,.2f} against {row.target:,.2f} "
               f"({row.ratio:.3f})")
@@ -63,17 +87,21 @@ def show_preset(g):
     for w in g["walk"]:
         print(f"  {w['name']:<44}{w['sync_seconds']:>9.1f}{w['sync_hours']:>8.2f}"
               f"{w['seconds']:>9.1f}{w['hours']:>8.2f}")
-    print(f"  {'published':<44}{'':>9}{g['published']['sync_hours']:>8.2f}{'':>9}"
-          f"{g['published']['async_hours']:>8.2f}")
-    print(f"  {'held out':<40}{'bound':>9}{'predicted':>10}{'published':>10}{'ratio':>7}"
-          f"{'residual':>10}")
-    for row in g["held_out"]:  # HeldOut
-        b = "" if row.bound is None else f"{row.bound:.2f}"
-        note = f"  (= {row.same})" if row.same and row.same != "derived" else (
-            "  (derived)" if row.same else "")
-        print(f"  {row.what:<40}{b:>9}{row.predicted:>10.2f}{row.published:>10.2f}"
-              f"{row.ratio:>7.2f}{row.published - row.predicted:>+10.2f}{note}")
-    say(f"  the residual (published - predicted) is what the walk leaves unpriced; likeliest: "
+    for what, hours in g["sensitivity"].items():
+        print(f"  sensitivity: {what} {hours:.2f}")
+    bound = {row.what: row.bound for row in g["held_out"]}
+    print(f"  {'published number':<36}{'bound':>8}{'low':>9}{'point':>9}{'high':>9}"
+          f"{'published':>10}{'ratio':>7}  band")
+    for c in g["checks"]:
+        b = bound.get(c["name"])
+        width = c["high"] / c["low"]
+        inside = "inside" if c["low"] <= c["published"] <= c["high"] else "outside"
+        kind = f"{inside}, {width:.2f}x" if width <= 2 else f"unconstrained ({width:.1f}x)"
+        print(f"  {c['name']:<36}{'' if b is None else f'{b:.2f}':>8}{c['low']:>9.2f}"
+              f"{c['point']:>9.2f}{c['high']:>9.2f}{c['published']:>10.2f}"
+              f"{c['point'] / c['published']:>7.2f}  {kind}"
+              f"{'' if c['held_out'] else ', not held out'}")
+    say(f"  the residual (published - point) is what the walk leaves unpriced; likeliest: "
         f"{g['residual_causes']}")
     print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
           f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
@@ -81,31 +109,33 @@ def show_preset(g):
     a = g["asynchronous"]
     print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
           f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)")
-    print("  where each cost comes from (experiments/gpu_sources.py names the sources):")
-    for w in g["walk"][1:]:
-        say(f"    {w['name']}: {w['source']}")
-    print("  and the configuration:")
-    for what, source in g["notes"]:
-        say(f"    {what}: {source}")
 
 
 PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
 
 
 def draw(results, path):
-    """Save rl_systems_gpu_model.png: a row per preset."""
+    """Save rl_systems_preset.png (figure)."""
+    figure(results).savefig(path, pil_kwargs={"compress_level": 1})
+
+
+def figure(results):
+    """A row per preset, the synchronous and the asynchronous walk in panels of their own,
+    then the preset's published curve, phases or hours."""
     from matplotlib.figure import Figure
     runs = results["gpu_model"]
     rows = len(runs) if runs else 1
-    fig = Figure(figsize=(13, 4.2 * rows))
-    axes = fig.subplots(rows, 2, squeeze=False, gridspec_kw=dict(width_ratios=(1.2, 1)))
+    fig = Figure(figsize=(17, 4.6 * rows))
+    axes = fig.subplots(rows, 3, squeeze=False, gridspec_kw={"width_ratios": (1, 1, 1)})
     if not runs:
-        for ax, title in zip(axes[0], ("GPU model: the bound, walked down",
+        for ax, title in zip(axes[0], ("GPU model: the synchronous run, walked down",
+                                       "GPU model: the asynchronous run, walked down",
                                        "GPU model: predicted against published")):
             placeholder(ax, results["unavailable"][LABEL])
             ax.set_title(f"{title} (Tasks 1 and 2)", fontsize=10)
-    for (ax_walk, ax_right), g in zip(axes, (runs or {}).values()):
-        waterfall_panel(g, ax_walk)
+    for (ax_sync, ax_async, ax_right), g in zip(axes, (runs or {}).values()):
+        for ax, mode in ((ax_sync, WALKS[0]), (ax_async, WALKS[1])):
+            waterfall_panel(g, ax, mode)
         if g["published"]["curve"]:
             curve_panel(g, ax_right)
         elif g["scaling"]:
@@ -113,36 +143,37 @@ def draw(results, path):
         else:
             hours_panel(g, ax_right)
     fig.tight_layout()
-    fig.savefig(path, pil_kwargs={"compress_level": 1})
+    return fig
 
 
-WALKS = (("sync_hours", "sync_hours", "synchronous"), ("hours", "async_hours", "asynchronous"))
+# (the walk's hours key, the published hours key, the check's name, the mode, its colour)
+WALKS = (("sync_hours", "sync_hours", "synchronous hours", "sync", "tab:cyan"),
+         ("hours", "async_hours", "asynchronous hours", "async", PREDICTED))
 
 
-def waterfall_panel(g, ax):
-    """Hours from the bound through each cost (a bar for what it adds) to the prediction,
-    then the residual to the published hours shaded: synchronous above, asynchronous below."""
-    walk = g["walk"]
-    labels = ["bound"] + [w["name"] for w in walk[1:]] + ["residual"]
-    for row, (key, published_key, mode) in enumerate(WALKS):
-        dy = 0.2 if row == 0 else -0.2
-        values = [w[key] for w in walk]
-        y = [i + dy for i in range(len(labels))]
-        ax.barh(y[0], values[0], 0.38, color=PREDICTED if row else "tab:cyan",
-                label=f"{mode}: bound and costs")
-        for i in range(1, len(values)):
-            ax.barh(y[i], values[i] - values[i - 1], 0.38, left=values[i - 1],
-                    color=PREDICTED if row else "tab:cyan")
-        published = g["published"][published_key]
-        ax.barh(y[-1], published - values[-1], 0.38, left=values[-1], color="0.8",
-                hatch="//", edgecolor="0.5", label=f"{mode}: residual")
-        ax.plot([published, published], [y[-1] - 0.19, y[-1] + 0.19], color=PUBLISHED, lw=2,
-                label="published" if row else None)
+def waterfall_panel(g, ax, mode):
+    """One run's hours from the bound through each cost that applies to it (a bar for what
+    it adds) to the point prediction, its band (shaded) and the published hours (a marker
+    across the panel)."""
+    key, published_key, check, applies, colour = mode
+    walk = [w for w in g["walk"] if w["applies"] in ("both", applies)]
+    values = [w[key] for w in walk]
+    labels = ["bound"] + [w["name"] for w in walk[1:]]
+    ax.barh(0, values[0], 0.6, color=colour)
+    for i in range(1, len(values)):
+        ax.barh(i, values[i] - values[i - 1], 0.6, left=values[i - 1], color=colour)
+    band = next(c for c in g["checks"] if c["name"] == check)
+    ax.axvspan(band["low"], band["high"], color="0.85", zorder=0,
+               label=f"band {band['low']:.1f}-{band['high']:.1f} h")
+    published = g["published"][published_key]
+    ax.axvline(published, color=PUBLISHED, lw=3, label=f"published {published:.1f} h")
+    ax.plot([published], [len(values) - 1], "D", color=PUBLISHED, markersize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel(f"hours for {g['n_steps']} batches (cyan: synchronous, blue: asynchronous)")
-    ax.set_title(f"{g['preset']}: the bound walked down to the published hours", fontsize=10)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.set_xlim(0, 1.08 * max(published, band["high"], values[-1]))
+    ax.set_xlabel(f"hours for {g['n_steps']} batches")
+    ax.set_title(f"{g['preset']}, {check.split()[0]}: bound walked down", fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")  # the last row holds the published marker
 
 
 def curve_panel(g, ax):
@@ -175,7 +206,7 @@ def hours_panel(g, ax):
     ax.bar([i + 0.2 for i in x], published, 0.4, color=PUBLISHED, label="published")
     ax.set_xticks(list(x), labels)
     ax.set_ylabel(f"hours for {g['n_steps']} batches")
-    ax.set_title(f"{g['preset']}: hours, speedup {g['speedup']:.2f}x predicted, "
+    ax.set_title(f"{g['preset']}: hours\nspeedup {g['speedup']:.2f}x predicted, "
                  f"{g['published']['speedup']:.2f}x published", fontsize=10)
     ax.legend(fontsize=8)
 
@@ -202,9 +233,11 @@ def phase_panel(g, ax):
                        edgecolor="white", label="asynchronous step" if i == 3 and not hatch
                        else None)
     ax.set_xticks(range(len(g["scaling"])),
-                  [f"{r['gpus']}\n{r['mode']}" for r in g["scaling"]], fontsize=8)
+                  [f"{r['gpus']}\n{'coloc.' if r['mode'] == 'colocated' else r['mode']}"
+                   for r in g["scaling"]], fontsize=8)
+    ax.set_xlabel("GPUs, and colocated (coloc.) or generating:training")
     ax.set_ylabel("seconds per step")
-    ax.set_title(f"{g['preset']}: per phase, model (plain) beside README (hatched)",
+    ax.set_title(f"{g['preset']}: per phase\nmodel (plain) beside README (hatched)",
                  fontsize=10)
     ax.legend(fontsize=7, ncol=2)
 

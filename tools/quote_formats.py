@@ -18,21 +18,44 @@ def hour_ratios(g):
 
 
 def held_out_within(g, name, low, high, words=None):
-    """How many of preset `name`'s held-out ratios lie in [low, high] (those whose label
-    contains one of `words`, if given; derived rows, the speedups, left out)."""
-    rows = [r for r in g[name]["held_out"] if r[5] != "derived"
-            and (words is None or any(w in r[0] for w in words))]
+    """How many of preset `name`'s held-out ratios (predicted / published) lie in
+    [low, high] (those whose label contains one of `words`, if given)."""
+    rows = [r for r in g[name]["held_out"] if words is None or any(w in r[0] for w in words)]
     return str(sum(low <= r[3] <= high for r in rows))
 
 
-def held_out_row(r):
-    """A row of a preset's held-out list as docs/gpu-model.md's table prints it after the
-    preset's name: "what (note) | bound | predicted | published | ratio", the bound blank
-    where it was not run, the note naming the row it is the same measurement as."""
-    what, predicted, published, ratio, bound, same = r
-    note = "" if not same else " (derived)" if same == "derived" else f" (= {same})"
-    b = "" if bound is None else f"{bound:.2f}"
-    return f"{what}{note} | {b} | {predicted:.2f} | {published:.2f} | {ratio:.2f}"
+def verdict(c):
+    """A check's band as docs/gpu-model.md names it: "inside" or "outside" where the band
+    is no wider than 2x (a check), "unconstrained" where it is wider."""
+    if c["high"] > 2 * c["low"]:
+        return f"unconstrained ({c['high'] / c['low']:.1f}×)"
+    inside = c["low"] <= c["published"] <= c["high"]
+    return f"{'inside' if inside else 'outside'} ({c['high'] / c['low']:.2f}×)"
+
+
+def check_row(c):
+    """A preset's check as docs/gpu-model.md's band tables print it after its name:
+    "low | point | high | published | point / published | verdict | held out"."""
+    return (f"{c['low']:.2f} | {c['point']:.2f} | {c['high']:.2f} | {c['published']:.2f} | "
+            f"{c['point'] / c['published']:.2f} | {verdict(c)} | "
+            f"{'yes' if c['held_out'] else 'no'}")
+
+
+def checks_held_out(g, name, inside=None):
+    """How many of preset `name`'s held-out checks there are (inside=None), or how many
+    are checks (band <= 2x) with the published number inside (True) or outside (False)."""
+    rows = [c for c in g[name]["checks"] if c["held_out"]]
+    if inside is None:
+        return str(len(rows))
+    return str(sum(c["high"] <= 2 * c["low"] and (c["low"] <= c["published"] <= c["high"])
+                   == inside for c in rows))
+
+
+def component_row(r):
+    """A component as docs/gpu-model.md prints it after its name, thousands of tokens/s:
+    "predicted | low-high | published | ratio"."""
+    return (f"{r['predicted'] / 1e3:.0f} | {r['low'] / 1e3:.0f}–{r['high'] / 1e3:.0f} | "
+            f"{r['published'] / 1e3:.0f} | {r['ratio']:.2f}")
 
 
 # ---- docs/staleness.md: the one-step tables (snapshots staleness*)
