@@ -5,13 +5,11 @@ bottleneck (what asynchrony buys in throughput), and 64 lanes, more than B, wher
 trainer is, so k = 2, 4 and 8 run at one throughput and k sets only the lag (what one
 more version of staleness costs, and which correction buys it back). The trainer is
 training.py; here the experiment simulates each setting, trains the toy on its traces
-with each of Task 3's schemes until J reaches the target, prints the tables and draws
-rl_systems_learning_curves.png: one row per set-up and engine mismatch; left three panels,
-one per scheme, the fraction of seeds at the target against simulated time, at the
-headline step (equal movement per update), one line per setting (k), each with a dot at
-its mean time, the number the table prints; right panel the mean time to the target
-against k, +- 2 standard errors, at equal movement per update, at the common step and
-(with --step-grid) at each cell's best step.
+with each of Task 3's schemes until J reaches the target, prints one headline table per
+set-up (the rest with --learning-detail) and draws rl_systems_learning_curves.png: one panel
+per set-up and engine mismatch, the mean time to the target against k, +- 2 standard
+errors, per scheme, at equal movement per update, at the common step and (with
+--step-grid) at each cell's best step; k = 1 dropping stale as stars beside k = 1.
 """
 from dataclasses import replace
 from typing import NamedTuple
