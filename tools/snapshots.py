@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "tools" / "snapshots"
 RTOL, ATOL = 1e-6, 1e-9
 sys.path.insert(0, str(ROOT))
-from tools import quote_formats  # noqa: E402  (the functions an "= expression" may call)
+from tools import quote_formats  # the functions an "= expression" may call
 
 
 def compiled(fmt, where):
