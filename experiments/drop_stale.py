@@ -1,23 +1,28 @@
 """--drop-stale (Task 2): k = 1 dropping stale responses: how many, how long, what it buys."""
+import argparse
+from pathlib import Path
+from typing import Any
+
 import grading
 from experiments.plotting import extra_figure
+from experiments.settings import Settings
 
 KEY, LABEL, TASK, FLAG = "drop_stale", "Drop stale", "2", "drop_stale"
 SECONDS = 0.4
 LONG = 4  # a response "long" if over 4x the mean length (which is 1)
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drop-stale", action="store_true",
                    help="also run k = 1 dropping stale responses: how many, how long they were "
                         "(a PNG of its own)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return drop_stale_analysis(grading.load("scheduler"), **settings.simulation.simulate())
 
 
@@ -38,7 +43,7 @@ def drop_stale_analysis(scheduler, n_lanes, B, k=1, n_steps=200, train_time=1.0,
                 long_share_trained=sum(x > LONG for x in trained) / len(trained))
 
 
-def show(d):
+def show(d: dict[str, Any]) -> None:
     print(f"Drop stale (k = {d['k']}): {d['n_dropped']} of {d['n_started']} responses dropped, "
           f"{d['wasted_frac']:.1%} of generation time wasted")
     print(f"  mean length: dropped {d['mean_length_dropped']:.2f}, trained "
@@ -51,7 +56,7 @@ def show(d):
           f"{d['max_lag_keeping_stale']} keeping them")
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --drop-stale figure: what dropping costs, which responses go, what it buys."""
     fig, (ax_time, ax_length, ax_lag), d = extra_figure(
         results, KEY, LABEL, TASK, ["Generation time: trained or wasted",

@@ -1,12 +1,15 @@
 """--equal-hardware (Tasks 2 and 1): synchronous against asynchronous RL on the same GPUs."""
+import argparse
 import math
-
+from pathlib import Path
+from typing import Any
 
 import grading
 from experiments.model_shapes import ROUND_7B
 from experiments.options import bounded
-from experiments.printing import say
 from experiments.plotting import placeholder
+from experiments.printing import say
+from experiments.settings import Settings
 from lab import GPU_GB
 
 KEY, LABEL, TASK, FLAG = "equal_hardware", "Equal hardware", "2", "equal_hardware"
@@ -14,7 +17,7 @@ SECONDS = 1.6
 GPUS = 16  # --gpus's default
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--equal-hardware", action="store_true",
                    help="also compare sync and async RL on the same GPUs (with --gpus, "
                         "--lanes-per-gpu, --train-work)")
@@ -27,13 +30,13 @@ def arguments(p):
                         "(default: --gpus x --train-time)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     """A simulation per split of the GPUs, of more lanes."""
     mine = settings.options
     return settings.simulation.work() * max(1.0, mine.gpus / GPUS) * mine.lanes_per_gpu
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     mine, simulation = settings.options, settings.simulation
     train_work = mine.gpus * simulation.train_time if mine.train_work is None else mine.train_work
     return equal_hardware(grading.load("scheduler"), grading.load("memory"), simulation,
@@ -89,7 +92,7 @@ def trainer_gpus_needed(memory):
         return 1, f"Task 1 does not work yet ({type(error).__name__}), so no split was excluded"
 
 
-def show(e):
+def show(e: dict[str, Any]) -> None:
     G = e["gpus"]
     say(f"Equal hardware: {G} GPUs, {e['lanes_per_gpu']} lane(s) per generating GPU, one update "
           f"= {e['train_work']:g} GPU-time units, B = {e['B']}, {e['n_steps']} steps")
@@ -109,7 +112,7 @@ def show(e):
               "on the same GPUs")
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --equal-hardware figure: throughput of each async split vs the sync run."""
     from matplotlib.figure import Figure
     fig = Figure(figsize=(7, 4.5))

@@ -13,8 +13,11 @@ Its spread and its true gradient both grow with T, so the relative error of an e
 measures the weighting scheme, not a reward that fades away. Exact where the responses can
 be listed (T <= 6), Monte Carlo with a fixed seed beyond.
 """
+import argparse
 import itertools
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,12 +25,26 @@ import grading
 from experiments.options import bounded
 from experiments.part3c_masking import masked_functions
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks, placeholder
-from experiments.settings import DEFAULT_TOY
+from experiments.settings import DEFAULT_TOY, Settings
 from lab import SCHEME_TABLE, SCHEMES
 from lab.input_checks import at_least, at_most, one_of, whole_at_least
-from toy import (BLOCK, D, NOISES, PAIR_GRADS, PERTURBATIONS, SEQUENCES, START, THETA, V,
-                 block_diagonal, cosine, estimates_by_pair, pair_sums, sample_responses,
-                 token_probs)
+from toy import (
+    BLOCK,
+    NOISES,
+    PAIR_GRADS,
+    PERTURBATIONS,
+    SEQUENCES,
+    START,
+    THETA,
+    D,
+    V,
+    block_diagonal,
+    cosine,
+    estimates_by_pair,
+    pair_sums,
+    sample_responses,
+    token_probs,
+)
 
 KEY, LABEL, TASK, FLAG = "length_sweep", "Length sweep", "3", "length_sweep"
 SECONDS = 11.0
@@ -50,7 +67,7 @@ ESS_BATCHES = 1024   # batches drawn for the ESS where the responses are listed 
 KL_MISMATCH = 4.0  # the KL grows with the mismatch scale from 0 up to here (both noises),
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--length-sweep", action="store_true",
                    help=f"measure every scheme (error, cosine, ESS of its weights) at the "
                         f"response lengths T with T x KL = {LENGTH_BUDGETS[0]:g} .. "
@@ -61,12 +78,12 @@ def arguments(p):
                         "(nats; the mismatch scale that gives it is found exactly)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     """Sampled batches of batch_size responses."""
     return max(1.0, settings.toy.batch_size / DEFAULT_TOY.batch_size)
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     t = settings.toy
     return length_sweep(grading.load("tis"), settings.options.length_kl, t.batch_size, t.C,
                         t.noise)
@@ -423,7 +440,7 @@ PAIR_BLOCK = block_diagonal(np.broadcast_to(PAIR_GRADS, (BLOCK, D, D)))  # built
 # ---------------------------------------------------------------- printed
 
 
-def show(s):
+def show(s: dict[str, Any]) -> None:
     print(f"Length sweep: batch of {s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: "
           "count of token 0, centred")
     if s["masked_skipped"]:
@@ -510,7 +527,7 @@ LENGTH_PANELS = (("ess", SEQUENCE_LEVEL, "Sequence-level weights: ESS of a batch
                  ("cosine", TOKEN_LEVEL, "Token-level: cosine of the mean estimate"))
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --length-sweep figure: one row per KL level (a level of KL 0 has no place on a
     T x KL axis: it is printed only), the panels of LENGTH_PANELS against T x KL."""
     from matplotlib.figure import Figure

@@ -5,6 +5,9 @@ experiment (Task 3c's masked schemes on it, once done). A part whose task is not
 implemented yet is drawn as a labelled placeholder panel.
 """
 
+from pathlib import Path
+from typing import Any
+
 from experiments import part1_memory, part2_scheduling, part3_mismatch
 from experiments.plotting import placeholder
 
@@ -16,7 +19,7 @@ TITLES = {"memory": ["Model state of a 7B model"],
                        "Bigger batches cut noise, not bias"]}
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the 2 x 4 figure for `results` (the dict run.py writes as JSON) to `path`."""
     # 90 dpi: the saved figure costs half as much and reads the same on a screen.
     figure(results).savefig(path, dpi=90, pil_kwargs={"compress_level": 1})  # fast, bigger

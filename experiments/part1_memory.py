@@ -3,11 +3,14 @@
 The smallest experiment, and the pattern of every other: its settings, its computation
 from the student's module, its table, its line in short, its panel of rl_systems.png.
 """
+import argparse
 import math
+from typing import Any
 
 import grading
 from experiments.model_shapes import MODELS, ROUND_7B
 from experiments.options import bounded
+from experiments.settings import Settings
 from lab import GPU_GB
 
 KEY, LABEL, TASK, FLAG = "memory", "Part 1", "1", None
@@ -15,16 +18,16 @@ SECONDS = 0.01
 MAX_TOKENS = 16_384  # tokens of one response when Part 1 counts the lanes of a GPU
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=bounded(int, 1, 1_048_576), default=MAX_TOKENS,
                    help="tokens per response when Part 1 counts the lanes of one GPU")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return 1.0
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     memory = grading.load("memory")
     # Task 1a and 1b first, so that a TODO is named in task order (the table calls 1c first)
     memory.model_state_bytes(0), memory.kv_cache_bytes(1, 1, 1, 1)
@@ -77,7 +80,7 @@ def lanes_per_gpu(kv_cache_bytes, model, max_tokens):
     return math.floor(free / per_response)
 
 
-def show(m):
+def show(m: dict[str, Any]) -> None:
     print("Part 1: model state (weights, gradients, optimizer), GB = 10^9 bytes; LoRA rank 16")
     print(f"  {'model':<23}{'params':>8}{'KV/token':>10}{'PPO':>9}{'GRPO':>9}"
           f"{'GRPO+LoRA':>11}{'PPO GPUs':>10}{'lanes/GPU':>14}")
@@ -102,7 +105,7 @@ def lanes_text(row, max_tokens):
     return text + ("*" if row["context"] < max_tokens else " ")
 
 
-def short(m):
+def short(m: dict[str, Any]) -> str:
     """Part 1 in a line (run.py with an experiment flag), as are the three below."""
     return (f"Part 1: model state of the lab's 7B: PPO {m['ppo_7b_gb']:.0f} GB, GRPO "
             f"{m['grpo_7b_gb']:.0f} GB, GRPO + LoRA {m['grpo_lora_7b_gb']:.1f} GB")

@@ -3,26 +3,28 @@
 Its simulations use the Simulation settings (experiments/settings.py: --lanes, -B, --steps,
 --train-time, --sigma), as every experiment that runs Task 2's scheduler does.
 """
+import argparse
 from collections import Counter
-
+from typing import Any
 
 import grading
 from experiments.plotting import label_ends, log_ticks
+from experiments.settings import Settings
 
 KEY, LABEL, TASK, FLAG = "scheduling", "Part 2", "2", None
 SECONDS = 0.8
 KS = (0, 1, 2, 3, 4, 6, 8)
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     pass  # its options are the Simulation family's (experiments/settings.py)
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     scheduler = grading.load("scheduler")
     scheduler.may_start(0, 0, 0, 0, 1)  # Task 2a first: a TODO is named in task order
     return scheduling_sweep(scheduler, **settings.simulation.simulate())
@@ -52,7 +54,7 @@ def lag_counts(trace):
     return [counts[lag] for lag in range(max(counts) + 1)]
 
 
-def show(s):
+def show(s: dict[str, Any]) -> None:
     print(f"Part 2: {s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, "
           f"train_time = {s['train_time']}, {s['n_steps']} steps")
     print(f"  {'k':>3}{'throughput':>12}{'gain':>8}{'lanes busy':>12}{'mean lag':>10}"
@@ -65,7 +67,7 @@ def show(s):
           "(see --drop-stale)")
 
 
-def short(s):
+def short(s: dict[str, Any]) -> str:
     k1 = s["k"].index(1) if 1 in s["k"] else -1
     return (f"Part 2: k = {s['k'][k1]} gives {s['throughput_gain'][k1]:.2f}x the throughput of "
             f"k = 0 (lanes busy {s['utilization'][0]:.0%} -> {s['utilization'][k1]:.0%}); "

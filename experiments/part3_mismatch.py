@@ -3,9 +3,13 @@
 It and every experiment that runs Task 3's estimators use the Toy settings
 (experiments/settings.py: --noise, --C, --batch-size).
 """
+import argparse
+from typing import Any
+
 import grading
 import toy
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks
+from experiments.settings import Settings
 from lab import SCHEMES, STORY
 
 KEY, LABEL, TASK, FLAG = "mismatch", "Part 3", "3", None
@@ -15,15 +19,15 @@ LARGE_MISMATCH = 0.6
 BATCH_SIZES = (1, 4, 16, 64, 256)
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     pass  # its options are the Toy family's (experiments/settings.py)
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return 1.0
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     t = settings.toy
     return mismatch_sweep(grading.load("tis"), t.C, t.batch_size, t.noise)
 
@@ -53,7 +57,7 @@ def exact_stats(tis, scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
                            batch_size, noise)
 
 
-def show(m):
+def show(m: dict[str, Any]) -> None:
     print(f"Part 3: RMSE of the gradient estimate (batch of {m['batch_size']}, C = {m['C']}, "
           f"{m['noise']} noise)")
     print(f"  {'mismatch':>8}" + "".join(f"{s:>11}" for s in SCHEMES))
@@ -61,7 +65,7 @@ def show(m):
         print(f"  {x:>8.1f}" + "".join(f"{m['schemes'][s]['rmse'][i]:>11.4f}" for s in SCHEMES))
 
 
-def short(m):
+def short(m: dict[str, Any]) -> str:
     at = m["mismatch"].index(LARGE_MISMATCH)
     return (f"Part 3 (RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
         f"{scheme} {m['schemes'][scheme]['rmse'][at]:.3f}" for scheme in SCHEMES))

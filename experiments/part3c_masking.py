@@ -2,24 +2,28 @@
 
 Drawn on Part 3's panels of rl_systems.png, faint and dashed, once Task 3c is done.
 """
+import argparse
+from typing import Any
+
 import grading
 import toy
 from experiments.part3_mismatch import LARGE_MISMATCH, MISMATCHES
+from experiments.settings import Settings
 from lab import MASKED
 
 KEY, LABEL, TASK, FLAG = "masking", "Masking", "3c", None
 SECONDS = 0.9
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     pass
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return 1.0
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return masked_sweep(grading.load("tis"), settings.toy.batch_size, settings.toy.noise)
 
 
@@ -48,14 +52,14 @@ def masked_sweep(tis, batch_size=64, noise="student_t", low=0.5, high=2.0):
                 high=high, schemes=schemes)
 
 
-def show(m):
+def show(m: dict[str, Any]) -> None:
     print(f"Part 3 with masking (Task 3c): RMSE, band [{m['low']}, {m['high']}], same settings")
     print(f"  {'mismatch':>8}" + "".join(f"{s:>11}" for s in m["schemes"]))
     for i, x in enumerate(m["mismatch"]):
         print(f"  {x:>8.1f}" + "".join(f"{v['rmse'][i]:>11.4f}" for v in m["schemes"].values()))
 
 
-def short(m):
+def short(m: dict[str, Any]) -> str:
     at = m["mismatch"].index(LARGE_MISMATCH)
     return (f"Masking (Task 3c, RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
         f"{scheme} {stats['rmse'][at]:.3f}" for scheme, stats in m["schemes"].items()))

@@ -3,16 +3,19 @@
 The maths of a policy that moves under lag is staleness_maths.py; here the experiment
 runs Task 2's simulate at each k, prices every row with it, prints and draws it.
 """
+import argparse
 import math
-
+from pathlib import Path
+from typing import Any
 
 import grading
 import toy
 from experiments import staleness_maths
 from experiments.options import bounded
-from experiments.printing import row_name, say
-from experiments.staleness_maths import TARGET_KL
 from experiments.plotting import COLORS, placeholder
+from experiments.printing import row_name, say
+from experiments.settings import Settings
+from experiments.staleness_maths import TARGET_KL
 from lab import SCHEME, STORY
 
 KEY, LABEL, TASK, FLAG = "staleness", "Staleness", "3", "staleness"
@@ -22,7 +25,7 @@ STALENESS_KS = (0, 1, 2, 4, 8)  # the staleness table's k, then k = 1 with drop_
 STALENESS_SCHEMES = STORY  # the schemes of the README's story (lab's SCHEME_TABLE)
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--staleness", action="store_true",
                    help="also price Part 2's lag with Part 3's tools: the error of the gradient "
                         "and the gain per time unit at each k (a PNG of its own)")
@@ -32,11 +35,11 @@ def arguments(p):
                    help="Part 3's engine mismatch on top of the lag, for --staleness")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     mine = settings.options
     return staleness_sweep(grading.load("scheduler"), grading.load("tis"), settings.simulation,
                            settings.toy, kl=mine.staleness_kl, mismatch=mine.staleness_mismatch)
@@ -93,7 +96,7 @@ def staleness_sweep(scheduler, tis, simulation, toy_settings, ks=STALENESS_KS, k
                 n_batches=n_batches, rows=rows, best=best)
 
 
-def show(s):
+def show(s: dict[str, Any]) -> None:
     say(f"Staleness: what each k's lag costs the gradient ({s['n_lanes']} lanes, B = {s['B']}, "
           f"sigma = {s['sigma']}, {s['n_steps']} steps; engine mismatch {s['mismatch']}, "
           f"C = {s['C']})")
@@ -137,7 +140,7 @@ def show(s):
         f"{names[n]} at k = {row_name(s['rows'][i])}" for n, i in s["best"].items()))
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --staleness figure: the batch estimate's RMSE, the expected gain of J per
     time unit, and that gain as a ratio to the synchronous run's, against k, for each
     weighting scheme; k = 1 with drop_stale as stars."""

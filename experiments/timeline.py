@@ -1,24 +1,29 @@
 """--timeline (Task 2): what every lane did over time, at k = 0 and k = 1."""
 
+import argparse
+from pathlib import Path
+from typing import Any
+
 import grading
-from experiments.printing import say
 from experiments.plotting import placeholder
+from experiments.printing import say
+from experiments.settings import Settings
 from scheduler_core import assign_lanes
 
 KEY, LABEL, TASK, FLAG = "timeline", "Timeline", "2", "timeline"
 SECONDS = 0.2
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     # with --drop-stale the lanes drop stale responses too: its experiment comes earlier in
     # REGISTRY, and run.py gives an experiment asked for its key in results before it runs
     return timeline(grading.load("scheduler"), settings.simulation,
@@ -49,13 +54,13 @@ def timeline(scheduler, simulation, drop_stale=False, ks=(0, 1), n_updates=4):
                 n_updates=n_updates, window=window, runs=panels)
 
 
-def show(t):
+def show(t: dict[str, Any]) -> None:
     busy = ", ".join(f"{r['busy']:.0%} at k = {r['k']}" for r in t["runs"])
     say(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
           f"{t['n_updates']} updates), lanes busy {busy}")
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --timeline figure: one row per lane, one bar per response, the trainer below."""
     import matplotlib
     from matplotlib.figure import Figure
