@@ -174,7 +174,7 @@ def bracket(c, values, stderrs, T_kl, level):
     errors from `level`, so the crossing is between them beyond the sampling noise (an exact
     value has error 0). Example: values 9 +- 1, 5 +- 2 at T x KL 1, 2, level 6.4 -> at 2,
     after 1, resolved False (5 + 2 x 2 > 6.4)."""
-    ends = {}
+    ends: dict[str, Any] = {}
     for end in ("at", "after"):
         i = T_kl.index(c[end]) if c[end] is not None else None
         ends[f"value_{end}"] = None if i is None else values[i]

@@ -4,12 +4,16 @@ Top row: the memory bill and the scheduling experiment. Bottom row: the mismatch
 experiment (Task 3c's masked schemes on it, once done). A part whose task is not
 implemented yet is drawn as a labelled placeholder panel.
 """
-
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from experiments import part1_memory, part2_scheduling, part3_mismatch
 from experiments.plotting import placeholder
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 # Panel titles, left to right, per part (also on a part's placeholder panels).
 TITLES = {"memory": ["Model state of a 7B model"],
@@ -40,9 +44,10 @@ def figure(results):
     fig.subplots_adjust(left=0.045, right=0.99, bottom=0.75 / height, top=1 - 0.75 / height,
                         wspace=0.3, hspace=0.42)
     top, bottom = axes[:2]
-    parts = [(part1_memory, [top[0]], part1_memory.panel),
-             (part2_scheduling, top[1:], part2_scheduling.panels),
-             (part3_mismatch, bottom, part3_mismatch.panels)]
+    parts: list[tuple[ModuleType, list[Axes], Callable[..., None]]] = [
+        (part1_memory, [top[0]], part1_memory.panel),
+        (part2_scheduling, top[1:], part2_scheduling.panels),
+        (part3_mismatch, bottom, part3_mismatch.panels)]
     for part, panels, draw_part in parts:
         if results[part.KEY] is None:
             for ax in panels:

@@ -79,7 +79,7 @@ def panels(s, ax_gain, ax_lag, ax_tail):
     # Throughput and lanes busy rise together (the lanes are the work), so one panel
     # shows both: the line is the throughput, the numbers on it the lanes busy.
     ax_gain.plot(s["k"], s["throughput_gain"], "o-", color="tab:purple")
-    shown = []
+    shown: list[str] = []
     for k, gain, busy in zip(s["k"], s["throughput_gain"], s["utilization"]):
         if not shown or f"{busy:.0%}" != shown[-1]:  # a repeat would say nothing new
             shown.append(f"{busy:.0%}")

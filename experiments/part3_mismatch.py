@@ -4,13 +4,17 @@ It and every experiment that runs Task 3's estimators use the Toy settings
 (experiments/settings.py: --noise, --C, --batch-size).
 """
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grading
 import toy
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks
 from experiments.settings import Settings
 from lab import SCHEMES, STORY
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
 
 KEY, LABEL, TASK, FLAG = "mismatch", "Part 3", "3", None
 SECONDS = 1.3
@@ -35,18 +39,18 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
 def mismatch_sweep(tis, C=2.0, batch_size=64, noise="student_t"):
     """Exact bias, variance and RMSE of the five estimators against the mismatch,
     and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""
-    schemes = {}
+    schemes: dict[str, dict[str, list[float]]] = {}
     for scheme in SCHEMES:
         stats = [exact_stats(tis, scheme, m, C, batch_size, noise) for m in MISMATCHES]
         schemes[scheme] = {key: [s[key] for s in stats] for key in ("bias", "variance", "rmse")}
     # Other batch sizes need no new run: the bias does not depend on the batch size, and
     # the variance is the one-response variance / batch size (toy.exact_stats).
     at = MISMATCHES.index(LARGE_MISMATCH)
-    by_batch_size = dict(mismatch=LARGE_MISMATCH, batch_size=list(BATCH_SIZES))
-    for scheme, stats in schemes.items():
+    by_batch_size: dict[str, Any] = dict(mismatch=LARGE_MISMATCH, batch_size=list(BATCH_SIZES))
+    for scheme, columns in schemes.items():
         by_batch_size[scheme] = dict(
-            bias=[stats["bias"][at]] * len(BATCH_SIZES),
-            variance=[stats["variance"][at] * batch_size / n for n in BATCH_SIZES])
+            bias=[columns["bias"][at]] * len(BATCH_SIZES),
+            variance=[columns["variance"][at] * batch_size / n for n in BATCH_SIZES])
     return dict(mismatch=list(MISMATCHES), batch_size=batch_size, C=C, noise=noise,
                 schemes=schemes, by_batch_size=by_batch_size)
 
@@ -77,7 +81,7 @@ def panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
     faint and dashed."""
     setup = f"batch of {m['batch_size']}, C = {m['C']}, {m['noise']} noise"
     schemes = m["schemes"] | (masking["schemes"] if masking else {})
-    lines = {ax_bias: [], ax_std: [], ax_rmse: []}
+    lines: dict[Axes, list[Line2D]] = {ax_bias: [], ax_std: [], ax_rmse: []}
     for scheme, stats in schemes.items():
         story = scheme in STORY
         style = dict(color=COLORS[scheme], label=LABELS[scheme].split(" (")[0],
@@ -104,20 +108,21 @@ def panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
             log_ticks(ax.yaxis)
 
     by = m["by_batch_size"]
-    lines = []
+    batch_lines: list[Line2D] = []
     for scheme in ("none", "seq_tis"):
         name = LABELS[scheme].split(" (")[0]
-        lines += ax_batch.plot(by["batch_size"], by[scheme]["bias"], "o-", color=COLORS[scheme],
-                               label=f"{name}: bias", linewidth=2.4)
-        lines += ax_batch.plot(by["batch_size"], [v**0.5 for v in by[scheme]["variance"]], "s--",
-                               color=COLORS[scheme], label=f"{name}: std", linewidth=2.4)
+        batch_lines += ax_batch.plot(by["batch_size"], by[scheme]["bias"], "o-",
+                                     color=COLORS[scheme], label=f"{name}: bias", linewidth=2.4)
+        batch_lines += ax_batch.plot(by["batch_size"], [v**0.5 for v in by[scheme]["variance"]],
+                                     "s--", color=COLORS[scheme], label=f"{name}: std",
+                                     linewidth=2.4)
     ax_batch.set_xscale("log", base=2)
     ax_batch.set_yscale("log")
     ax_batch.set_xticks(by["batch_size"], [str(n) for n in by["batch_size"]])
     ax_batch.set_xlabel(f"batch size (responses)\nmismatch {by['mismatch']}, "
                         f"C = {m['C']}, {m['noise']} noise")
     ax_batch.set_ylabel("bias or standard deviation")
-    label_ends(ax_batch, lines)
+    label_ends(ax_batch, batch_lines)
     log_ticks(ax_batch.yaxis)
 
 

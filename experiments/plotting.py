@@ -68,7 +68,7 @@ def spread(ys, gap, low, high):
     """Positions near ys (any order), at least `gap` apart, kept within [low, high] where
     there is room. Example: spread([0.5, 0.52], 0.1, 0, 1) = [0.5, 0.6]."""
     order = sorted(range(len(ys)), key=ys.__getitem__)
-    placed = []
+    placed: list[float] = []
     for i in order:  # upwards: each at least a gap above the one below
         placed.append(max(min(max(ys[i], low), high), placed[-1] + gap if placed else low))
     for j in range(len(placed) - 1, -1, -1):  # downwards: back under the top

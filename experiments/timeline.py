@@ -65,7 +65,7 @@ def draw(results: dict[str, Any], path: Path) -> None:
     import matplotlib
     from matplotlib.figure import Figure
     t = results["timeline"]
-    runs = t["runs"] if t else [None, None]
+    runs: list[Any] = t["runs"] if t else [None, None]
     fig = Figure(figsize=(15, 5.2 * len(runs)))
     axes = fig.subplots(len(runs), 1, sharex=True)
     fig.subplots_adjust(left=0.06, right=0.85, top=0.95, bottom=0.07, hspace=0.17)

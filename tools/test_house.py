@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("lab", "cores", "grading", "experiments", "run", "tools")  # bottom to top
 CORES = ("memory", "scheduler", "tis", "scheduler_core", "toy", "gpu_core", "solutions")
 GRADED_TESTS = ("test_rl_systems.py",)
-MAX_LINES = 600  # a module longer than this holds more than one idea (tests excepted)
+# A module longer than this holds more than one idea (tests excepted). ruff format lays a long
+# call out one argument a line: 800 lines so formatted are about 600 of the older, denser layout.
+MAX_LINES = 800
 
 
 def room(name):
