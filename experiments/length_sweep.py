@@ -327,8 +327,8 @@ def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, nois
     of the rmse. The ESS is a mean over sampled batches at every T, with its standard
     error: the n_batches, or at T <= 6 ESS_BATCHES drawn from the listed responses (the
     mean of a ratio over 4,096**batch_size batches cannot be listed; 32 batches of
-    heavy-tailed weights can miss by 3 standard errors). Returns dict(method="exact" or "monte_carlo",
-    schemes={scheme: {...}}).
+    heavy-tailed weights can miss by 3 standard errors). Returns
+    dict(method="exact" or "monte_carlo", schemes={scheme: {...}}).
     """
     at_least("mismatch", mismatch, 0)
     whole_at_least("T", T, 1)

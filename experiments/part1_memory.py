@@ -85,7 +85,8 @@ def show(m: dict[str, Any]) -> None:
     print(f"  {'model':<23}{'params':>8}{'KV/token':>10}{'PPO':>9}{'GRPO':>9}"
           f"{'GRPO+LoRA':>11}{'PPO GPUs':>10}{'lanes/GPU':>14}")
     for r in m["models"]:
-        print(f"  {r['model']:<23}{r['params'] / 1e9:>7.2f}B{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
+        print(f"  {r['model']:<23}{r['params'] / 1e9:>7.2f}B"
+              f"{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
               f"{r['ppo_gb']:>9.1f}{r['grpo_gb']:>9.1f}{r['grpo_lora_gb']:>11.1f}"
               f"{r['gpus_for_ppo']:>10}{lanes_text(r, m['max_tokens']):>14}")
     print(f"  KV cache on top: 64 responses x 16k tokens on the 7B = {m['kv_64x16k_gb']:.1f} GB")

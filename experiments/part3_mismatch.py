@@ -4,6 +4,7 @@ It and every experiment that runs Task 3's estimators use the Toy settings
 (experiments/settings.py: --noise, --C, --batch-size).
 """
 import argparse
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import grading
@@ -131,7 +132,7 @@ def mask_step_note(ax, mismatch, masking):
     reference): the toy has 20 (previous token, token) pairs, and all tokens of a pair
     leave the band together, so its bias is a staircase, not a defect of the sweep."""
     bias = masking["schemes"]["token_mask"]["bias"]
-    steps = [b - a for a, b in zip(bias, bias[1:])]
+    steps = [b - a for a, b in pairwise(bias)]
     i = max(range(len(steps)), key=steps.__getitem__)
     if steps[i] < 0.05:  # no big step: nothing to explain
         return

@@ -43,7 +43,7 @@ def label_ends(ax, lines, fontsize=8.5):
     gap = 1.5 * fontsize / height_pt  # a line of text and a little air, as a share of the panel
     heights = spread([end[1] for _, end in ends], gap, low=gap / 2, high=1 - gap / 2)
     x_text = max(end[0] for _, end in ends) + 16 / width_pt
-    for (line, end), y in zip(ends, heights):
+    for (line, _end), y in zip(ends, heights):
         ax.text(x_text + 2 / width_pt, y, line.get_label(), transform=ax.transAxes,
                 va="center", fontsize=fontsize, color=line.get_color(), alpha=line.get_alpha(),
                 fontweight="bold" if line.get_linewidth() > 2 else "normal")

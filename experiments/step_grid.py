@@ -81,7 +81,7 @@ def step_grid(scheduler, tis, simulation, toy_settings, lanes=(TRAINER_LANES,)):
             runs[scale] = out.pick(i)
         return [runs[scale].time.mean(axis=-1).ravel() for scale in new]
 
-    grid, means, best = training.best_step(evaluate, scales)
+    grid, _means, best = training.best_step(evaluate, scales)
     best = best.reshape(runs[grid[0]].time.shape[:-1])
     cells = []
     for m, mismatch in enumerate(mismatches):

@@ -105,7 +105,8 @@ class Case(NamedTuple):
     ok: Callable         # ok(score, scores so far) -> True if the score is right
     plain: bool = False  # also show a plain local `pytest --gradescope` run's score
     deep: int = 0        # a folder this many levels deep beside the task files
-    env: dict = {}       # the autograder's environment besides (AUTOGRADER_RUN_LIMIT)
+    env: dict = {}  # noqa: RUF012 (a field, never changed: no ClassVar) the autograder's
+    # environment besides (AUTOGRADER_RUN_LIMIT)
     timed: bool = False  # its outcome depends on how fast the machine is (see --part)
 
 
