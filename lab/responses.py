@@ -29,6 +29,8 @@ def take_outcome(take_batch: Callable[..., Any], shapes: Iterable[tuple[int, str
     finished = [response(i, tag, start, length) for i, tag, start, length in shapes]
     given = list(finished)
     batch, dropped = take_batch(finished, version, k, B, drop_stale)
-    # (a None from the student's take_batch fails in sorted, as it should)
-    return repr((ids(batch), sorted(ids(dropped)), ids(finished),  # type: ignore[arg-type]
+    batch_ids = ids(batch)
+    # a None from the student's take_batch fails in sorted, as it should
+    dropped_ids = sorted(ids(dropped))  # type: ignore[arg-type]
+    return repr((batch_ids, dropped_ids, ids(finished),
                  [(r["id"], r["lag"], r["dropped"]) for r in given]))
