@@ -1,6 +1,8 @@
 """--c-sweep (Task 3): token TIS's bias and RMSE against the truncation level C."""
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import grading
@@ -28,7 +30,8 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
                    noise=settings.toy.noise)
 
 
-def c_sweep(tis, Cs=C_SWEEP, mismatch=LARGE_MISMATCH, batch_size=64, noise="student_t"):
+def c_sweep(tis: ModuleType, Cs: Sequence[float] = C_SWEEP, mismatch: float = LARGE_MISMATCH,
+            batch_size: int = 64, noise: str = "student_t") -> dict[str, Any]:
     """Bias and RMSE of token_tis against the truncation level C."""
     stats = [exact_stats(tis, "token_tis", mismatch, C, batch_size, noise) for C in Cs]
     rmse = [s["rmse"] for s in stats]

@@ -1,6 +1,7 @@
 """--drop-stale (Task 2): k = 1 dropping stale responses: how many, how long, what it buys."""
 import argparse
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import grading
@@ -26,7 +27,9 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return drop_stale_analysis(grading.load("scheduler"), **settings.simulation.simulate())
 
 
-def drop_stale_analysis(scheduler, n_lanes, B, k=1, n_steps=200, train_time=1.0, sigma=1.25):
+def drop_stale_analysis(scheduler: ModuleType, n_lanes: int, B: int, k: int = 1,
+                        n_steps: int = 200, train_time: float = 1.0,
+                        sigma: float = 1.25) -> dict[str, Any]:
     """Run with stale responses dropped: how many, how much work lost, and which ones."""
     r = scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time, sigma=sigma,
                            drop_stale=True)

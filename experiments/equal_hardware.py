@@ -1,16 +1,22 @@
 """--equal-hardware (Tasks 2 and 1): synchronous against asynchronous RL on the same GPUs."""
+from __future__ import annotations
+
 import argparse
 import math
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import grading
 from experiments.model_shapes import ROUND_7B
 from experiments.options import bounded
 from experiments.plotting import placeholder
 from experiments.printing import say
-from experiments.settings import Settings
+from experiments.settings import Settings, Simulation
 from lab import GPU_GB
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "equal_hardware", "Equal hardware", "2", "equal_hardware"
 SECONDS = 1.6
@@ -43,8 +49,9 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
                           mine.gpus, mine.lanes_per_gpu, train_work)
 
 
-def equal_hardware(scheduler, memory, simulation, gpus=16, lanes_per_gpu=1, train_work=16.0,
-                   k=1):
+def equal_hardware(scheduler: ModuleType, memory: ModuleType, simulation: Simulation,
+                   gpus: int = 16, lanes_per_gpu: int = 1, train_work: float = 16.0,
+                   k: int = 1) -> dict[str, Any]:
     """Synchronous vs asynchronous RL on the same `gpus` GPUs (G below), from the Task 2
     module `scheduler` (and Task 1's `memory` for which splits can hold the model).
 
@@ -80,7 +87,7 @@ def equal_hardware(scheduler, memory, simulation, gpus=16, lanes_per_gpu=1, trai
                 speedup=best["throughput"] / sync if feasible else None)
 
 
-def trainer_gpus_needed(memory):
+def trainer_gpus_needed(memory: ModuleType) -> tuple[int, str]:
     """GPUs needed to hold the model state of GRPO on the lab's 7B (Task 1c), and why.
     Before Task 1 works this is 1 with a note: no split is excluded."""
     try:
@@ -129,7 +136,7 @@ def draw(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def equal_hardware_panel(e, ax):
+def equal_hardware_panel(e: dict[str, Any], ax: Axes) -> None:
     G = e["gpus"]
     g = [s["gen_gpus"] for s in e["splits"]]
     x = [s["throughput"] for s in e["splits"]]

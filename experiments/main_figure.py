@@ -4,6 +4,8 @@ Top row: the memory bill and the scheduling experiment. Bottom row: the mismatch
 experiment (Task 3c's masked schemes on it, once done). A part whose task is not
 implemented yet is drawn as a labelled placeholder panel.
 """
+from __future__ import annotations
+
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -14,6 +16,7 @@ from experiments.plotting import placeholder
 
 if TYPE_CHECKING:  # (matplotlib is imported only to draw)
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # Panel titles, left to right, per part (also on a part's placeholder panels).
 TITLES = {"memory": ["Model state of a 7B model"],
@@ -29,7 +32,7 @@ def draw(results: dict[str, Any], path: Path) -> None:
     figure(results).savefig(path, dpi=90, pil_kwargs={"compress_level": 1})  # fast, bigger
 
 
-def figure(results):
+def figure(results: dict[str, Any]) -> Figure:
     """The 2 x 4 figure for `results` (the dict run.py writes as JSON)."""
     import matplotlib
     from matplotlib.figure import Figure

@@ -3,15 +3,22 @@
 The smallest experiment, and the pattern of every other: its settings, its computation
 from the student's module, its table, its line in short, its panel of rl_systems.png.
 """
+from __future__ import annotations
+
 import argparse
 import math
-from typing import Any
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import grading
-from experiments.model_shapes import MODELS, ROUND_7B
+from experiments.model_shapes import MODELS, ROUND_7B, Model
 from experiments.options import bounded
 from experiments.settings import Settings
 from lab import GPU_GB
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "memory", "Part 1", "1", None
 SECONDS = 0.01
@@ -34,7 +41,7 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return memory_table(memory, settings.options.max_tokens)
 
 
-def memory_table(memory, max_tokens=MAX_TOKENS):
+def memory_table(memory: ModuleType, max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
     """Model-state GB of PPO, GRPO and GRPO + LoRA (rank 16) for the lab's 7B and real models,
     and the lanes of one GPU at `max_tokens` tokens (see lanes_per_gpu), from the Task 1
     module `memory`."""
@@ -61,7 +68,7 @@ def memory_table(memory, max_tokens=MAX_TOKENS):
                 lanes_per_gpu=lab_7b["lanes_per_gpu"], models=rows)
 
 
-def lanes_per_gpu(kv_cache_bytes, model, max_tokens):
+def lanes_per_gpu(kv_cache_bytes: Callable[..., int], model: Model, max_tokens: int) -> int:
     """How many responses of `max_tokens` tokens one GPU generates at once: the number of
     KV caches that fit beside the model's bf16 weights (2 bytes per parameter).
 
@@ -100,7 +107,7 @@ def show(m: dict[str, Any]) -> None:
                   f"{m['max_tokens']:,}")
 
 
-def lanes_text(row, max_tokens):
+def lanes_text(row: dict[str, Any], max_tokens: int) -> str:
     """A lanes/GPU cell: the number, "does not fit", and * if the context is too short."""
     text = "does not fit" if row["lanes_per_gpu"] == 0 else str(row["lanes_per_gpu"])
     return text + ("*" if row["context"] < max_tokens else " ")
@@ -112,7 +119,7 @@ def short(m: dict[str, Any]) -> str:
             f"{m['grpo_7b_gb']:.0f} GB, GRPO + LoRA {m['grpo_lora_7b_gb']:.1f} GB")
 
 
-def panel(memory, ax):
+def panel(memory: dict[str, Any], ax: Axes) -> None:
     bars = {"PPO": memory["ppo_7b_gb"], "GRPO": memory["grpo_7b_gb"],
             "GRPO + LoRA": memory["grpo_lora_7b_gb"]}
     ax.bar(list(bars), list(bars.values()), color=["tab:red", "tab:blue", "tab:green"])

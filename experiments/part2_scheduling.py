@@ -3,13 +3,20 @@
 Its simulations use the Simulation settings (experiments/settings.py: --lanes, -B, --steps,
 --train-time, --sigma), as every experiment that runs Task 2's scheduler does.
 """
+from __future__ import annotations
+
 import argparse
 from collections import Counter
-from typing import Any
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import grading
 from experiments.plotting import label_ends, log_ticks
 from experiments.settings import Settings
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "scheduling", "Part 2", "2", None
 SECONDS = 0.8
@@ -30,7 +37,9 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return scheduling_sweep(scheduler, **settings.simulation.simulate())
 
 
-def scheduling_sweep(scheduler, n_lanes, B, ks=KS, n_steps=200, train_time=1.0, sigma=1.25):
+def scheduling_sweep(scheduler: ModuleType, n_lanes: int, B: int, ks: Sequence[int] = KS,
+                     n_steps: int = 200, train_time: float = 1.0,
+                     sigma: float = 1.25) -> dict[str, Any]:
     """Throughput, lane utilization and lag (mean, 95th percentile, max, and lag_counts: how
     many trained responses had lag 0, 1, 2, ...) for each staleness bound k (ks[0] must be
     0), from the Task 2 module `scheduler`."""
@@ -45,7 +54,7 @@ def scheduling_sweep(scheduler, n_lanes, B, ks=KS, n_steps=200, train_time=1.0, 
                 lag_counts=[lag_counts(r["trace"]) for r in runs])
 
 
-def lag_counts(trace):
+def lag_counts(trace: list[dict[str, Any]]) -> list[int]:
     """[n_0, n_1, ..., n_max]: n_l trained responses had lag l (dropped ones have no lag).
 
     Example: lags 0, 0, 1, 3 give [2, 1, 0, 1].
@@ -74,7 +83,7 @@ def short(s: dict[str, Any]) -> str:
             f"mean lag {s['mean_lag'][k1]:.2f}, max {s['max_lag'][k1]}")
 
 
-def panels(s, ax_gain, ax_lag, ax_tail):
+def panels(s: dict[str, Any], ax_gain: Axes, ax_lag: Axes, ax_tail: Axes) -> None:
     setup = f"{s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, train_time = {s['train_time']}"
     # Throughput and lanes busy rise together (the lanes are the work), so one panel
     # shows both: the line is the throughput, the numbers on it the lanes busy.
@@ -107,7 +116,7 @@ def panels(s, ax_gain, ax_lag, ax_tail):
     lag_tail_panel(s, ax_tail, setup)
 
 
-def lag_tail_panel(s, ax, setup, k=1):
+def lag_tail_panel(s: dict[str, Any], ax: Axes, setup: str, k: int = 1) -> None:
     """The share of trained responses at each lag, at staleness bound k: most are fresh,
     and a few are many versions old."""
     from matplotlib.ticker import MaxNLocator

@@ -3,8 +3,11 @@
 It and every experiment that runs Task 3's estimators use the Toy settings
 (experiments/settings.py: --noise, --C, --batch-size).
 """
+from __future__ import annotations
+
 import argparse
 from itertools import pairwise
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import grading
@@ -37,7 +40,8 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return mismatch_sweep(grading.load("tis"), t.C, t.batch_size, t.noise)
 
 
-def mismatch_sweep(tis, C=2.0, batch_size=64, noise="student_t"):
+def mismatch_sweep(tis: ModuleType, C: float = 2.0, batch_size: int = 64,
+                   noise: str = "student_t") -> dict[str, Any]:
     """Exact bias, variance and RMSE of the five estimators against the mismatch,
     and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""
     schemes: dict[str, dict[str, list[float]]] = {}
@@ -56,7 +60,8 @@ def mismatch_sweep(tis, C=2.0, batch_size=64, noise="student_t"):
                 schemes=schemes, by_batch_size=by_batch_size)
 
 
-def exact_stats(tis, scheme, mismatch, C=2.0, batch_size=64, noise="student_t"):
+def exact_stats(tis: ModuleType, scheme: str, mismatch: float, C: float = 2.0,
+                batch_size: int = 64, noise: str = "student_t") -> dict[str, Any]:
     """toy.exact_stats with the two functions of the Task 3 module `tis`."""
     return toy.exact_stats(tis.importance_weights, tis.pg_estimate, scheme, mismatch, C,
                            batch_size, noise)
@@ -76,7 +81,8 @@ def short(m: dict[str, Any]) -> str:
         f"{scheme} {m['schemes'][scheme]['rmse'][at]:.3f}" for scheme in SCHEMES))
 
 
-def panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
+def panels(m: dict[str, Any], ax_bias: Axes, ax_std: Axes, ax_rmse: Axes, ax_batch: Axes,
+           masking: dict[str, Any] | None = None) -> None:
     """The four bottom panels. The three estimators the story is about (STORY) bold; token
     and sequence IS thin and faint, and the masked schemes of Task 3c, once it is done,
     faint and dashed."""
@@ -85,7 +91,7 @@ def panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
     lines: dict[Axes, list[Line2D]] = {ax_bias: [], ax_std: [], ax_rmse: []}
     for scheme, stats in schemes.items():
         story = scheme in STORY
-        style = dict(color=COLORS[scheme], label=LABELS[scheme].split(" (")[0],
+        style: dict[str, Any] = dict(color=COLORS[scheme], label=LABELS[scheme].split(" (")[0],
                      marker=MARKERS[scheme], markersize=5 if story else 3,
                      linewidth=2.4 if story else 1.0, alpha=None if story else 0.45,
                      zorder=3 if story else 2,
@@ -127,7 +133,7 @@ def panels(m, ax_bias, ax_std, ax_rmse, ax_batch, masking=None):
     log_ticks(ax_batch.yaxis)
 
 
-def mask_step_note(ax, mismatch, masking):
+def mask_step_note(ax: Axes, mismatch: list[float], masking: dict[str, Any]) -> None:
     """Say on the bias panel why the token mask's bias jumps (at mismatch 0.9 -> 1.0 in the
     reference): the toy has 20 (previous token, token) pairs, and all tokens of a pair
     leave the band together, so its bias is a staircase, not a defect of the sweep."""

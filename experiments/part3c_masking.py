@@ -3,7 +3,11 @@
 Drawn on Part 3's panels of rl_systems.png, faint and dashed, once Task 3c is done.
 """
 import argparse
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 import grading
 import toy
@@ -27,7 +31,8 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return masked_sweep(grading.load("tis"), settings.toy.batch_size, settings.toy.noise)
 
 
-def masked_functions(tis, low=0.5, high=2.0):
+def masked_functions(tis: ModuleType, low: float = 0.5,
+                     high: float = 2.0) -> dict[str, Callable[..., np.ndarray]]:
     """{"token_mask": weights function, "seq_mask": ..., "geo_mask": ...} from Task 3c's
     masked_weights, each taking (logp_train, logp_infer, scheme, C) like importance_weights
     (scheme and C unused). Raises NotImplementedError (with the TODO's message) if Task 3c
@@ -40,7 +45,8 @@ def masked_functions(tis, low=0.5, high=2.0):
     return {name: level_weights(level) for level, name in MASKED.items()}
 
 
-def masked_sweep(tis, batch_size=64, noise="student_t", low=0.5, high=2.0):
+def masked_sweep(tis: ModuleType, batch_size: int = 64, noise: str = "student_t",
+                 low: float = 0.5, high: float = 2.0) -> dict[str, Any]:
     """Exact bias, variance and RMSE of the masked schemes (band [low, high]) against the
     mismatch, as mismatch_sweep does for the five schemes of Task 3a."""
     schemes = {}

@@ -3,10 +3,14 @@
 The maths of a policy that moves under lag is staleness_maths.py; here the experiment
 runs Task 2's simulate at each k, prices every row with it, prints and draws it.
 """
+from __future__ import annotations
+
 import argparse
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import grading
 import toy
@@ -14,9 +18,12 @@ from experiments import staleness_maths
 from experiments.options import bounded
 from experiments.plotting import COLORS, placeholder
 from experiments.printing import row_name, say
-from experiments.settings import Settings
+from experiments.settings import Settings, Simulation, Toy
 from experiments.staleness_maths import TARGET_KL
 from lab import SCHEME, STORY
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "staleness", "Staleness", "3", "staleness"
 SECONDS = 5.0
@@ -45,8 +52,10 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
                            settings.toy, kl=mine.staleness_kl, mismatch=mine.staleness_mismatch)
 
 
-def staleness_sweep(scheduler, tis, simulation, toy_settings, ks=STALENESS_KS, kl=TARGET_KL,
-                    mismatch=0.0, n_batches=staleness_maths.ONE_STEP_BATCHES):
+def staleness_sweep(scheduler: ModuleType, tis: ModuleType, simulation: Simulation,
+                    toy_settings: Toy, ks: Sequence[int] = STALENESS_KS, kl: float = TARGET_KL,
+                    mismatch: float = 0.0,
+                    n_batches: int = staleness_maths.ONE_STEP_BATCHES) -> dict[str, Any]:
     """What each k's lag costs the gradient (staleness_maths.py), from Task 2's `scheduler`
     (the lag of every trained response, batch by batch) and Task 3's `tis` (the weights
     that correct it). One row per k in ks, then k = 1 with drop_stale; per row and scheme
@@ -160,7 +169,7 @@ def draw(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def staleness_panels(s, ax_error, ax_gain, ax_ratio):
+def staleness_panels(s: dict[str, Any], ax_error: Axes, ax_gain: Axes, ax_ratio: Axes) -> None:
     """RMSE (solid) and bias (dashed) against k; the gain of J per time unit, exact (solid,
     +- 2 SE) and second order (dashed); the exact gain as a ratio to k = 0's (+- 2 SE, the
     two standard errors combined as if independent). The row of k = 1 with drop_stale as

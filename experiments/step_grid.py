@@ -6,7 +6,9 @@ larger one on both sides (training.best_step); fewer seeds than the headline, wi
 standard errors. A best picked from noisy means is biased low (docs/staleness_maths.md).
 """
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,7 @@ from experiments.learning_curves import (
 )
 from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
-from experiments.settings import Settings
+from experiments.settings import Settings, Simulation, Toy
 from experiments.staleness import STALENESS_SCHEMES
 
 KEY, LABEL, TASK, FLAG = "step_grid", "Step grid", "3", "step_grid"
@@ -55,7 +57,8 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
                      settings.toy)
 
 
-def step_grid(scheduler, tis, simulation, toy_settings, lanes=(TRAINER_LANES,)):
+def step_grid(scheduler: ModuleType, tis: ModuleType, simulation: Simulation,
+              toy_settings: Toy, lanes: Sequence[int] = (TRAINER_LANES,)) -> dict[str, Any]:
     """The step sensitivity of learning_curves: every cell (set-up, setting, scheme,
     mismatch; the set-ups of `lanes`, by default the trainer-bound one) at step
     scale x staleness_maths.step_for_kl(TARGET_KL) for every update, for scales from

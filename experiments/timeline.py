@@ -1,14 +1,23 @@
 """--timeline (Task 2): what every lane did over time, at k = 0 and k = 1."""
 
+from __future__ import annotations
+
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 import grading
 from experiments.plotting import placeholder
 from experiments.printing import say
-from experiments.settings import Settings
+from experiments.settings import Settings, Simulation
 from scheduler_core import assign_lanes
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "timeline", "Timeline", "2", "timeline"
 SECONDS = 0.2
@@ -30,7 +39,8 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
                     drop_stale="drop_stale" in results)
 
 
-def timeline(scheduler, simulation, drop_stale=False, ks=(0, 1), n_updates=4):
+def timeline(scheduler: ModuleType, simulation: Simulation, drop_stale: bool = False,
+             ks: Sequence[int] = (0, 1), n_updates: int = 4) -> dict[str, Any]:
     """What every lane did, for k in ks (ks[0] must be 0), over the same window: from 0 to
     the end of the k = 0 run's n_updates-th update.
 
@@ -92,7 +102,7 @@ TIMELINE_CAPTIONS = {0: "k = 0, synchronous: every batch waits for its slowest r
                      1: "k = 1: the lanes start the next batch while the trainer works"}
 
 
-def timeline_panel(t, run, ax, colors):
+def timeline_panel(t: dict[str, Any], run: dict[str, Any], ax: Axes, colors: np.ndarray) -> None:
     """Bars [start, end) on each response's lane, in the colour of the version that generated
     it (colors[v] for version v); the trainer's updates on a row of their own, in the colour
     of the version they produce. Each bar wide enough for it says its version."""
@@ -111,7 +121,7 @@ def timeline_panel(t, run, ax, colors):
     ax.set_ylim(trainer_row + 1.2, -0.8)  # lane 0 on top, the trainer at the bottom
     # The version numbers: as large as a lane's bar allows, on the bars wide enough for them.
     box = ax.get_position()
-    fig = ax.get_figure()
+    fig: Any = ax.get_figure()  # a Figure (matplotlib's types allow a SubFigure or None)
     bar_pt = 0.8 * 72 * box.height * fig.get_figheight() / (trainer_row + 2)
     points_per_time = 72 * box.width * fig.get_figwidth() / t["window"]
     fontsize = min(10, 0.75 * bar_pt)
@@ -134,7 +144,8 @@ def timeline_panel(t, run, ax, colors):
         ax.legend(loc="upper left", bbox_to_anchor=(1.008, 1.0), fontsize=9.5)
 
 
-def bars(ax, spans, height, **style):
+def bars(ax: Axes, spans: Sequence[tuple[int, float, float]], height: float,
+         **style: Any) -> None:
     """Draw (row, start, end) spans as rectangles, all in one collection (fast for hundreds)."""
     from matplotlib.collections import PolyCollection
     boxes = [[(start, row - height / 2), (end, row - height / 2), (end, row + height / 2),
