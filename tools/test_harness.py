@@ -8,6 +8,7 @@ whole file runs in about a minute.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -393,9 +394,11 @@ def test_run_blank_todo_and_given_code_failure(tmp_path):
         '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n',
         '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n'
         "    tis.importance_weights\n", 1))
-    memory.write_text(memory.read_text().replace(
-        "def memory_table(memory, max_tokens=MAX_TOKENS):",
-        "def memory_table(memory, max_tokens=MAX_TOKENS):\n    {}['x']", 1))
+    # a KeyError on memory_table's first line, whatever its signature's annotations and layout
+    broken = re.sub(r"(\ndef memory_table\(.*?\)(?: -> [^:]+)?:\n)", r"\1    {}['x']\n",
+                    memory.read_text(), count=1, flags=re.S)
+    assert broken != memory.read_text()
+    memory.write_text(broken)
     _code, out, _seconds = run(dest, "run.py")
     assert "Part 3: failed with NotImplementedError (with no message)" in out, out
     assert "at tis.py, line" in out
