@@ -653,7 +653,7 @@ def test_task2b_lag_is_version_minus_tag(scheduler):
 
 
 def test_task2b_waits_for_a_full_batch(scheduler):
-    batch, dropped, finished = take(scheduler, [0, 0], version=0, k=0, B=3)
+    batch, _dropped, finished = take(scheduler, [0, 0], version=0, k=0, B=3)
     assert batch is None, f"with 2 finished responses and B = 3, batch must be None, got {ids(batch)}"
     check(ids(finished), [0, 1], "`finished` after an incomplete batch (nothing may be removed)",
           MISTAKES_2B.about(scheduler.take_batch))

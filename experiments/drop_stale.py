@@ -1,27 +1,35 @@
 """--drop-stale (Task 2): k = 1 dropping stale responses: how many, how long, what it buys."""
+import argparse
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
 import grading
 from experiments.plotting import extra_figure
+from experiments.settings import Settings
 
 KEY, LABEL, TASK, FLAG = "drop_stale", "Drop stale", "2", "drop_stale"
 SECONDS = 0.4
 LONG = 4  # a response "long" if over 4x the mean length (which is 1)
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drop-stale", action="store_true",
                    help="also run k = 1 dropping stale responses: how many, how long they were "
                         "(a PNG of its own)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return drop_stale_analysis(grading.load("scheduler"), **settings.simulation.simulate())
 
 
-def drop_stale_analysis(scheduler, n_lanes, B, k=1, n_steps=200, train_time=1.0, sigma=1.25):
+def drop_stale_analysis(scheduler: ModuleType, n_lanes: int, B: int, k: int = 1,
+                        n_steps: int = 200, train_time: float = 1.0,
+                        sigma: float = 1.25) -> dict[str, Any]:
     """Run with stale responses dropped: how many, how much work lost, and which ones."""
     r = scheduler.simulate(n_lanes, B, k, n_steps=n_steps, train_time=train_time, sigma=sigma,
                            drop_stale=True)
@@ -38,7 +46,7 @@ def drop_stale_analysis(scheduler, n_lanes, B, k=1, n_steps=200, train_time=1.0,
                 long_share_trained=sum(x > LONG for x in trained) / len(trained))
 
 
-def show(d):
+def show(d: dict[str, Any]) -> None:
     print(f"Drop stale (k = {d['k']}): {d['n_dropped']} of {d['n_started']} responses dropped, "
           f"{d['wasted_frac']:.1%} of generation time wasted")
     print(f"  mean length: dropped {d['mean_length_dropped']:.2f}, trained "
@@ -51,7 +59,7 @@ def show(d):
           f"{d['max_lag_keeping_stale']} keeping them")
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --drop-stale figure: what dropping costs, which responses go, what it buys."""
     fig, (ax_time, ax_length, ax_lag), d = extra_figure(
         results, KEY, LABEL, TASK, ["Generation time: trained or wasted",

@@ -1,20 +1,29 @@
 """--equal-hardware (Tasks 2 and 1): synchronous against asynchronous RL on the same GPUs."""
-import math
+from __future__ import annotations
 
+import argparse
+import math
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import grading
 from experiments.model_shapes import ROUND_7B
 from experiments.options import bounded
-from experiments.printing import say
 from experiments.plotting import placeholder
+from experiments.printing import say
+from experiments.settings import Settings, Simulation
 from lab import GPU_GB
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "equal_hardware", "Equal hardware", "2", "equal_hardware"
 SECONDS = 1.6
 GPUS = 16  # --gpus's default
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--equal-hardware", action="store_true",
                    help="also compare sync and async RL on the same GPUs (with --gpus, "
                         "--lanes-per-gpu, --train-work)")
@@ -27,21 +36,22 @@ def arguments(p):
                         "(default: --gpus x --train-time)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     """A simulation per split of the GPUs, of more lanes."""
     mine = settings.options
     return settings.simulation.work() * max(1.0, mine.gpus / GPUS) * mine.lanes_per_gpu
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     mine, simulation = settings.options, settings.simulation
     train_work = mine.gpus * simulation.train_time if mine.train_work is None else mine.train_work
     return equal_hardware(grading.load("scheduler"), grading.load("memory"), simulation,
                           mine.gpus, mine.lanes_per_gpu, train_work)
 
 
-def equal_hardware(scheduler, memory, simulation, gpus=16, lanes_per_gpu=1, train_work=16.0,
-                   k=1):
+def equal_hardware(scheduler: ModuleType, memory: ModuleType, simulation: Simulation,
+                   gpus: int = 16, lanes_per_gpu: int = 1, train_work: float = 16.0,
+                   k: int = 1) -> dict[str, Any]:
     """Synchronous vs asynchronous RL on the same `gpus` GPUs (G below), from the Task 2
     module `scheduler` (and Task 1's `memory` for which splits can hold the model).
 
@@ -77,7 +87,7 @@ def equal_hardware(scheduler, memory, simulation, gpus=16, lanes_per_gpu=1, trai
                 speedup=best["throughput"] / sync if feasible else None)
 
 
-def trainer_gpus_needed(memory):
+def trainer_gpus_needed(memory: ModuleType) -> tuple[int, str]:
     """GPUs needed to hold the model state of GRPO on the lab's 7B (Task 1c), and why.
     Before Task 1 works this is 1 with a note: no split is excluded."""
     try:
@@ -89,7 +99,7 @@ def trainer_gpus_needed(memory):
         return 1, f"Task 1 does not work yet ({type(error).__name__}), so no split was excluded"
 
 
-def show(e):
+def show(e: dict[str, Any]) -> None:
     G = e["gpus"]
     say(f"Equal hardware: {G} GPUs, {e['lanes_per_gpu']} lane(s) per generating GPU, one update "
           f"= {e['train_work']:g} GPU-time units, B = {e['B']}, {e['n_steps']} steps")
@@ -109,7 +119,7 @@ def show(e):
               "on the same GPUs")
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --equal-hardware figure: throughput of each async split vs the sync run."""
     from matplotlib.figure import Figure
     fig = Figure(figsize=(7, 4.5))
@@ -126,7 +136,7 @@ def draw(results, path):
     fig.savefig(path, dpi=110)
 
 
-def equal_hardware_panel(e, ax):
+def equal_hardware_panel(e: dict[str, Any], ax: Axes) -> None:
     G = e["gpus"]
     g = [s["gen_gpus"] for s in e["splits"]]
     x = [s["throughput"] for s in e["splits"]]

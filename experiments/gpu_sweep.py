@@ -3,7 +3,10 @@
 The computation is gpu_sweep below, on experiments/gpu_model.py's cost model (the one
 --preset walks down); here too are the option, the printed section and the figure.
 """
+import argparse
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +17,7 @@ from experiments.gpu_sources import (H800, MEMGAP_NEW, MEMGAP_PROMPT, MEMGAP_SHA
                                      MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS, PROMPT_TOKENS)
 from experiments.plotting import extra_figure
 from experiments.printing import say
+from experiments.settings import Settings
 from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation
 from lab.input_checks import unchecked
 
@@ -21,21 +25,21 @@ KEY, LABEL, TASK, FLAG = "gpu_sweep", "GPU sweep", "2", "gpu_sweep"
 SECONDS = 25.0
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-sweep", action="store_true",
                    help="how the walked-down GPU model's speedup depends on S, group size, the "
                         "length cap and the concurrency cap (a PNG of its own)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return 1.0
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return gpu_sweep(grading.load("scheduler"), grading.load("memory"))
 
 
-def show(w):
+def show(w: dict[str, Any]) -> None:
     say(f"GPU sweep, {w['preset']} at its split ({w['gen_gpus']} of {w['gpus']} GPUs generate), "
         f"walked down: seconds per step, synchronous (k = 0) against k = {w['k']}")
     print(f"  {'':<26}{'S':>6}{'group':>7}{'cap':>8}{'sync s':>9}{'async s':>9}{'speedup':>9}"
@@ -62,7 +66,7 @@ def show(w):
         print(f"  {label:<26}" + "".join(fmt.format(r[key]) for r in w["memgap"]))
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --gpu-sweep figure: its two tables as bars, one row per variant."""
     fig, (ax_speed, ax_lanes), w = extra_figure(
         results, KEY, LABEL, TASK, ["GPU model: seconds per step, and the speedup",

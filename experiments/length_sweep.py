@@ -13,21 +13,32 @@ Its spread and its true gradient both grow with T, so the relative error of an e
 measures the weighting scheme, not a reward that fades away. Exact where the responses can
 be listed (T <= 6), Monte Carlo with a fixed seed beyond.
 """
+from __future__ import annotations
+
+import argparse
 import itertools
 import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 import grading
 from block_calls import BLOCK, block_diagonal
 from experiments.options import bounded
 from experiments.part3c_masking import masked_functions
 from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks, placeholder
-from experiments.settings import DEFAULT_TOY
+from experiments.settings import DEFAULT_TOY, Settings
 from lab import SCHEME_TABLE, SCHEMES, TaskNotDone
 from lab.input_checks import at_least, at_most, one_of, whole_at_least
 from toy import (D, NOISES, PAIR_GRADS, PERTURBATIONS, SEQUENCES, START, THETA, V, cosine,
                  estimates_by_pair, pair_sums, sample_responses, token_probs)
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "length_sweep", "Length sweep", "3", "length_sweep"
 SECONDS = 11.0
@@ -50,7 +61,7 @@ ESS_BATCHES = 1024   # batches drawn for the ESS where the responses are listed 
 KL_MISMATCH = 4.0  # the KL grows with the mismatch scale from 0 up to here (both noises),
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--length-sweep", action="store_true",
                    help=f"measure every scheme (error, cosine, ESS of its weights) at the "
                         f"response lengths T with T x KL = {LENGTH_BUDGETS[0]:g} .. "
@@ -61,18 +72,19 @@ def arguments(p):
                         "(nats; the mismatch scale that gives it is found exactly)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     """Sampled batches of batch_size responses."""
     return max(1.0, settings.toy.batch_size / DEFAULT_TOY.batch_size)
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     t = settings.toy
     return length_sweep(grading.load("tis"), settings.options.length_kl, t.batch_size, t.C,
                         t.noise)
 
 
-def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
+def length_sweep(tis: ModuleType, kls: Sequence[float] = LENGTH_KLS, batch_size: int = 64,
+                 C: float = 2.0, noise: str = "student_t") -> dict[str, Any]:
     """Relative RMSE, cosine, zero-weight share and ESS of every scheme against the response
     length T (length_stats), at each per-token KL in `kls` (the engine's mismatch scale
     that gives it exactly, mismatch_for_kl), from the Task 3 module `tis`; the T of
@@ -94,7 +106,7 @@ def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
         skipped = None
     except TaskNotDone as todo:
         skipped = str(todo)
-    levels = []
+    levels: list[dict[str, Any]] = []
     for kl in kls:
         mismatch, lengths = mismatch_for_kl(kl, noise), length_grid(kl)
         runs = [length_stats(functions, tis.pg_estimate, T, mismatch, batch_size, noise,
@@ -120,7 +132,7 @@ def length_sweep(tis, kls=LENGTH_KLS, batch_size=64, C=2.0, noise="student_t"):
                 masked_skipped=skipped)
 
 
-def length_grid(kl):
+def length_grid(kl: float) -> list[int]:
     """The T of a level: for each budget of LENGTH_BUDGETS the T with T * kl nearest it (at
     least 1, each T once), or NO_MISMATCH_GRID with no mismatch. Example: kl = 0.16 ->
     1, 2, 3, 6, 13, 26, 51, 102 (T x KL 0.16 ... 16.3); kl = 0.001 -> 128 ... 16,384."""
@@ -129,14 +141,14 @@ def length_grid(kl):
     return sorted({max(1, round(budget / kl)) for budget in LENGTH_BUDGETS})
 
 
-def length_batches(T):
+def length_batches(T: int) -> int:
     """Monte Carlo batches at length T: 32 up to T = 512, then fewer so that the sweep
     stays a few seconds (a token costs the same at every T): 16 up to 1024, 4 up to 4096,
     2 beyond."""
     return 32 if T <= 512 else 16 if T <= 1024 else 4 if T <= 4096 else 2
 
 
-def collapse_points(stats, T_kl, batch_size):
+def collapse_points(stats: dict[str, Any], T_kl: list[float], batch_size: int) -> dict[str, Any]:
     """Where one scheme collapses, as crossing() of its mean ESS below ESS_SHARE * batch_size
     and below ESS_FLOOR, and of its cosine below COLLAPSE_COSINE:
     dict(ess_share=..., ess_floor=..., cosine=...). With the ESS's standard errors in
@@ -151,13 +163,14 @@ def collapse_points(stats, T_kl, batch_size):
     return dict(ess, cosine=crossing(stats["cosine"], T_kl, COLLAPSE_COSINE))
 
 
-def bracket(c, values, stderrs, T_kl, level):
+def bracket(c: dict[str, Any], values: list[float], stderrs: list[float], T_kl: list[float],
+            level: float) -> dict[str, Any]:
     """A crossing c of sampled values, with the value and standard error at each end of its
     bracket (None where there is no end) and `resolved`: both ends lie more than 2 standard
     errors from `level`, so the crossing is between them beyond the sampling noise (an exact
     value has error 0). Example: values 9 +- 1, 5 +- 2 at T x KL 1, 2, level 6.4 -> at 2,
     after 1, resolved False (5 + 2 x 2 > 6.4)."""
-    ends = {}
+    ends: dict[str, Any] = {}
     for end in ("at", "after"):
         i = T_kl.index(c[end]) if c[end] is not None else None
         ends[f"value_{end}"] = None if i is None else values[i]
@@ -168,7 +181,7 @@ def bracket(c, values, stderrs, T_kl, level):
     return dict(c, **ends, resolved=resolved)
 
 
-def crossing(values, T_kl, level):
+def crossing(values: list[float], T_kl: list[float], level: float) -> dict[str, Any]:
     """The first T x KL at which `values` is below `level`, and the T x KL just before it:
     dict(at=..., after=...); at=None if it never is, after=None if already at the first.
     Example: values 9, 5, 1 at T x KL 1, 2, 4, level 6.4 -> dict(at=2, after=1)."""
@@ -178,7 +191,7 @@ def crossing(values, T_kl, level):
     return dict(at=None, after=T_kl[-1])
 
 
-def scheme_weights(tis, scheme, C):
+def scheme_weights(tis: ModuleType, scheme: str, C: float) -> Callable[..., np.ndarray]:
     """Task 3a's weights for one scheme, as a function of (logp_train, logp_infer)."""
     return lambda logp_train, logp_infer: tis.importance_weights(logp_train, logp_infer, scheme, C)
 
@@ -186,7 +199,7 @@ def scheme_weights(tis, scheme, C):
 # ---------------------------------------------------------------- the toy at length T
 
 
-def length_true_grad(T):
+def length_true_grad(T: int) -> tuple[np.ndarray, float]:
     """(true gradient of E_train[r(y)] for responses of T tokens (D,), E_train[#zeros]).
 
     Dynamic programming over the bigram instead of a sum over V**T responses:
@@ -240,7 +253,7 @@ def pair_estimates(pg_estimate, rewards, summed):
     return np.concatenate(out)
 
 
-def per_token_kl(mismatch, noise="student_t"):
+def per_token_kl(mismatch: float, noise: str = "student_t") -> float:
     """KL(pi_infer || pi_train) per token, in nats, for the engine's logits
     THETA + mismatch * b: each row's KL weighted by how often pi_infer visits the row in
     the long run (its stationary distribution over tokens), the limit of the sequence KL
@@ -252,7 +265,7 @@ def per_token_kl(mismatch, noise="student_t"):
     return float(long_run_visits(q) @ row_kl[:V])
 
 
-def long_run_visits(q):
+def long_run_visits(q: np.ndarray) -> np.ndarray:
     """How often a long response from the bigram q visits each token (its stationary
     distribution, (V,), summing to 1): visits @ q[:V] = visits, one equation replaced by
     the sum."""
@@ -260,7 +273,7 @@ def long_run_visits(q):
     return np.linalg.solve(system, np.eye(V)[-1])
 
 
-def mean_abs_log_ratio(mismatch, noise="student_t"):
+def mean_abs_log_ratio(mismatch: float, noise: str = "student_t") -> float:
     """E |log pi_train(y_t | y_t-1) - log pi_infer(y_t | y_t-1)| per token, tokens drawn from
     pi_infer in the long run (weighted as in per_token_kl), in nats: the mean absolute
     log-probability difference between trainer and engine, the mismatch statistic that
@@ -273,7 +286,7 @@ def mean_abs_log_ratio(mismatch, noise="student_t"):
 MAX_KL = 0.7       # to about 0.77 nats per token (student_t) and 1.1 (gaussian)
 
 
-def mismatch_for_kl(kl, noise="student_t"):
+def mismatch_for_kl(kl: float, noise: str = "student_t") -> float:
     """The mismatch scale whose per_token_kl is `kl`, by bisection (to 1e-12 relative)
     over 0 .. KL_MISMATCH, where the KL grows with the scale; exactly 0 for a KL of 0."""
     at_least("kl", kl, 0)
@@ -310,8 +323,8 @@ def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, nois
     of the rmse. The ESS is a mean over sampled batches at every T, with its standard
     error: the n_batches, or at T <= 6 ESS_BATCHES drawn from the listed responses (the
     mean of a ratio over 4,096**batch_size batches cannot be listed; 32 batches of
-    heavy-tailed weights can miss by 3 standard errors). Returns dict(method="exact" or "monte_carlo",
-    schemes={scheme: {...}}).
+    heavy-tailed weights can miss by 3 standard errors). Returns
+    dict(method="exact" or "monte_carlo", schemes={scheme: {...}}).
     """
     at_least("mismatch", mismatch, 0)
     whole_at_least("T", T, 1)
@@ -357,12 +370,13 @@ def sampled_stats(weight_functions, pg_estimate, g, batches):
     """length_stats by Monte Carlo: each batch drawn from pi_infer gives one estimate."""
     out, norm = {}, np.linalg.norm(g)
     for scheme, weights_of in weight_functions.items():
-        estimates, zero_shares, sizes = [], [], []
+        estimates, zero_shares = [], []
+        sizes: list[float] = []  # one ESS per batch
         for logp_train, logp_infer, pairs, rewards in batches:
             w = np.asarray(weights_of(logp_train, logp_infer), dtype=float)
             estimates.append(estimates_by_pair(pg_estimate, rewards, pairs, w))
             zero_shares.append(np.mean(w < ZERO_WEIGHT))
-            sizes.append(effective_sample_size(w))
+            sizes.append(float(effective_sample_size(w)))
         squared = np.sum((np.array(estimates) - g)**2, axis=1) / norm**2
         rmse = np.sqrt(squared.mean())
         # standard error of the mean squared error, carried to its square root
@@ -375,7 +389,7 @@ def sampled_stats(weight_functions, pg_estimate, g, batches):
     return dict(method="monte_carlo", schemes=out)
 
 
-def effective_sample_size(weights):
+def effective_sample_size(weights: np.ndarray) -> float | np.ndarray:
     """Kish's effective sample size of one batch's (N, T) weights, counted in responses:
 
         ESS = (sum of all N * T weights)^2 / (T * sum of their squares)
@@ -396,13 +410,14 @@ def effective_sample_size(weights):
     return float(size) if size.ndim == 0 else size
 
 
-def mean_and_stderr(values):
+def mean_and_stderr(values: ArrayLike) -> tuple[float, float]:
     """(mean, standard error of the mean) of a list of at least two numbers."""
-    values = np.asarray(values, dtype=float)
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values)))
+    array = np.asarray(values, dtype=float)
+    return float(array.mean()), float(array.std(ddof=1) / np.sqrt(len(array)))
 
 
-def sequence_ess_limit(T, mismatch, batch_size=64, noise="student_t"):
+def sequence_ess_limit(T: int, mismatch: float, batch_size: int = 64,
+                       noise: str = "student_t") -> float:
     """N * E[W]^2 / E[W^2] for the sequence IS weights W = pi_train(y) / pi_infer(y) of
     responses y ~ pi_infer of T tokens, N = batch_size: the ESS of a batch once N is large
     (the sums in effective_sample_size are then N times the means). Exact, by dynamic
@@ -423,7 +438,7 @@ PAIR_BLOCK = block_diagonal(np.broadcast_to(PAIR_GRADS, (BLOCK, D, D)))  # built
 # ---------------------------------------------------------------- printed
 
 
-def show(s):
+def show(s: dict[str, Any]) -> None:
     print(f"Length sweep: batch of {s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: "
           "count of token 0, centred")
     if s["masked_skipped"]:
@@ -437,7 +452,7 @@ LENGTH_GROUPS = tuple(tuple(s.name for s in SCHEME_TABLE if s.family == family)
                       for family in ("token", "seq"))
 
 
-def print_length_level(level, s):
+def print_length_level(level: dict[str, Any], s: dict[str, Any]) -> None:
     print(f"  KL(pi_infer || pi_train) = {level['kl']:g} nats/token (mismatch scale "
           f"{level['mismatch']:.4f}); mean |log-ratio| {level['mean_abs_log_ratio']:.3g}/token")
     batches = sorted(set(level["n_batches"]), reverse=True)
@@ -474,7 +489,7 @@ def print_length_level(level, s):
               f"< {format(s['ess_floor'], 'g')} {collapse_text(c['ess_floor'])}")
 
 
-def print_length_table(level, key, schemes):
+def print_length_table(level: dict[str, Any], key: str, schemes: Sequence[str]) -> None:
     """One metric of a level for up to four schemes, against T; the ESS of the sequence
     schemes with its two predictions for sequence IS (lognormal, exact large-batch)."""
     stderr = {"rmse": "rmse_stderr", "ess": "ess_stderr"}.get(key)
@@ -491,7 +506,7 @@ def print_length_table(level, key, schemes):
         print(line)
 
 
-def collapse_text(c):
+def collapse_text(c: dict[str, Any]) -> str:
     """"0.96 to 1.92", "<= 0.16" (already at the first T) or "none to 16.4"; "?" after a
     crossing that the sampling noise does not resolve."""
     if c["at"] is None:
@@ -510,7 +525,7 @@ LENGTH_PANELS = (("ess", SEQUENCE_LEVEL, "Sequence-level weights: ESS of a batch
                  ("cosine", TOKEN_LEVEL, "Token-level: cosine of the mean estimate"))
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --length-sweep figure: one row per KL level (a level of KL 0 has no place on a
     T x KL axis: it is printed only), the panels of LENGTH_PANELS against T x KL."""
     from matplotlib.figure import Figure
@@ -533,7 +548,7 @@ def draw(results, path):
     fig.savefig(path, dpi=90)
 
 
-def length_panel(s, level, key, schemes, ax):
+def length_panel(s: dict[str, Any], level: dict[str, Any], key: str, schemes: Sequence[str], ax: Axes) -> None:
     """One metric of one KL level against T x KL, a line per scheme (with its standard error
     as a band, where sampled); on the ESS panel also the lognormal prediction and the exact
     large-batch ESS of sequence IS, and the collapse levels."""

@@ -4,9 +4,19 @@ Top row: the memory bill and the scheduling experiment. Bottom row: the mismatch
 experiment (Task 3c's masked schemes on it, once done). A part whose task is not
 implemented yet is drawn as a labelled placeholder panel.
 """
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from experiments import part1_memory, part2_scheduling, part3_mismatch
 from experiments.plotting import placeholder
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # Panel titles, left to right, per part (also on a part's placeholder panels).
 TITLES = {"memory": ["Model state of a 7B model"],
@@ -16,13 +26,13 @@ TITLES = {"memory": ["Model state of a 7B model"],
                        "Bigger batches cut noise, not bias"]}
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the 2 x 4 figure for `results` (the dict run.py writes as JSON) to `path`."""
     # 90 dpi: the saved figure costs half as much and reads the same on a screen.
     figure(results).savefig(path, dpi=90, pil_kwargs={"compress_level": 1})  # fast, bigger
 
 
-def figure(results):
+def figure(results: dict[str, Any]) -> Figure:
     """The 2 x 4 figure for `results` (the dict run.py writes as JSON)."""
     import matplotlib
     from matplotlib.figure import Figure
@@ -37,9 +47,10 @@ def figure(results):
     fig.subplots_adjust(left=0.045, right=0.99, bottom=0.75 / height, top=1 - 0.75 / height,
                         wspace=0.3, hspace=0.42)
     top, bottom = axes[:2]
-    parts = [(part1_memory, [top[0]], part1_memory.panel),
-             (part2_scheduling, top[1:], part2_scheduling.panels),
-             (part3_mismatch, bottom, part3_mismatch.panels)]
+    parts: list[tuple[ModuleType, list[Axes], Callable[..., None]]] = [
+        (part1_memory, [top[0]], part1_memory.panel),
+        (part2_scheduling, top[1:], part2_scheduling.panels),
+        (part3_mismatch, bottom, part3_mismatch.panels)]
     for part, panels, draw_part in parts:
         if results[part.KEY] is None:
             for ax in panels:

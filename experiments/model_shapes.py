@@ -22,12 +22,12 @@ class Model:
     context: int       # longest sequence it was built for, in tokens (prompt + response)
 
     @property
-    def head_dim(self):
+    def head_dim(self) -> int:
         """Width of one attention head: hidden / heads (128 for the lab's models, 64 for the
         OPT-1.3B of the GPU model's decode check)."""
         return self.hidden // self.heads
 
-    def lora_params(self, r=16):
+    def lora_params(self, r: int = 16) -> int:
         """Parameters of a rank-r LoRA adapter on every attention and MLP projection.
 
         A projection from d_in to d_out gets two matrices, r x d_in and d_out x r,

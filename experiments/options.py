@@ -1,12 +1,14 @@
 """run.py's command line (given): option types the experiments share, its help and its --out."""
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from grading import harness
 
 
-def bounded(kind, low, high=math.inf):
+def bounded(kind: type, low: float, high: float = math.inf) -> Callable[[str], Any]:
     """An argparse type: a `kind` (int or float) from low to high, else a clear error."""
     def parse(text):
         try:
@@ -31,7 +33,7 @@ class DefaultsOnce(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def png_path(text):
+def png_path(text: str) -> Path:
     """An argparse type: a .png file that can be written, in a folder that exists, with
     room for its .json beside it (checked now, before any computation)."""
     path = Path(text)

@@ -3,32 +3,42 @@
 The smallest experiment, and the pattern of every other: its settings, its computation
 from the student's module, its table, its line in short, its panel of rl_systems.png.
 """
+from __future__ import annotations
+
+import argparse
 import math
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import grading
-from experiments.model_shapes import MODELS, ROUND_7B
+from experiments.model_shapes import MODELS, ROUND_7B, Model
 from experiments.options import bounded
+from experiments.settings import Settings
 from lab import GPU_GB
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "memory", "Part 1", "1", None
 SECONDS = 0.01
 MAX_TOKENS = 16_384  # tokens of one response when Part 1 counts the lanes of a GPU
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=bounded(int, 1, 1_048_576), default=MAX_TOKENS,
                    help="tokens per response when Part 1 counts the lanes of one GPU")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return 1.0
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return memory_table(grading.load("memory"), settings.options.max_tokens)
 
 
-def memory_table(memory, max_tokens=MAX_TOKENS):
+def memory_table(memory: ModuleType, max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
     """Model-state GB of PPO, GRPO and GRPO + LoRA (rank 16) for the lab's 7B and real models,
     and the lanes of one GPU at `max_tokens` tokens (see lanes_per_gpu), from the Task 1
     module `memory`."""
@@ -55,7 +65,7 @@ def memory_table(memory, max_tokens=MAX_TOKENS):
                 lanes_per_gpu=lab_7b["lanes_per_gpu"], models=rows)
 
 
-def lanes_per_gpu(kv_cache_bytes, model, max_tokens):
+def lanes_per_gpu(kv_cache_bytes: Callable[..., int], model: Model, max_tokens: int) -> int:
     """How many responses of `max_tokens` tokens one GPU generates at once: the number of
     KV caches that fit beside the model's bf16 weights (2 bytes per parameter).
 
@@ -74,12 +84,13 @@ def lanes_per_gpu(kv_cache_bytes, model, max_tokens):
     return math.floor(free / per_response)
 
 
-def show(m):
+def show(m: dict[str, Any]) -> None:
     print("Part 1: model state (weights, gradients, optimizer), GB = 10^9 bytes; LoRA rank 16")
     print(f"  {'model':<23}{'params':>8}{'KV/token':>10}{'PPO':>9}{'GRPO':>9}"
           f"{'GRPO+LoRA':>11}{'PPO GPUs':>10}{'lanes/GPU':>14}")
     for r in m["models"]:
-        print(f"  {r['model']:<23}{r['params'] / 1e9:>7.2f}B{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
+        print(f"  {r['model']:<23}{r['params'] / 1e9:>7.2f}B"
+              f"{r['kv_bytes_per_token'] / 1024:>6.0f} KiB"
               f"{r['ppo_gb']:>9.1f}{r['grpo_gb']:>9.1f}{r['grpo_lora_gb']:>11.1f}"
               f"{r['gpus_for_ppo']:>10}{lanes_text(r, m['max_tokens']):>14}")
     print(f"  KV cache on top: 64 responses x 16k tokens on the 7B = {m['kv_64x16k_gb']:.1f} GB")
@@ -93,19 +104,19 @@ def show(m):
                   f"{m['max_tokens']:,}")
 
 
-def lanes_text(row, max_tokens):
+def lanes_text(row: dict[str, Any], max_tokens: int) -> str:
     """A lanes/GPU cell: the number, "does not fit", and * if the context is too short."""
     text = "does not fit" if row["lanes_per_gpu"] == 0 else str(row["lanes_per_gpu"])
     return text + ("*" if row["context"] < max_tokens else " ")
 
 
-def short(m):
+def short(m: dict[str, Any]) -> str:
     """Part 1 in a line (run.py with an experiment flag), as are the three below."""
     return (f"Part 1: model state of the lab's 7B: PPO {m['ppo_7b_gb']:.0f} GB, GRPO "
             f"{m['grpo_7b_gb']:.0f} GB, GRPO + LoRA {m['grpo_lora_7b_gb']:.1f} GB")
 
 
-def panel(memory, ax):
+def panel(memory: dict[str, Any], ax: Axes) -> None:
     bars = {"PPO": memory["ppo_7b_gb"], "GRPO": memory["grpo_7b_gb"],
             "GRPO + LoRA": memory["grpo_lora_7b_gb"]}
     ax.bar(list(bars), list(bars.values()), color=["tab:red", "tab:blue", "tab:green"])

@@ -3,30 +3,41 @@
 Its simulations use the Simulation settings (experiments/settings.py: --lanes, -B, --steps,
 --train-time, --sigma), as every experiment that runs Task 2's scheduler does.
 """
-from collections import Counter
+from __future__ import annotations
 
+import argparse
+from collections import Counter
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import grading
 from experiments.plotting import label_ends, log_ticks
+from experiments.settings import Settings
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "scheduling", "Part 2", "2", None
 SECONDS = 0.8
 KS = (0, 1, 2, 3, 4, 6, 8)
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     pass  # its options are the Simulation family's (experiments/settings.py)
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return scheduling_sweep(grading.load("scheduler"), **settings.simulation.simulate())
 
 
-def scheduling_sweep(scheduler, n_lanes, B, ks=KS, n_steps=200, train_time=1.0, sigma=1.25):
+def scheduling_sweep(scheduler: ModuleType, n_lanes: int, B: int, ks: Sequence[int] = KS,
+                     n_steps: int = 200, train_time: float = 1.0,
+                     sigma: float = 1.25) -> dict[str, Any]:
     """Throughput, lane utilization and lag (mean, 95th percentile, max, and lag_counts: how
     many trained responses had lag 0, 1, 2, ...) for each staleness bound k (ks[0] must be
     0), from the Task 2 module `scheduler`."""
@@ -41,7 +52,7 @@ def scheduling_sweep(scheduler, n_lanes, B, ks=KS, n_steps=200, train_time=1.0, 
                 lag_counts=[lag_counts(r["trace"]) for r in runs])
 
 
-def lag_counts(trace):
+def lag_counts(trace: list[dict[str, Any]]) -> list[int]:
     """[n_0, n_1, ..., n_max]: n_l trained responses had lag l (dropped ones have no lag).
 
     Example: lags 0, 0, 1, 3 give [2, 1, 0, 1].
@@ -50,7 +61,7 @@ def lag_counts(trace):
     return [counts[lag] for lag in range(max(counts) + 1)]
 
 
-def show(s):
+def show(s: dict[str, Any]) -> None:
     print(f"Part 2: {s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, "
           f"train_time = {s['train_time']}, {s['n_steps']} steps")
     print(f"  {'k':>3}{'throughput':>12}{'gain':>8}{'lanes busy':>12}{'mean lag':>10}"
@@ -63,19 +74,19 @@ def show(s):
           "(see --drop-stale)")
 
 
-def short(s):
+def short(s: dict[str, Any]) -> str:
     k1 = s["k"].index(1) if 1 in s["k"] else -1
     return (f"Part 2: k = {s['k'][k1]} gives {s['throughput_gain'][k1]:.2f}x the throughput of "
             f"k = 0 (lanes busy {s['utilization'][0]:.0%} -> {s['utilization'][k1]:.0%}); "
             f"mean lag {s['mean_lag'][k1]:.2f}, max {s['max_lag'][k1]}")
 
 
-def panels(s, ax_gain, ax_lag, ax_tail):
+def panels(s: dict[str, Any], ax_gain: Axes, ax_lag: Axes, ax_tail: Axes) -> None:
     setup = f"{s['n_lanes']} lanes, B = {s['B']}, sigma = {s['sigma']}, train_time = {s['train_time']}"
     # Throughput and lanes busy rise together (the lanes are the work), so one panel
     # shows both: the line is the throughput, the numbers on it the lanes busy.
     ax_gain.plot(s["k"], s["throughput_gain"], "o-", color="tab:purple")
-    shown = []
+    shown: list[str] = []
     for k, gain, busy in zip(s["k"], s["throughput_gain"], s["utilization"]):
         if not shown or f"{busy:.0%}" != shown[-1]:  # a repeat would say nothing new
             shown.append(f"{busy:.0%}")
@@ -103,7 +114,7 @@ def panels(s, ax_gain, ax_lag, ax_tail):
     lag_tail_panel(s, ax_tail, setup)
 
 
-def lag_tail_panel(s, ax, setup, k=1):
+def lag_tail_panel(s: dict[str, Any], ax: Axes, setup: str, k: int = 1) -> None:
     """The share of trained responses at each lag, at staleness bound k: most are fresh,
     and a few are many versions old."""
     from matplotlib.ticker import MaxNLocator

@@ -7,8 +7,11 @@ run.py builds one Settings from the options and passes it whole to every experim
 experiment reads these families and its own options (Settings.options), never another
 experiment's. The GPU model's settings are gpu_model.GpuRun (from a preset, not options).
 """
+from __future__ import annotations
+
 import argparse
 from dataclasses import dataclass
+from typing import Any
 
 import toy
 from experiments.options import bounded
@@ -24,12 +27,12 @@ class Simulation:
     train_time: float = 1.0   # time units per update
     sigma: float = 1.25       # lognormal shape of response lengths
 
-    def simulate(self):
+    def simulate(self) -> dict[str, Any]:
         """simulate's keyword arguments (but k)."""
         return dict(n_lanes=self.lanes, B=self.batch, n_steps=self.steps,
                     train_time=self.train_time, sigma=self.sigma)
 
-    def work(self):
+    def work(self) -> float:
         """Times the default's work of a simulation: it keeps B x steps responses."""
         return max(1.0, self.batch / DEFAULT_SIMULATION.batch) * max(
             1.0, self.steps / DEFAULT_SIMULATION.steps)
@@ -59,13 +62,13 @@ class Settings:
     options: argparse.Namespace
 
     @classmethod
-    def from_options(cls, options):
+    def from_options(cls, options: argparse.Namespace) -> Settings:
         return cls(Simulation(options.lanes, options.batch, options.steps, options.train_time,
                               options.sigma),
                    Toy(options.noise, options.C, options.batch_size), options)
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     """The families' options (run.py adds them before the experiments' own)."""
     s, t = DEFAULT_SIMULATION, DEFAULT_TOY
     p.add_argument("--lanes", type=bounded(int, 1, MAX_RESPONSES), default=s.lanes,

@@ -3,17 +3,27 @@
 The maths of a policy that moves under lag is staleness_maths.py; here the experiment
 runs Task 2's simulate at each k, prices every row with it, prints and draws it.
 """
-import math
+from __future__ import annotations
 
+import argparse
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import grading
 import toy
 from experiments import staleness_maths
 from experiments.options import bounded
-from experiments.printing import row_name, say
-from experiments.staleness_maths import TARGET_KL
 from experiments.plotting import COLORS, placeholder
+from experiments.printing import row_name, say
+from experiments.settings import Settings, Simulation, Toy
+from experiments.staleness_maths import TARGET_KL
 from lab import SCHEME, STORY
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "staleness", "Staleness", "3", "staleness"
 SECONDS = 5.0
@@ -22,7 +32,7 @@ STALENESS_KS = (0, 1, 2, 4, 8)  # the staleness table's k, then k = 1 with drop_
 STALENESS_SCHEMES = STORY  # the schemes of the README's story (lab's SCHEME_TABLE)
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--staleness", action="store_true",
                    help="also price Part 2's lag with Part 3's tools: the error of the gradient "
                         "and the gain per time unit at each k (a PNG of its own)")
@@ -32,18 +42,20 @@ def arguments(p):
                    help="Part 3's engine mismatch on top of the lag, for --staleness")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     mine = settings.options
     return staleness_sweep(grading.load("scheduler"), grading.load("tis"), settings.simulation,
                            settings.toy, kl=mine.staleness_kl, mismatch=mine.staleness_mismatch)
 
 
-def staleness_sweep(scheduler, tis, simulation, toy_settings, ks=STALENESS_KS, kl=TARGET_KL,
-                    mismatch=0.0, n_batches=staleness_maths.ONE_STEP_BATCHES):
+def staleness_sweep(scheduler: ModuleType, tis: ModuleType, simulation: Simulation,
+                    toy_settings: Toy, ks: Sequence[int] = STALENESS_KS, kl: float = TARGET_KL,
+                    mismatch: float = 0.0,
+                    n_batches: int = staleness_maths.ONE_STEP_BATCHES) -> dict[str, Any]:
     """What each k's lag costs the gradient (staleness_maths.py), from Task 2's `scheduler`
     (the lag of every trained response, batch by batch) and Task 3's `tis` (the weights
     that correct it). One row per k in ks, then k = 1 with drop_stale; per row and scheme
@@ -93,7 +105,7 @@ def staleness_sweep(scheduler, tis, simulation, toy_settings, ks=STALENESS_KS, k
                 n_batches=n_batches, rows=rows, best=best)
 
 
-def show(s):
+def show(s: dict[str, Any]) -> None:
     say(f"Staleness: what each k's lag costs the gradient ({s['n_lanes']} lanes, B = {s['B']}, "
           f"sigma = {s['sigma']}, {s['n_steps']} steps; engine mismatch {s['mismatch']}, "
           f"C = {s['C']})")
@@ -137,7 +149,7 @@ def show(s):
         f"{names[n]} at k = {row_name(s['rows'][i])}" for n, i in s["best"].items()))
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --staleness figure: the batch estimate's RMSE, the expected gain of J per
     time unit, and that gain as a ratio to the synchronous run's, against k, for each
     weighting scheme; k = 1 with drop_stale as stars."""
@@ -157,7 +169,7 @@ def draw(results, path):
     fig.savefig(path, dpi=100)
 
 
-def staleness_panels(s, ax_error, ax_gain, ax_ratio):
+def staleness_panels(s: dict[str, Any], ax_error: Axes, ax_gain: Axes, ax_ratio: Axes) -> None:
     """RMSE (solid) and bias (dashed) against k; the gain of J per time unit, exact (solid,
     +- 2 SE) and second order (dashed); the exact gain as a ratio to k = 0's (+- 2 SE, the
     two standard errors combined as if independent). The row of k = 1 with drop_stale as

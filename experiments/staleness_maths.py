@@ -33,6 +33,8 @@ l versions ago. Here the toy's policy moves, so that lag has a price:
     `step` was sized for: the older versions above are closer than a real run's).
 """
 import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -46,18 +48,18 @@ from experiments.training import expected_rewards, log_softmax_rows
 TARGET_KL = 0.01
 
 
-def expected_reward(theta):
+def expected_reward(theta: np.ndarray) -> float:
     """J(theta) = sum over the 4,096 responses y of pi_theta(y) r(y)."""
     return float(toy.sequence_probs(theta) @ toy.REWARDS)
 
 
-def reward_gradient(theta):
+def reward_gradient(theta: np.ndarray) -> np.ndarray:
     """grad J(theta) = sum_y pi_theta(y) r(y) grad log pi_theta(y): a (D,) array."""
     weight = toy.sequence_probs(theta) * toy.REWARDS
     return np.einsum("n,ntd->d", weight, toy.grad_logprobs(theta))
 
 
-def reward_hessian(theta):
+def reward_hessian(theta: np.ndarray) -> np.ndarray:
     """The (D, D) Hessian of J at theta, exactly:
 
         H = sum_y pi(y) r(y) (G(y) G(y)' + sum_t d^2 log pi(y_t | y_{t-1}))
@@ -77,7 +79,7 @@ def reward_hessian(theta):
     return H
 
 
-def per_token_kl(theta_p, theta_q):
+def per_token_kl(theta_p: np.ndarray, theta_q: np.ndarray) -> float:
     """KL(pi_p || pi_q) over the toy's responses, per token, exactly, by the chain rule:
     the KL of whole responses is, summed over the T positions, the KL of the next-token
     rows weighted by how likely pi_p is to be in each row there,
@@ -95,7 +97,7 @@ def per_token_kl(theta_p, theta_q):
 
 
 @functools.cache  # a bisection of some 40 exact KLs; run.py and the tests ask the same kl again
-def step_for_kl(kl=TARGET_KL):
+def step_for_kl(kl: float = TARGET_KL) -> float:
     """The step size with per_token_kl(THETA - step * grad J(THETA), THETA) = kl, found by
     bisection (to 1e-12 relative): one exact update then moves the policy by `kl`."""
     g = toy.TRUE_GRAD
@@ -112,7 +114,7 @@ def step_for_kl(kl=TARGET_KL):
     return (low + high) / 2
 
 
-def policy_versions(step, n_back):
+def policy_versions(step: float, n_back: int) -> list[np.ndarray]:
     """[theta_v, theta_{v-1}, ..., theta_{v-n_back}]: theta_v = THETA, and each older one
     is one exact gradient step back, theta_{j-1} = theta_j - step * grad J(theta_j)."""
     versions = [toy.THETA]
@@ -124,7 +126,7 @@ def policy_versions(step, n_back):
     return versions
 
 
-def batch_lags(trace, B):
+def batch_lags(trace: list[dict[str, Any]], B: int) -> np.ndarray:
     """(n_batches, max_lag + 1) counts: row b holds how many responses of each lag the b-th
     update trained. A trained response's update is the version it was trained at, tag + lag.
     Example: lags 0, 0, 1, 0 trained by updates 0, 0, 1, 1 with B = 2 -> [[2, 0], [1, 1]]."""
@@ -139,8 +141,10 @@ def batch_lags(trace, B):
     return counts
 
 
-def lag_estimates(importance_weights, pg_estimate, scheme, versions, mismatch=0.0, C=2.0,
-                  noise="student_t"):
+def lag_estimates(importance_weights: Callable[..., np.ndarray],
+                  pg_estimate: Callable[..., np.ndarray], scheme: str,
+                  versions: Sequence[np.ndarray], mismatch: float = 0.0, C: float = 2.0,
+                  noise: str = "student_t") -> list[tuple[np.ndarray, np.ndarray]]:
     """For each lag l = 0 .. len(versions) - 1, (q_l, g_l): the sampling probabilities of
     the rewarded responses when version v - l samples (plus an engine mismatch) and their
     one-response estimates when version v trains with `scheme` (toy.response_estimates).
@@ -150,7 +154,8 @@ def lag_estimates(importance_weights, pg_estimate, scheme, versions, mismatch=0.
             for theta in versions]
 
 
-def lag_moments(estimates, H):
+def lag_moments(estimates: Sequence[tuple[np.ndarray, np.ndarray]],
+                H: np.ndarray) -> dict[str, np.ndarray]:
     """The one-response estimate's moments at each lag, exact sums over the responses, from
     lag_estimates: mean mu_l (L, D), E||g||^2 (L,) and E[g' H g] (L,)."""
     return dict(mean=np.array([q @ g for q, g in estimates]),
@@ -159,7 +164,8 @@ def lag_moments(estimates, H):
                                     for q, g in estimates]))
 
 
-def staleness_stats(moments, counts, step, H):
+def staleness_stats(moments: dict[str, np.ndarray], counts: np.ndarray, step: float,
+                    H: np.ndarray) -> dict[str, Any]:
     """Bias, variance, RMSE and cosine of the batch estimate, and the expected gain of J per
     update, over the run's batches (each update equally likely), from lag_moments and
     batch_lags:
@@ -193,7 +199,9 @@ ONE_STEP_BATCHES = 4000  # Monte Carlo batches per row and scheme
 ONE_STEP_SEED = 2        # their seed (the same in every row and scheme)
 
 
-def sample_batch_estimates(estimates, counts, n, rng):
+def sample_batch_estimates(estimates: Sequence[tuple[np.ndarray, np.ndarray]],
+                           counts: np.ndarray, n: int,
+                           rng: np.random.Generator) -> np.ndarray:
     """n batch estimates g_hat (n, D), Monte Carlo: batch i has the lag counts of the run's
     batch i mod len(counts) (each update equally likely), and each of its responses at lag
     l is drawn from version v - l's sampler (a reward-0 draw has the estimate 0)."""
@@ -211,7 +219,8 @@ def sample_batch_estimates(estimates, counts, n, rng):
     return table[index].sum(axis=1) / B
 
 
-def one_step_gains(g_hats, step, H):
+def one_step_gains(g_hats: np.ndarray, step: float,
+                   H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each batch estimate g_hat (n, D), the gain of one update theta = THETA + step g_hat:
     exact, J(theta) - J(THETA) with the exact J, and to second order,
     step g . g_hat + step**2 / 2 g_hat' H g_hat (whose mean is staleness_stats's gain).
@@ -223,7 +232,7 @@ def one_step_gains(g_hats, step, H):
     return exact, second
 
 
-def update_kls(g_hats, step):
+def update_kls(g_hats: np.ndarray, step: float) -> np.ndarray:
     """KL(pi_THETA || pi_theta) per token of each update theta = THETA + step g_hat, exactly
     (per_token_kl's chain rule; the rows' visits depend on THETA only): (n,)."""
     p = toy.token_probs(toy.THETA)
@@ -236,7 +245,9 @@ def update_kls(g_hats, step):
     return row_kl @ visits / toy.T
 
 
-def exact_gain_stats(estimates, counts, step, H, n=ONE_STEP_BATCHES, seed=ONE_STEP_SEED):
+def exact_gain_stats(estimates: Sequence[tuple[np.ndarray, np.ndarray]],
+                     counts: np.ndarray, step: float, H: np.ndarray,
+                     n: int = ONE_STEP_BATCHES, seed: int = ONE_STEP_SEED) -> dict[str, Any]:
     """The expected one-step gain of J over the run's batches, exactly in J and Monte Carlo
     over n batches (mean and standard error); the same batches' second-order gain; and the
     per-token KL an update actually moves (mean and standard error)."""

@@ -5,16 +5,33 @@ on a grid of scales that grows until each cell's least mean time to the target h
 larger one on both sides (training.best_step); fewer seeds than the headline, with their
 standard errors. A best picked from noisy means is biased low (docs/staleness_maths.md).
 """
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
 import numpy as np
 
 import grading
 import toy
 from experiments import staleness_maths, training
-from experiments.learning_curves import (LEARNING_MISMATCHES, LEARNING_SEED, LEARNING_TARGET,
-                                         TRAINER_LANES, cell_row, learning_settings, mean_se,
-                                         rows_key, set_up_tables, time_cell, train_cells)
+from experiments.learning_curves import (
+    LEARNING_MISMATCHES,
+    LEARNING_SEED,
+    LEARNING_TARGET,
+    TRAINER_LANES,
+    cell_row,
+    learning_settings,
+    mean_se,
+    rows_key,
+    set_up_tables,
+    time_cell,
+    train_cells,
+)
 from experiments.plotting import COLORS, MARKERS, placeholder
 from experiments.printing import row_name, say
+from experiments.settings import Settings, Simulation, Toy
 from experiments.staleness import STALENESS_SCHEMES
 
 KEY, LABEL, TASK, FLAG = "step_grid", "Step grid", "3", "step_grid"
@@ -25,22 +42,23 @@ GRID_HORIZON = 400      # updates simulated for the grid (its small steps need m
 GRID_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # where the grid starts; it grows upward
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--step-grid", action="store_true",
                    help="the learning curves' step sensitivity: every cell at a grid of "
                         "common steps, each at its best (fewer seeds)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return step_grid(grading.load("scheduler"), grading.load("tis"), settings.simulation,
                      settings.toy)
 
 
-def step_grid(scheduler, tis, simulation, toy_settings, lanes=(TRAINER_LANES,)):
+def step_grid(scheduler: ModuleType, tis: ModuleType, simulation: Simulation,
+              toy_settings: Toy, lanes: Sequence[int] = (TRAINER_LANES,)) -> dict[str, Any]:
     """The step sensitivity of learning_curves: every cell (set-up, setting, scheme,
     mismatch; the set-ups of `lanes`, by default the trainer-bound one) at step
     scale x staleness_maths.step_for_kl(TARGET_KL) for every update, for scales from
@@ -66,7 +84,7 @@ def step_grid(scheduler, tis, simulation, toy_settings, lanes=(TRAINER_LANES,)):
             runs[scale] = out.pick(i)
         return [runs[scale].time.mean(axis=-1).ravel() for scale in new]
 
-    grid, means, best = training.best_step(evaluate, scales)
+    grid, _means, best = training.best_step(evaluate, scales)
     best = best.reshape(runs[grid[0]].time.shape[:-1])
     cells = []
     for m, mismatch in enumerate(mismatches):
@@ -88,7 +106,7 @@ def step_grid(scheduler, tis, simulation, toy_settings, lanes=(TRAINER_LANES,)):
                 generation_bound=[c for c in cells if c["lanes"] == n_lanes])
 
 
-def show(g):
+def show(g: dict[str, Any]) -> None:
     say(f"Step grid: each cell at eta = scale x {g['step']:.4g} for every update, scales "
         f"{', '.join(f'{s:g}' for s in g['scales'])} (grown until every cell's least time has "
         f"a larger one on both sides);\n  time to J >= {g['target']:g}, mean +- SE over "
@@ -102,7 +120,7 @@ def show(g):
             print(f"  {row_name(rows[i]):>8}" + "".join(f"{cell:>28}" for cell in cells))
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --step-grid figure: each cell's mean time to target against the step scale,
     one panel per set-up and mismatch, one line per scheme and setting."""
     from matplotlib.figure import Figure

@@ -438,7 +438,7 @@ def test_a_seed_that_never_reaches_the_target_counts_at_its_last_update():
     tags = np.repeat(np.arange(3)[:, None], 4, axis=1)[None]
     draws = np.random.default_rng(8).random((3, 3, 4, toy.T))
     clock = np.array([[0.0, 1.5, 2.5, 4.0]])
-    time, reached, kl, steps, last_J = (x[0] for x in train_cells(
+    time, reached, _kl, _steps, last_J = (x[0] for x in train_cells(
         STAND_IN_TIS, tags, clock, [5.0], draws, [0.0], training.Training(target=0.99)))
     assert (time == 4.0).all() and not reached.any()
     assert np.allclose(last_J, training.train(STAND_IN_TIS.importance_weights,

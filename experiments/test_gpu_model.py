@@ -394,7 +394,7 @@ def test_gpu_comparison_on_a_small_preset(monkeypatch):
     assert all(set(w) >= {"name", "source", "seconds", "hours"} for w in walk)
     names = [row[0] for row in g["held_out"]]
     assert "tokens/s at k = 1 (thousands)" in names
-    for what, predicted, published, ratio, bound, same in g["held_out"]:
+    for _what, predicted, published, ratio, _bound, _same in g["held_out"]:
         assert ratio == pytest.approx(predicted / published)
     assert 0 < g["sync"]["tail_share"] < 1 and g["sync"]["tokens_per_second"]
     assert 0 < g["sync"]["t90"] < g["sync"]["generation_seconds"]

@@ -1,31 +1,46 @@
 """--timeline (Task 2): what every lane did over time, at k = 0 and k = 1."""
 
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
 import grading
-from experiments.printing import say
 from experiments.plotting import placeholder
+from experiments.printing import say
+from experiments.settings import Settings, Simulation
 from scheduler_core import assign_lanes
+
+if TYPE_CHECKING:  # (matplotlib is imported only to draw)
+    from matplotlib.axes import Axes
 
 KEY, LABEL, TASK, FLAG = "timeline", "Timeline", "2", "timeline"
 SECONDS = 0.2
 
 
-def arguments(p):
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeline", action="store_true",
                    help="also draw the lanes over time at k = 0 and k = 1 (a second PNG)")
 
 
-def work(settings):
+def work(settings: Settings) -> float:
     return settings.simulation.work()
 
 
-def run(settings, results):
+def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     # with --drop-stale the lanes drop stale responses too: its experiment comes earlier in
     # REGISTRY, and run.py gives an experiment asked for its key in results before it runs
     return timeline(grading.load("scheduler"), settings.simulation,
                     drop_stale="drop_stale" in results)
 
 
-def timeline(scheduler, simulation, drop_stale=False, ks=(0, 1), n_updates=4):
+def timeline(scheduler: ModuleType, simulation: Simulation, drop_stale: bool = False,
+             ks: Sequence[int] = (0, 1), n_updates: int = 4) -> dict[str, Any]:
     """What every lane did, for k in ks (ks[0] must be 0), over the same window: from 0 to
     the end of the k = 0 run's n_updates-th update.
 
@@ -49,18 +64,18 @@ def timeline(scheduler, simulation, drop_stale=False, ks=(0, 1), n_updates=4):
                 n_updates=n_updates, window=window, runs=panels)
 
 
-def show(t):
+def show(t: dict[str, Any]) -> None:
     busy = ", ".join(f"{r['busy']:.0%} at k = {r['k']}" for r in t["runs"])
     say(f"Timeline: 0 to {t['window']:.1f} time units (the k = 0 run's first "
           f"{t['n_updates']} updates), lanes busy {busy}")
 
 
-def draw(results, path):
+def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --timeline figure: one row per lane, one bar per response, the trainer below."""
     import matplotlib
     from matplotlib.figure import Figure
     t = results["timeline"]
-    runs = t["runs"] if t else [None, None]
+    runs: list[Any] = t["runs"] if t else [None, None]
     fig = Figure(figsize=(15, 5.2 * len(runs)))
     axes = fig.subplots(len(runs), 1, sharex=True)
     fig.subplots_adjust(left=0.06, right=0.85, top=0.95, bottom=0.07, hspace=0.17)
@@ -87,7 +102,7 @@ TIMELINE_CAPTIONS = {0: "k = 0, synchronous: every batch waits for its slowest r
                      1: "k = 1: the lanes start the next batch while the trainer works"}
 
 
-def timeline_panel(t, run, ax, colors):
+def timeline_panel(t: dict[str, Any], run: dict[str, Any], ax: Axes, colors: np.ndarray) -> None:
     """Bars [start, end) on each response's lane, in the colour of the version that generated
     it (colors[v] for version v); the trainer's updates on a row of their own, in the colour
     of the version they produce. Each bar wide enough for it says its version."""
@@ -106,7 +121,7 @@ def timeline_panel(t, run, ax, colors):
     ax.set_ylim(trainer_row + 1.2, -0.8)  # lane 0 on top, the trainer at the bottom
     # The version numbers: as large as a lane's bar allows, on the bars wide enough for them.
     box = ax.get_position()
-    fig = ax.get_figure()
+    fig: Any = ax.get_figure()  # a Figure (matplotlib's types allow a SubFigure or None)
     bar_pt = 0.8 * 72 * box.height * fig.get_figheight() / (trainer_row + 2)
     points_per_time = 72 * box.width * fig.get_figwidth() / t["window"]
     fontsize = min(10, 0.75 * bar_pt)
@@ -129,7 +144,8 @@ def timeline_panel(t, run, ax, colors):
         ax.legend(loc="upper left", bbox_to_anchor=(1.008, 1.0), fontsize=9.5)
 
 
-def bars(ax, spans, height, **style):
+def bars(ax: Axes, spans: Sequence[tuple[int, float, float]], height: float,
+         **style: Any) -> None:
     """Draw (row, start, end) spans as rectangles, all in one collection (fast for hundreds)."""
     from matplotlib.collections import PolyCollection
     boxes = [[(start, row - height / 2), (end, row - height / 2), (end, row + height / 2),

@@ -14,6 +14,7 @@ import importlib
 import os
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 from lab import STUDENT_MODULES
 
@@ -30,7 +31,7 @@ class TaskFileError(Exception):
 SOLUTIONS_DIR = Path(__file__).resolve().parent.parent / "solutions"
 
 
-def use_reference():
+def use_reference() -> bool:
     """True if RL_SOLUTIONS=1, False if it is unset, empty or 0; ValueError otherwise."""
     value = os.environ.get("RL_SOLUTIONS", "0")
     if value not in ("", "0", "1"):
@@ -43,13 +44,13 @@ def use_reference():
     return value == "1"
 
 
-def choose_reference():
+def choose_reference() -> None:
     """The --solutions switch of run.py and pytest: RL_SOLUTIONS=1 without shell syntax,
     so it works in PowerShell and cmd too. Child processes inherit it."""
     os.environ["RL_SOLUTIONS"] = "1"
 
 
-def test_seed():
+def test_seed() -> int:
     """The seed of the graded tests' random inputs: LAB_SEED if set (the autograder sets a
     fresh one, so answers hard-coded to the public inputs fail), else a fixed 2026."""
     value = os.environ.get("LAB_SEED", "2026")
@@ -58,14 +59,14 @@ def test_seed():
     return int(value)
 
 
-def code_under_test():
+def code_under_test() -> str:
     """A one-line description for headers: whose code is being run."""
     if use_reference():
         return "the reference solutions (solutions/, RL_SOLUTIONS=1)"
     return f"your files ({', '.join(module + '.py' for module in STUDENT_MODULES)})"
 
 
-def load(name):
+def load(name: str) -> ModuleType:
     """Import task module `name` ("memory", "scheduler" or "tis") from the right place."""
     if name not in STUDENT_MODULES:
         raise ValueError(f"name must be one of {sorted(STUDENT_MODULES)}, got {name!r}")
@@ -79,7 +80,7 @@ def load(name):
         raise TaskFileError(name, import_problem(error, name)) from None
 
 
-def import_problem(error, name):
+def import_problem(error: BaseException, name: str) -> str:
     """"No module named 'torch' (line 3)": why importing task file `name` failed, and where."""
     text = str(error) if isinstance(error, ImportError) else f"{type(error).__name__}: {error}"
     lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)

@@ -19,7 +19,10 @@ import hashlib
 import importlib
 import json
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +31,7 @@ import grading
 DATA = Path(__file__).with_name("expected.json")
 STORED_SEED = 2026
 ORACLES = "solutions.oracles"  # the instructors' reference and mistake models
-RECORD = None  # tools/make_expected.py sets a dict: every table is worked out and kept here
+RECORD: dict[str, dict[str, list[Any]]] | None = None  # tools/make_expected.py sets a dict: every table is worked out and kept here
 
 
 class StaleData(LookupError):
@@ -37,7 +40,7 @@ class StaleData(LookupError):
 
 # ---------------------------------------------------------------- the format
 
-def encode(value):
+def encode(value: Any) -> Any:
     """value as JSON that keeps what the tests' comparisons tell apart: bool, int (any size)
     and float (NaN and inf too), None, str, list and tuple, dicts, numpy arrays (dtype,
     shape) and numpy numbers (dtype)."""
@@ -58,7 +61,7 @@ def encode(value):
     raise TypeError(f"cannot store a {type(value).__name__} as an expected value")
 
 
-def decode(data):
+def decode(data: Any) -> Any:
     """The value encode() wrote (arrays read-only: an expected value is never changed)."""
     if isinstance(data, list):
         return [decode(item) for item in data]
@@ -75,11 +78,11 @@ def decode(data):
     return np.dtype(data["scalar"]).type(data["value"])
 
 
-def digest(cases):
+def digest(cases: Any) -> str:
     """A short fingerprint of a list of inputs: equal for equal inputs, types included."""
     hasher = hashlib.sha256()
 
-    def feed(value):
+    def feed(value: Any) -> None:
         if isinstance(value, np.ndarray):
             hasher.update(f"a{value.dtype.str}{value.shape}".encode())
             hasher.update(np.ascontiguousarray(value).tobytes())
@@ -100,10 +103,10 @@ def digest(cases):
 
 # ---------------------------------------------------------------- the tables
 
-_STORED = {}  # "tables" and "values" of DATA, once read; decoded tables by (name, digest)
+_STORED: dict[str, Any] = {}  # "tables" and "values" of DATA, once read; decoded tables by (name, digest)
 
 
-def stored(name, key):
+def stored(name: str, key: str) -> list[Any]:
     """The stored table `name` for inputs of digest `key`, decoded; KeyError if none."""
     if not _STORED:
         data = json.loads(DATA.read_text())
@@ -114,14 +117,14 @@ def stored(name, key):
     return decoded[name, key]
 
 
-def oracles():
+def oracles() -> ModuleType | None:
     """The instructors' module of reference answers, or None in the students' copy."""
     if not (grading.SOLUTIONS_DIR / "oracles.py").is_file():
         return None
     return importlib.import_module(ORACLES)
 
 
-def tables(names, cases):
+def tables(names: Sequence[str], cases: Sequence[Any]) -> dict[str, list[Any]] | None:
     """{name: [the outcome of oracle `name` on each case]} for every name, or None where
     neither the data nor the reference has them (inputs drawn at another LAB_SEED, in the
     students' copy). Inputs that are not random are stored, whatever the seed; inputs
@@ -147,7 +150,7 @@ def tables(names, cases):
     return found
 
 
-def answers(name, cases):
+def answers(name: str, cases: Sequence[Any]) -> list[Any]:
     """[the reference's outcome on each case] of task function `name`; skips the test
     (saying why) where they cannot be had: another LAB_SEED in the students' copy."""
     found = tables([name], cases)
@@ -159,6 +162,6 @@ def answers(name, cases):
     return found[name]
 
 
-def answer(name, *args):
+def answer(name: str, *args: Any) -> Any:
     """The reference's outcome of task function `name` on one case."""
     return answers(name, [args])[0]

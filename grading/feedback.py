@@ -21,16 +21,16 @@ that errors or runs too long, or probes whose fingerprints are not at hand
 import copy
 import math
 import time
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-import lab
 import grading
 from grading import expected
 from grading.harness import HINT_LIMIT, StudentExit, TimeLimitExceeded, shorter_limit
 from lab.input_checks import show_short
-from lab.tolerances import FLOATS
+from lab.tolerances import FLOATS, Tolerance
 
 
 class Mistake(NamedTuple):
@@ -39,7 +39,7 @@ class Mistake(NamedTuple):
                   # also names its fingerprint: the table "<task>:<mutant>"
 
 
-def call(function, args):
+def call(function: Callable[..., Any], args: Sequence[Any]) -> Any:
     """function(*args), on copies of the arguments (a probe must not change them)."""
     return function(*copy.deepcopy(args))
 
@@ -59,15 +59,19 @@ class KnownMistakes:
               stored tables, expected.tables; a test of this class passes its own).
     """
 
-    def __init__(self, task, mistakes, probes, observe=call, limit=HINT_LIMIT,
-                 fingerprints=expected.tables):
+    def __init__(self, task: str, mistakes: Sequence[Mistake],
+                 probes: Callable[[], Sequence[Any]],
+                 observe: Callable[[Callable[..., Any], Any], Any] = call,
+                 limit: float = HINT_LIMIT,
+                 fingerprints: Callable[..., dict[str, list[Any]] | None] = expected.tables
+                 ) -> None:
         self.task, self.mistakes, self.probes, self.observe = task, mistakes, probes, observe
         self.limit, self.fingerprints = limit, fingerprints
-        self._tables = {}  # seed -> (probes, right answers, each mistake's answers) or None
-        self._hints = {}   # id(function) -> (function, its hint or "")
-        self._right = {}   # id(function) -> (function, whether it is right on every probe)
+        self._tables: dict[int, Any] = {}  # seed -> (probes, right answers, each mistake's answers) or None
+        self._hints: dict[int, tuple[Callable[..., Any], str]] = {}   # id(function) -> (function, its hint or "")
+        self._right: dict[int, tuple[Callable[..., Any], bool]] = {}   # id(function) -> (function, whether it is right on every probe)
 
-    def tables(self):
+    def tables(self) -> tuple[Sequence[Any], list[Any], dict[Mistake, list[Any]]] | None:
         """(probes, right answers, {mistake: its answers}), the same for every student, so
         read once per seed; None where the fingerprints are not at hand."""
         seed = grading.test_seed()
@@ -79,15 +83,16 @@ class KnownMistakes:
                 probes, found[f"{self.task}:right"], {m: found[names[m]] for m in self.mistakes})
         return self._tables[seed]
 
-    def matches(self, function):
+    def matches(self, function: Callable[..., Any]) -> list[Mistake]:
         """The mistakes the function behaves like on every probe (a list of Mistakes).
 
         One probe at a time, each answer compared and dropped at once (an answer may be
         large), stopping as soon as no mistake is left. [] if a probe errs or the probes
         run past the limit."""
-        if self.tables() is None:
+        found = self.tables()
+        if found is None:
             return []
-        probes, right, answers = self.tables()
+        probes, right, answers = found
         left = list(self.mistakes)
         start = time.monotonic()
         try:
@@ -102,7 +107,7 @@ class KnownMistakes:
             return []
         return left
 
-    def right_everywhere(self, function):
+    def right_everywhere(self, function: Callable[..., Any]) -> bool:
         """True if the function gives the right answer on every probe (within the limit);
         found once per function."""
         cached = self._right.get(id(function))
@@ -118,7 +123,7 @@ class KnownMistakes:
             cached = self._right[id(function)] = (function, right)
         return cached[1]
 
-    def hint(self, function):
+    def hint(self, function: Callable[..., Any]) -> str:
         """'\\n  Likely mistake: ...' if the function behaves like exactly one known
         mistake (several models may share one `why`), else ''. Found once per function."""
         cached = self._hints.get(id(function))
@@ -128,12 +133,12 @@ class KnownMistakes:
             cached = self._hints[id(function)] = (function, hint)  # (kept alive: ids stay unique)
         return cached[1]
 
-    def about(self, function):
+    def about(self, function: Callable[..., Any]) -> Callable[[], str]:
         """The hint for `function`, to be found only if a check fails: pass this to check()."""
         return lambda: self.hint(function)
 
 
-def same(got, expected, tolerance=FLOATS):
+def same(got: Any, expected: Any, tolerance: Tolerance = FLOATS) -> bool:
     """Numbers, lists or arrays equal in shape and (within `tolerance`, lab/tolerances.py)
     in value; NaN equals NaN, so a model that overflows where the student's code does is
     confirmed. Other values (lists with None in them, say) must be equal."""
@@ -174,7 +179,7 @@ def same(got, expected, tolerance=FLOATS):
 WIDTH = 100  # characters of one value in a message, at most
 
 
-def show(value, exact=False):
+def show(value: Any, exact: bool = False) -> str:
     """A value on one short line, for a failure message: a short list as it is, a long
     one by its length and first item, an array to 6 decimals (`exact`: every digit of
     each number), a large one by its range, a numpy number as the Python number it is."""
@@ -197,7 +202,7 @@ def show(value, exact=False):
     return f"array({(array if exact else np.round(array, 6)).tolist()})"
 
 
-def expected_got(expected, got, tolerance=FLOATS):
+def expected_got(expected: Any, got: Any, tolerance: Tolerance = FLOATS) -> str:
     """'expected X, got Y', both in one form: numbers expected as a list are shown as an
     array when the answer is an array, and as a list when it is a list. Numbers that would
     print alike are shown with every digit; for numbers of one shape, the first element
@@ -235,7 +240,8 @@ def expected_got(expected, got, tolerance=FLOATS):
     return text
 
 
-def check(got, expected, what, hint=None, where=None, tolerance=FLOATS):
+def check(got: Any, expected: Any, what: str, hint: Callable[[], str] | None = None,
+          where: Callable[[Any, Any], str] | None = None, tolerance: Tolerance = FLOATS) -> None:
     """Assert got == expected (within `tolerance`), with a message a student can act on.
 
     hint:  KnownMistakes.about(function), asked only when the check fails.
@@ -249,7 +255,9 @@ def check(got, expected, what, hint=None, where=None, tolerance=FLOATS):
     raise AssertionError(f"{what}: {expected_got(expected, got, tolerance)}.{found}")
 
 
-def check_cases(cases, got, expected, what, rule, hint=None, shown=str):
+def check_cases(cases: Sequence[Any], got: Sequence[Any], expected: Sequence[Any], what: str,
+                rule: str, hint: Callable[[], str] | None = None,
+                shown: Callable[[Any], str] = str) -> None:
     """Assert a function gave the expected answer on every case, showing the smallest wrong one.
 
     cases:    the inputs, smallest first: the first wrong one is the counter-example shown.

@@ -10,8 +10,9 @@ A task's points are split over its tests collected (`shares`), so a test that di
 not run (or a -k that left it out) never moves points to another test.
 """
 import xml.etree.ElementTree as ET
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import lab
 
@@ -31,7 +32,7 @@ UNIT = 4
 MAX_REPORT = 32 * 2**20
 
 
-def shares(points, names):
+def shares(points: float, names: Collection[str]) -> dict[str, float]:
     """{test: its share of `points`} for the tests `names` of one task: equal shares in
     quarter points, the quarters left over one each to the first tests in name order.
 
@@ -47,7 +48,9 @@ class ReportError(Exception):
     written it did not finish."""
 
 
-def results(tests, failures, locked=None, checks=None, details="after_due_date", notes=()):
+def results(tests: dict[str, str], failures: dict[str, str | None],
+            locked: dict[str, str] | None = None, checks: dict[str, str | None] | None = None,
+            details: str = "after_due_date", notes: Sequence[str] = ()) -> dict[str, Any]:
     """Gradescope's results.json, as a dict.
 
     tests:    {graded test: task} for every graded test collected, in the order they ran.
@@ -68,7 +71,8 @@ def results(tests, failures, locked=None, checks=None, details="after_due_date",
     if details not in VISIBILITIES:
         raise ValueError(f"details must be one of {VISIBILITIES}, got {details!r}")
     locked, checks = locked or {}, checks or {}
-    out, rows = [], []
+    out: list[dict[str, Any]] = []
+    rows: list[Row] = []
     for task, (_, what, points, extra) in lab.TASKS.items():
         mine = [name for name, t in tests.items() if t == task]
         if not mine:
@@ -104,7 +108,8 @@ class Row(NamedTuple):
     extra: bool       # extra credit
 
 
-def entries_of_tests(task, names, failures, locked):
+def entries_of_tests(task: str, names: list[str], failures: dict[str, str | None],
+                     locked: str | None) -> list[dict[str, Any]]:
     """The entries of one task's tests (`locked`: why its passing tests earn nothing, or None)."""
     _, what, points, extra = lab.TASKS[task]
     share_of = shares(points, names)
@@ -127,7 +132,8 @@ SHOWN = {"visible": "in entry {} below", "after_due_date": "in entry {}, shown a
          "hidden": "with your instructor (entry {} is hidden)"}
 
 
-def check_entries(task, name, why, details_number, details):
+def check_entries(task: str, name: str, why: str | None, details_number: str,
+                  details: str) -> list[dict[str, Any]]:
     """The two entries of an unseen-input check: passed or failed (visible), and what it
     tried (`details`: its visibility)."""
     where = f"Task {task} on unseen inputs ({lab.file_of(task)})"
@@ -145,7 +151,7 @@ def check_entries(task, name, why, details_number, details):
                  visibility=details)]
 
 
-def summary(rows, notes, checked):
+def summary(rows: Sequence[Row], notes: Sequence[str], checked: bool) -> str:
     """The report's Markdown: the notes, a title with the score, and a table of the tasks
     (`rows`, with a column for the unseen-input checks if `checked`)."""
     main = [row for row in rows if not row.extra]
@@ -170,7 +176,7 @@ def summary(rows, notes, checked):
     return "\n\n".join([*shown, "\n".join(lines)])
 
 
-def read_junit(path):
+def read_junit(path: str | Path) -> dict[str, str | None]:
     """{test: None if it passed, else why} from a JUnit XML report (pytest --junitxml).
 
     Bytes that are not UTF-8 are replaced, never fatal. ReportError if the report is

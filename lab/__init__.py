@@ -78,18 +78,18 @@ GPU_GB = 80  # memory of one H100 (or A100 80GB), in GB = 10**9 bytes
 _TEST_NAME = re.compile(r"test_task(\d[a-z]?)_")
 
 
-def task_of(test_name):
+def task_of(test_name: str) -> str | None:
     """The task a test grades: test_task2b_fifo -> "2b", test_task3_x -> "3", test_toy_x -> None."""
     match = _TEST_NAME.match(test_name)
     return match[1] if match else None
 
 
-def task_of_function(name):
+def task_of_function(name: str) -> str | None:
     """The task whose function is `name`: "may_start" -> "2a"; None for any other name."""
     return next((task for task, spec in TASKS.items() if spec.what == name), None)
 
 
-def file_of(task):
+def file_of(task: str) -> str:
     """The student file of a task: "2b" -> "scheduler.py"."""
     return TASKS[task].module + ".py"
 

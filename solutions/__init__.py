@@ -1,1 +1,1 @@
-"""The reference solutions: the source the student files are generated from (tools/make_stubs.py)."""
+"""The reference solutions, from which tools/make_stubs.py generates the student files."""

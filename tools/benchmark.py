@@ -46,9 +46,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import scheduler_core  # noqa: E402  (these need ROOT on the path first)
-from lab.input_checks import unchecked  # noqa: E402
-from solutions import scheduler  # noqa: E402
+import scheduler_core  # these need ROOT on the path first
+from lab.input_checks import unchecked
+from solutions import scheduler
 
 TARGETS = {"run.py": 3.0, "test suite": 2.0}
 PRESETS = ("areal-1.5b", "areal-7b", "verl-7b")  # run.py --preset: each <= 4x run.py

@@ -60,17 +60,17 @@ from typing import Callable, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import lab  # noqa: E402
-from grading import gradescope  # noqa: E402
-from tools.attacks import (ATEXIT_CHEAT, BIG_ANSWER, BIG_ANSWER_PEAK, BIG_MASKED,  # noqa: E402
+import lab
+from grading import gradescope
+from tools.attacks import (ATEXIT_CHEAT, BIG_ANSWER, BIG_ANSWER_PEAK, BIG_MASKED,
                            BOX_DEPTH, COPY_CHEAT, CPU_HOG, CUT_LIMIT, DECODE, DECODE_LIMIT,
                            DEEP_TREE, EDGE_BUGS, FILL_TMP, FINGERPRINT, FLOAT16_INF,
                            GRADER_BASE, GUARD, HARDCODED_CHEAT,
                            IMPORT_LOOP, IN_PLACE, LOOKUP, NEVER_AFTER_PUBLIC, PIPE_BYTES,
                            QUEUE_AND_KEY, RECORDER, SETUID, SHAPES, SLOW_FIRST, SLOW_IMPORT,
-                           SURROGATE, TINY_OBJECTS, TRACES, WRITER_CHEAT)  # noqa: E402
-from tools.autograder import student as autograder_student  # noqa: E402
-from tools.mutants import MUTANTS  # noqa: E402
+                           SURROGATE, TINY_OBJECTS, TRACES, WRITER_CHEAT)
+from tools.autograder import student as autograder_student
+from tools.mutants import MUTANTS
 
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]
 MUTANT_TASK = "1c"  # the first mutant of this task is the "partial" submission
@@ -105,7 +105,8 @@ class Case(NamedTuple):
     ok: Callable         # ok(score, scores so far) -> True if the score is right
     plain: bool = False  # also show a plain local `pytest --gradescope` run's score
     deep: int = 0        # a folder this many levels deep beside the task files
-    env: dict = {}       # the autograder's environment besides (AUTOGRADER_RUN_LIMIT)
+    env: dict = {}  # noqa: RUF012 (a field, never changed: no ClassVar) the autograder's
+    # environment besides (AUTOGRADER_RUN_LIMIT)
     timed: bool = False  # its outcome depends on how fast the machine is (see --part)
 
 

@@ -22,10 +22,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import block_calls  # noqa: E402  (needs ROOT on the path first)
-import toy  # noqa: E402
-from lab import SCHEMES  # noqa: E402
-from solutions import tis  # noqa: E402
+import block_calls  # needs ROOT on the path first
+import toy
+from lab import SCHEMES
+from solutions import tis
 
 SEEDS = range(1, 11)
 LAB_SEED = 1

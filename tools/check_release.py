@@ -38,16 +38,16 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import lab  # noqa: E402  (these need ROOT on the path first)
-import grading  # noqa: E402
-from grading.gradescope import ReportError, read_junit, read_todos  # noqa: E402
-import test_rl_systems  # noqa: E402
-from grading.feedback import same  # noqa: E402
-from grading.harness import TimeLimitExceeded, time_limit  # noqa: E402
-from tools import leaks, release  # noqa: E402
-from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date  # noqa: E402
-from tools.mutants import MUTANTS  # noqa: E402
-from tools.near_misses import NEAR_MISSES  # noqa: E402
+import lab  # these need ROOT on the path first
+import grading
+from grading.gradescope import ReportError, read_junit, read_todos
+import test_rl_systems
+from grading.feedback import same
+from grading.harness import TimeLimitExceeded, time_limit
+from tools import leaks, release
+from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date
+from tools.mutants import MUTANTS
+from tools.near_misses import NEAR_MISSES
 
 HINT = re.compile(r"Likely mistake: (.*)")
 KNOWN = test_rl_systems.KNOWN_MISTAKES  # task -> grading.feedback.KnownMistakes
@@ -150,7 +150,7 @@ def points_problems(report, root=ROOT):
     """lab.TASKS's points against what states them: each task's tests in the reference's
     report (`report`) and in the bundle's report of a submission that passes everything
     (grade.py's scoring), README.md and docs/grading.md (STATED and `points_table`)."""
-    from tools.autograder import fresh_checks, grade  # noqa: PLC0415 (the bundle's, here only)
+    from tools.autograder import fresh_checks, grade  # the bundle's, here only
     if report is None:
         return ["no report of the reference to count the points in"]
     want = {task: t.points for task, t in lab.TASKS.items()}

@@ -16,10 +16,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from experiments.gpu_model import gpu_comparison  # noqa: E402
-from experiments.gpu_sweep import gpu_sweep  # noqa: E402
-from experiments.gpu_sources import PRESETS  # noqa: E402
-from solutions import memory, scheduler  # noqa: E402
+from experiments.gpu_model import gpu_comparison
+from experiments.gpu_sweep import gpu_sweep
+from experiments.gpu_sources import PRESETS
+from solutions import memory, scheduler
 
 TOLERANCE = 0.05  # issue 25: the share agrees with the whole cluster within 5%
 

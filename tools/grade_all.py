@@ -46,9 +46,9 @@ from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import lab  # noqa: E402
-from tools import release  # noqa: E402
-from tools.autograder import grade, student  # noqa: E402
+import lab
+from tools import release
+from tools.autograder import grade, student
 
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]
 COLUMNS = ["submission", *lab.TASKS, "total", "seconds", "notes", "not graded"]

@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["LAB_SEED"] = "2026"  # (before the tests draw their inputs)
 os.environ["RL_SOLUTIONS"] = "1"
-import lab  # noqa: E402  (these need ROOT on the path first)
-import grading  # noqa: E402
-from grading import expected  # noqa: E402
-import test_rl_systems  # noqa: E402
+import lab  # these need ROOT on the path first
+import grading
+from grading import expected
+import test_rl_systems
 
 
 def recorded():

@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from lab import GIVEN_FUNCTIONS, STUDENT_MODULES, TASKS, file_of  # noqa: E402  (ROOT first)
+from lab import GIVEN_FUNCTIONS, STUDENT_MODULES, TASKS, file_of  # ROOT first
 
 STUDENT_FILES = tuple(module + ".py" for module in STUDENT_MODULES)
 TASK_FUNCTIONS = {task.what for task in TASKS.values()}

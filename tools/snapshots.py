@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "tools" / "snapshots"
 RTOL, ATOL = 1e-6, 1e-9
 sys.path.insert(0, str(ROOT))
-from tools import quote_formats  # noqa: E402  (the functions an "= expression" may call)
+from tools import quote_formats  # the functions an "= expression" may call
 
 
 def compiled(fmt, where):
@@ -186,12 +186,12 @@ def quote_problems(doc, text, snapshots, only=None):
 # The doc with the table of tools/check_draws.py, and its row for each claim there
 DRAWS_DOC = "docs/draws.md"
 DRAW_CLAIMS = {
-    "naive bias doubles with the mismatch":
-        "naive bias about doubles when the mismatch doubles (ratio 1.8–2.3)",
-    "sequence IS variance explodes, naive does not":
-        "`seq` variance explodes, the naive one does not",
-    "truncation has the lowest RMSE at mismatch 0.6":
-        "truncation has the lowest RMSE at mismatch 0.6",
+    "naive bias doubles with the mismatch": (
+        "naive bias about doubles when the mismatch doubles (ratio 1.8–2.3)"),
+    "sequence IS variance explodes, naive does not": (
+        "`seq` variance explodes, the naive one does not"),
+    "truncation has the lowest RMSE at mismatch 0.6": (
+        "truncation has the lowest RMSE at mismatch 0.6"),
     "sequence TIS beats token TIS at mismatch 0.6": "`seq_tis` beats `token_tis` at mismatch 0.6",
     "best C of token TIS strictly inside 1..10": "best C of `token_tis` strictly inside 1..10",
 }

@@ -67,9 +67,9 @@ def format_problems(report):
             problems.append(f"{about}: not numbered in task order")
         else:
             last = (order.index(task), int(i))
-        if "_unseen_inputs" in test["name"]:
-            if test["output"].startswith("with ") or "\nassert " in test["output"]:
-                problems.append(f"{about}: a run's header or an assert line: {test['output']!r}")
+        if "_unseen_inputs" in test["name"] and (
+                test["output"].startswith("with ") or "\nassert " in test["output"]):
+            problems.append(f"{about}: a run's header or an assert line: {test['output']!r}")
     checks = [t for t in report["tests"] if "_unseen_inputs" in t["name"]]
     for shown, details in zip(checks[::2], checks[1::2]):
         if (shown["visibility"], details["visibility"]) != ("visible", "after_due_date") \
@@ -95,7 +95,7 @@ def a_partial_grading(reference_report):
     tests = {e["name"].split(": ")[-1]: lab.task_of(e["name"].split(": ")[-1])
              for e in reference_report["tests"]}
     checks = sorted(n for n in vars(fresh_checks) if n.endswith("_unseen_inputs"))
-    first = [n for n in tests if tests[n] == "2a"][0]
+    first = next(n for n in tests if tests[n] == "2a")
     public = dict.fromkeys([*tests, *checks])
     public[first] = "may_start(...): expected True, got False"
     public["test_task1b_unseen_inputs"] = "on inputs the public tests don't use: 3 != 4"

@@ -1,4 +1,4 @@
-"""Tests of the grading harness against broken student files (CI: python -m pytest -q tools/test_harness.py).
+"""Tests of the grading harness against broken student files (CI: pytest -q tools/test_harness.py).
 
 Each test copies the lab to a temporary folder, puts one broken student file in
 it (the reference with one bad change), runs pytest or run.py there as a student
@@ -11,6 +11,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -198,7 +199,7 @@ def test_wrong_3a_shape_is_task_3a_contract_error_in_the_claims_tests(tmp_path, 
         "@checked(contracts.importance_weights, returns=contracts.token_weights)\n"
         "def importance_weights(logp_train, logp_infer, scheme, C=2.0):\n"
         f"    w = right(logp_train, logp_infer, scheme, C)\n    return {wrong}\n"))
-    code, out, seconds, tests, _ = grade(dest, "-k", "task3_")
+    code, out, _seconds, tests, _ = grade(dest, "-k", "task3_")
     failed = [output for name, (score, _, output) in tests.items()
               if name.startswith("test_task3_") and score == 0]
     assert code == 1 and failed, out
@@ -250,7 +251,7 @@ def test_last_resort_ends_code_that_holds_the_lock_and_shows_where(tmp_path):
 @pytest.mark.parametrize("stop", [INTERRUPT, PYTEST_EXIT])
 def test_interrupted_session_moves_no_points(tmp_path, stop):
     dest = lab_copy(tmp_path, memory=stop, scheduler=None, tis=None)
-    code, out, seconds, tests, results = grade(dest)
+    code, _out, seconds, tests, results = grade(dest)
     assert code != 0 and seconds < 30, (code, seconds)
     assert_every_test_listed(tests)
     assert task_points(tests, "test_task1a") == 10 and task_points(tests, "test_task1c") == 0
@@ -273,7 +274,7 @@ def test_os_exit_is_a_failure(tmp_path):
 def test_exit_past_the_lab_leaves_a_json_that_says_so(tmp_path):
     low_level_exit = OS_EXIT.replace("import os\n    os._exit", "import posix\n    posix._exit")
     dest = lab_copy(tmp_path, memory=low_level_exit)
-    code, out, seconds, tests, results = grade(dest)
+    _code, _out, _seconds, tests, results = grade(dest)
     assert "did not finish" in results["output"] and results["score"] == 20, results
     assert tests["test_task3_best_C_is_inside_the_sweep"][2] == "did not run"
 
@@ -287,7 +288,7 @@ def test_thread_left_running_does_not_keep_pytest_alive(tmp_path):
 
 def test_deselected_tests_score_zero_and_keep_their_points(tmp_path):
     dest = lab_copy(tmp_path, memory=None)
-    code, out, seconds, tests, results = grade(dest, "-k", "task1a or task1c_ppo")
+    code, out, _seconds, tests, _results = grade(dest, "-k", "task1a or task1c_ppo")
     assert code == 0, out
     assert_every_test_listed(tests)
     assert task_points(tests, "test_task1a") == 10 and 0 < task_points(tests, "test_task1c") < 15
@@ -301,7 +302,7 @@ def test_deselected_tests_score_zero_and_keep_their_points(tmp_path):
                                               "raise NotImplementedError")])
 def test_error_without_text_is_never_blank(tmp_path, bug, kind, line):
     dest = lab_copy(tmp_path, memory=bug)
-    code, out, seconds, tests, _ = grade(dest, "-k", "task1b")
+    _code, out, _seconds, tests, _ = grade(dest, "-k", "task1b")
     expected = f"{kind} (with no message)\n  at memory.py, line "
     assert expected in out and f"in kv_cache_bytes: {line}" in out, out
     assert all(expected in output for name, (_, _, output) in tests.items()
@@ -310,7 +311,7 @@ def test_error_without_text_is_never_blank(tmp_path, bug, kind, line):
 
 def test_huge_print_is_cut(tmp_path):
     dest = lab_copy(tmp_path, memory=HUGE_PRINT)
-    code, out, seconds, tests, _ = grade(dest, "-k", "task1b")
+    _code, out, _seconds, tests, _ = grade(dest, "-k", "task1b")
     assert len(out) < 20_000 and "more lines" in out and "cut)" in out, len(out)
     assert all(len(output) < 3000 for _, _, output in tests.values())
 
@@ -318,7 +319,7 @@ def test_huge_print_is_cut(tmp_path):
 def test_import_error_is_one_line_shown_once(tmp_path):
     dest = lab_copy(tmp_path)
     (dest / "tis.py").write_text("import torch\n" + (dest / "tis.py").read_text())
-    code, out, seconds, tests, _ = grade(dest, "-k", "task3")
+    _code, out, _seconds, tests, _ = grade(dest, "-k", "task3")
     message = "tis.py cannot be imported: No module named 'torch' (line 1)"
     assert out.count(message) == 1 and "Traceback" not in out and "importlib" not in out, out
     assert all(output.startswith(message) for name, (_, _, output) in tests.items()
@@ -341,7 +342,7 @@ def test_gradescope_path_forms(tmp_path, form):
                                            (".", "is a folder")])
 def test_bad_gradescope_path_refused_before_tests(tmp_path, path, problem):
     dest = lab_copy(tmp_path)
-    code, out, seconds = run(dest, "-m", "pytest", "-q", "--gradescope", path)
+    code, out, _seconds = run(dest, "-m", "pytest", "-q", "--gradescope", path)
     assert code == 4 and problem in out and "passed" not in out and "failed" not in out, out
 
 
@@ -421,7 +422,7 @@ def test_run_part_loop_is_stopped_and_files_saved(tmp_path):
 
 def test_run_interrupt_saves_parts_done(tmp_path):
     dest = lab_copy(tmp_path, memory=None, scheduler=SWALLOW)
-    code, out, seconds = run(dest, "run.py", interrupt_after=4)
+    code, out, _seconds = run(dest, "run.py", interrupt_after=4)
     assert code == 130 and "Part 2: interrupted" in out, (code, out)
     saved = json.loads((dest / "rl_systems.json").read_text())
     assert saved["memory"] and saved["unavailable"]["Part 3"].startswith("not run")
@@ -446,10 +447,12 @@ def test_run_blank_todo_and_given_code_failure(tmp_path):
         '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n',
         '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n'
         "    tis.importance_weights\n", 1))
-    memory.write_text(memory.read_text().replace(
-        "def memory_table(memory, max_tokens=MAX_TOKENS):",
-        "def memory_table(memory, max_tokens=MAX_TOKENS):\n    {}['x']", 1))
-    code, out, seconds = run(dest, "run.py")
+    # a KeyError on memory_table's first line, whatever its signature's annotations and layout
+    broken = re.sub(r"(\ndef memory_table\(.*?\)(?: -> [^:]+)?:\n)", r"\1    {}['x']\n",
+                    memory.read_text(), count=1, flags=re.S)
+    assert broken != memory.read_text()
+    memory.write_text(broken)
+    _code, out, _seconds = run(dest, "run.py")
     assert "Part 3: failed with NotImplementedError (with no message)" in out, out
     assert "at tis.py, line" in out
     assert "Part 1: failed in given code, not in your file: KeyError" in out
@@ -461,7 +464,7 @@ def test_run_blank_todo_and_given_code_failure(tmp_path):
 def test_run_output_paths_checked_first(tmp_path, out_path, problem):
     dest = lab_copy(tmp_path)
     (dest / "x.json").mkdir()
-    code, out, seconds = run(dest, "run.py", "--out", out_path)
+    code, out, _seconds = run(dest, "run.py", "--out", out_path)
     assert code == 2 and problem in out and "Part 1" not in out, out
 
 

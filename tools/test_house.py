@@ -25,7 +25,9 @@ ROOMS = ("lab", "cores", "grading", "experiments", "run", "tools")  # bottom to 
 CORES = ("memory", "scheduler", "tis", "scheduler_core", "toy", "block_calls", "gpu_core",
          "solutions")
 GRADED_TESTS = ("test_rl_systems.py",)
-MAX_LINES = 600  # a module longer than this holds more than one idea (tests excepted)
+# A module longer than this holds more than one idea (tests excepted). ruff format lays a long
+# call out one argument a line: 800 lines so formatted are about 600 of the older, denser layout.
+MAX_LINES = 800
 MAX_PARAMETERS = 8       # a function that takes more wants a named record of its settings
 MAX_FUNCTION_LINES = 60  # a function longer than this does more than one thing
 # The functions outside tests and tools allowed past those two limits, by "path:name", each

@@ -32,7 +32,7 @@ def test_student_text_drops_instructor_parts():
 
 
 def test_student_text_refuses_an_unclosed_block():
-    with pytest.raises(ValueError, match="docs/x.md: .* never closed"):
+    with pytest.raises(ValueError, match=r"docs/x\.md: .* never closed"):
         student_text("<!-- instructor -->\nsecret\n", "docs/x.md")
 
 
@@ -56,7 +56,7 @@ def test_every_link_of_the_docs_resolves():
 def test_release_refuses_a_students_doc_that_links_to_a_dropped_file(monkeypatch, tmp_path):
     monkeypatch.setattr(release, "lab_files", lambda: ["README.md", "docs/instructors.md"])
     monkeypatch.setattr(release, "student_doc", lambda doc: "see [x](docs/instructors.md)\n")
-    with pytest.raises(ValueError, match="README.md links to docs/instructors.md"):
+    with pytest.raises(ValueError, match=r"README\.md links to docs/instructors\.md"):
         release.write_student(tmp_path)
 
 
@@ -329,7 +329,7 @@ def test_remove_tree_deeper_than_the_recursion_limit_without_following_links(tmp
     os.mkdir("tree", dir_fd=fd)
     here = os.open("tree", os.O_RDONLY, dir_fd=fd)
     os.symlink(outside, "link", dir_fd=here)
-    for depth in range(sys.getrecursionlimit() + 100):
+    for _depth in range(sys.getrecursionlimit() + 100):
         os.mkdir("dddd", dir_fd=here)  # 5 bytes a level: longer than PATH_MAX in all
         inner = os.open("dddd", os.O_RDONLY, dir_fd=here)
         os.close(here)

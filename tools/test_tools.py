@@ -1,4 +1,4 @@
-"""Tests of the instructor tools and switches (run by CI: python -m pytest -q tools/test_tools.py)."""
+"""Tests of the instructor tools and switches (CI: python -m pytest -q tools/test_tools.py)."""
 import copy
 import os
 import pickle

@@ -48,11 +48,11 @@ ROOT = Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))
 SOURCE = Path(__file__).resolve().parent.parent  # this bundle: grader/ and course/
 LAB = SOURCE / "course"
 sys.path.insert(0, str(LAB))
-import lab  # noqa: E402
-from grading import gradescope  # noqa: E402
-from grading.gradescope import DID_NOT_RUN  # noqa: E402
+import lab
+from grading import gradescope
+from grading.gradescope import DID_NOT_RUN
 
-from . import student  # noqa: E402
+from . import student
 
 PUBLIC_SEED = 2026
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]

@@ -20,8 +20,8 @@ import traceback
 # Started with -I (no environment, no current folder on the path): put back this
 # folder (wire.py) and the working folder (the task files and the given modules).
 sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.getcwd()]
-import lab  # noqa: E402
-import wire  # noqa: E402
+import lab
+import wire
 
 TASK_MODULES = ("memory", "scheduler", "tis")
 GIVEN = ("numpy", "lab", "lab.contracts", "lab.input_checks", "scheduler_core")
