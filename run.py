@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import grading
 import lab
@@ -47,7 +48,8 @@ class Run:
     experiment), the results so far, and the experiment running."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        self.args, self.results = args, dict(code=grading.code_under_test(), unavailable={})
+        self.args = args
+        self.results: dict[str, Any] = dict(code=grading.code_under_test(), unavailable={})
         self.settings = settings.Settings.from_options(args)
         self.stopped = False  # Ctrl-C stops the run: the rest is skipped
         # the experiment running now and its time limit, set by attempt() before the watchdog
