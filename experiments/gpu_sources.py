@@ -454,7 +454,7 @@ class Preset(NamedTuple):
     scaling: tuple         # published (colocated rows, async rows) at other sizes, or ()
     notes: tuple           # (what, source or ASSUMED ...) lines printed with the table
     engine_limit: int = 10**9   # responses an engine runs at once at most (its own limit)
-    max_running: int = None     # groups started and not finished at most (None: no cap)
+    max_running: int | None = None  # groups started and not finished at most (None: no cap)
     pin: bool = False           # a group's responses on one engine, round-robin
     walk: tuple = ()            # the Costs charged one at a time below the bound
     set_number: str = ""        # the one published number the preset's lengths come from

@@ -14,7 +14,8 @@ import grading
 from experiments import gpu_model
 from experiments.gpu_model import SYNC, GpuRun, costs, walk_costs
 from experiments.gpu_sources import (H800, MEMGAP_NEW, MEMGAP_PROMPT, MEMGAP_SHARES,
-                                     MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS, PROMPT_TOKENS)
+                                     MEMGAP_STEP, MEMGAP_WEIGHTS, PRESETS, PROMPT_TOKENS,
+                                     Preset)
 from experiments.plotting import extra_figure
 from experiments.printing import say
 from experiments.settings import Settings
@@ -130,13 +131,15 @@ def gpu_sweep(scheduler, memory, name="areal-1.5b", shard=None):
                       max_running=None if p.max_running is None
                       else p.max_running * p.group_size)
     no_overhead = dict(overhead=0.0)
-    variants = (("as walked down", p, limit, {}),
-                ("no per-step overhead", p, limit, no_overhead),
-                ("S = 16", p, 16, {}),
-                ("S reserved at the cap", p, reserved, {}), ("groups of 1", ones, None, {}),
-                ("cap x 2", p._replace(max_len=2 * p.max_len), None, {}),
-                ("cap / 2", p._replace(max_len=p.max_len // 2), None, {}),
-                ("no concurrency cap", p._replace(max_running=None), limit, {}))
+    # (label, preset, slots per engine (None: the number memory allows), changes to the Costs)
+    variants: tuple[tuple[str, Preset, int | None, dict[str, float]], ...] = (
+        ("as walked down", p, limit, {}),
+        ("no per-step overhead", p, limit, no_overhead),
+        ("S = 16", p, 16, {}),
+        ("S reserved at the cap", p, reserved, {}), ("groups of 1", ones, None, {}),
+        ("cap x 2", p._replace(max_len=2 * p.max_len), None, {}),
+        ("cap / 2", p._replace(max_len=p.max_len // 2), None, {}),
+        ("no concurrency cap", p._replace(max_running=None), limit, {}))
     rows = []
     for label, q, slots, change in variants:
         long = dict(warmup=40, window=30) if q.group_size == 1 else {}

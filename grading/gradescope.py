@@ -181,18 +181,19 @@ def read_junit(path: str | Path) -> dict[str, str | None]:
 
     Bytes that are not UTF-8 are replaced, never fatal. ReportError if the report is
     missing, empty, larger than MAX_REPORT bytes or not XML."""
-    found = {}
+    found: dict[str, str | None] = {}
     for case in junit_cases(path):
+        name = case.attrib["name"]  # junit_cases keeps only the cases with a name
         problem = case.find("failure")
         if problem is None:
             problem = case.find("error")
         skipped = case.find("skipped")
         if skipped is not None:
-            found[case.get("name")] = f"skipped: {skipped.get('message', '')}"
+            found[name] = f"skipped: {skipped.get('message', '')}"
         elif problem is not None:
-            found[case.get("name")] = problem.text or problem.get("message") or "failed"
+            found[name] = problem.text or problem.get("message") or "failed"
         else:
-            found[case.get("name")] = None
+            found[name] = None
     return found
 
 

@@ -69,8 +69,10 @@ def _refuse_exit(status=0):
 
 def _raise_in_main(exception):
     """Make the main thread raise `exception` at its next Python instruction (None cancels)."""
+    main = threading.main_thread().ident
+    assert main is not None, "the main thread has always started"
     ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(threading.main_thread().ident),
+        ctypes.c_ulong(main),
         None if exception is None else ctypes.py_object(exception))
 
 
@@ -173,7 +175,10 @@ def arm_last_resort(seconds, file=None):
     print every thread's traceback to `file` (a file or a descriptor; sys.__stderr__ if
     None) and end the process: faulthandler's own thread does it, without Python's lock,
     so it works when nothing else can (layer 3)."""
-    faulthandler.dump_traceback_later(seconds, exit=True, file=file or sys.__stderr__)
+    # sys.__stderr__ is None only without a console (pythonw); faulthandler's own default,
+    # sys.stderr, is then the one left
+    stderr = file or sys.__stderr__ or sys.stderr
+    faulthandler.dump_traceback_later(seconds, exit=True, file=stderr)
 
 
 @contextlib.contextmanager

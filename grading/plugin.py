@@ -136,7 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         grading.use_reference()
     except ValueError as error:
-        raise pytest.UsageError(str(error))
+        raise pytest.UsageError(str(error)) from error
     path = config.getoption("gradescope")
     problem = path and harness.cannot_write(path)
     if problem:
@@ -155,10 +155,12 @@ def pytest_report_header(config):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Count each task's tests before -k deselects any, so points never move between tests."""
-    config.stash[STATE].tests.update((item.name, lab.task_of(item.name)) for item in items
-                                     if lab.task_of(item.name))
     for item in items:
-        item.repr_failure = short_failure(item, item.repr_failure)
+        if task := lab.task_of(item.name):
+            config.stash[STATE].tests[item.name] = task
+    for item in items:
+        # a per-item override of pytest's method, on purpose (mypy flags every such assignment)
+        item.repr_failure = short_failure(item, item.repr_failure)  # type: ignore[method-assign]
 
 
 def short_failure(item, repr_failure):
@@ -190,6 +192,8 @@ def limit_of(item: pytest.Item) -> tuple[float, str]:
     """(seconds, why) of a test's time limit: TIME_LIMIT, or SHORT_LIMIT once a function of
     its task, or of a task its task uses, has run past its limit in an earlier test."""
     task = lab.task_of(item.name)
+    if task is None:  # not a graded test: no task of its can have overrun
+        return TIME_LIMIT, ""
     for slow, (function, test) in item.config.stash[STATE].overran.items():
         if task == slow or slow in lab.USES.get(task, ()):
             return SHORT_LIMIT, (f" (the short limit: {function} already ran past "
@@ -312,8 +316,8 @@ def pytest_runtest_makereport(item: pytest.Item, call) -> Generator[None, Any, N
             report.longrepr = text
         text += "".join(f"\n{title}:\n{content}" for title, content in report.sections
                         if "stdout" in title or "stderr" in title)
-    if lab.task_of(item.name):
-        state.results[item.name] = Outcome(lab.task_of(item.name), report.passed, text)
+    if task := lab.task_of(item.name):
+        state.results[item.name] = Outcome(task, report.passed, text)
         write_gradescope(item.config, finished=False)
 
 
@@ -382,8 +386,8 @@ def abort(config: pytest.Config, label: str, seconds: float) -> None:
     text = (f"{label} ignored its {state.limit:g} s time limit and was still running after "
             f"{seconds:.0f} s (does it catch every exception, or turn off signals?), so grading "
             "stopped here. Tests that did not run score 0.")
-    if lab.task_of(name):
-        state.results[name] = Outcome(lab.task_of(name), False, text)
+    if task := lab.task_of(name):
+        state.results[name] = Outcome(task, False, text)
     write_gradescope(config, finished=False, why=text)
     print(f"\nLab 20: {text}", flush=True)
 
