@@ -68,9 +68,12 @@ def run(settings, results):
 def learning_settings(scheduler, set_ups, B, horizon, train_time, sigma):
     """The settings of each set-up (its number of lanes, in set_ups): k in STALENESS_KS, then
     k = 1 with drop_stale, each simulated once for `horizon` updates. Returns (settings,
-    tags (n_traces, horizon, B), times (n_traces, horizon + 1)): each setting a dict with its trace's index `trace` (settings with the
-    same trace, k = 2, 4, 8 when generation binds, share it)."""
-    settings, tags, times = [], [], []
+    tags (n_traces, horizon, B), times (n_traces, horizon + 1)): each setting a dict with its
+    trace's index `trace` (settings with the same trace, k = 2, 4, 8 when generation binds,
+    share it)."""
+    settings = []
+    tags: list[np.ndarray] = []  # each trace's batch_tags
+    times: list[np.ndarray] = []  # each trace's update times, from 0
     for lanes in set_ups:
         for k, drop in [(k, False) for k in STALENESS_KS] + [(1, True)]:
             run = scheduler.simulate(lanes, B, k, n_steps=horizon, train_time=train_time,
@@ -317,7 +320,7 @@ def print_learning_table(c, rows, title):
     print(f"  {title}:")
     print(f"  {'k':>6}{'throughput':>11}{'lag':>6}{'step':>9}"
           + "".join(f"{n:>22}" for n in c["schemes"]))
-    kls = {"equal_kl": [], "1x": []}
+    kls: dict[str, list[str]] = {"equal_kl": [], "1x": []}  # each step's lines of KL
     for row in rows[::len(c["schemes"]) * 2]:  # each setting: its schemes, two steps each
         for step in ("equal_kl", "1x"):
             mine = [r for r in rows if (r["k"], r["drop_stale"], r["step"]) ==

@@ -67,7 +67,7 @@ def batch_tags(trace, B, n_updates):
     """(n_updates, B) ints: row u holds the tags of the responses update u trained (the
     update that trained a response is tag + lag), in the trace's order. Example: tags 0, 0,
     0, 1 at lags 0, 0, 1, 0 with B = 2 -> [[0, 0], [0, 1]]."""
-    rows = [[] for _ in range(n_updates)]
+    rows: list[list[int]] = [[] for _ in range(n_updates)]
     for r in trace:
         if r["lag"] is not None:
             rows[r["tag"] + r["lag"]].append(r["tag"])
@@ -349,7 +349,8 @@ def best_step(evaluate, scales=(0.25, 0.5, 1.0), factor=2.0, max_scales=16):
     cell's least time has a larger one on both sides (at most max_scales scales).
     Returns (grid (n,), times (n, n_cells), best (n_cells,) indices into grid).
     Example: a cell whose time is (log2(scale) - 2)**2 gets grid 0.25 .. 8 and best 4."""
-    grid, times = [], []
+    grid: list[float] = []
+    times: list[np.ndarray] = []  # one row of times per scale in grid
 
     def add(new):
         order = sorted(list(grid) + list(new))

@@ -149,6 +149,8 @@ def expect_shape(name, answer, shape, meaning, called=None):
     'seq'"), if given."""
     def broken(rule):
         task = lab.task_of_function(name)
+        # checked() passes the name of the task function it wraps
+        assert task is not None, f"{name} is not a task's function"
         return ContractError(f"{name} (Task {task}, {lab.file_of(task)}) {rule}"
                              + (f" (called with {called})" if called else ""))
 

@@ -76,7 +76,7 @@ def _each_checked(lengths):
 def _check_length(i, length):
     """lengths[i] is a finite number > 0, or a ValueError that says which one is not."""
     is_number = isinstance(length, numbers.Real) and not isinstance(length, bool)
-    if not is_number or not 0 < length < math.inf:  # type: ignore[operator]  # Reals compare
+    if not is_number or not 0 < length < math.inf:
         raise ValueError(f"lengths must all be finite numbers > 0, but lengths[{i}] "
                          f"(counting from 0) is {length!r}")
 
