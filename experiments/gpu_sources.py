@@ -43,7 +43,8 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
   SGLANG_LIMIT sgl-project/sglang python/sglang/srt/managers/tp_worker.py: with
               max_running_requests None, min(max_total_num_tokens // 2, request pool),
               the pool at least 2,048 (version AReaL pins not checked)
-  VLLM_LIMIT  volcengine/verl verl/trainer/config/rollout/rollout.yaml @ 19997f9ec3d0a3c44a941ea09b89eeabf38bf261
+  VLLM_LIMIT  volcengine/verl verl/trainer/config/rollout/rollout.yaml
+              @ 19997f9ec3d0a3c44a941ea09b89eeabf38bf261
               (max_num_seqs: 1024; the run's script does not change it)
   VERL_RUN    volcengine/verl recipe/fully_async_policy/shell/dapo_7b_math_fsdp2_64_64.sh @ 19997f9
               (the README's run: staleness_threshold 0.5, require_batches 4,
@@ -53,7 +54,8 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
   AREAL_V01   inclusionAI/AReaL blog/AReaL_v0_1.md @ 13c5dd227af1ea5c76e986c672c9ce405d20d531
               (Figure 1, assets/figures/distill_1.5b_24k_curve.png: R1-Distill-Qwen-1.5B's
                response lengths during RL, about 4,100 to 7,100 tokens, read off its axis)
-  AREAL_CFG   inclusionAI/AReaL training/configs/async-ppo.yaml @ 7dc6daa6cc2b47ecacbf8bc52262138147df2b0b
+  AREAL_CFG   inclusionAI/AReaL training/configs/async-ppo.yaml
+              @ 7dc6daa6cc2b47ecacbf8bc52262138147df2b0b
               (max_head_offpolicyness 4, max_new_tokens 27648, recompute_logprob true,
                use_decoupled_loss true, gradient_checkpointing true, kl_ctl 0,
                mem_fraction_static 0.8, train_bs_n_seqs 512, group_size 16,
@@ -61,12 +63,15 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
   AREAL_SYNC  inclusionAI/AReaL training/configs/sync-ppo.yaml @ the same commit
               (recompute_logprob false, gradient_checkpointing true, allocation
                sglang.d4p1m1+d2p2m1: its generation and training GPUs are separate)
-  AREAL_ALLOC inclusionAI/AReaL benchmark/verl_312a8cb/build_cmd.py @ af2693dc31d5e63943692a81ffc68a684c32f314
+  AREAL_ALLOC inclusionAI/AReaL benchmark/verl_312a8cb/build_cmd.py
+              @ af2693dc31d5e63943692a81ffc68a684c32f314
               (n_sglang_gpus = n_nodes * 8 // 4 * 3, SGLang TP 1 below 32B,
                mem_fraction_static 0.7 above 1.5B)
-  AREAL_HW    inclusionAI/AReaL docs/tutorial/installation.md @ 5c7d0de0e85bc7e692c6c2087be99f5f40fd246d
+  AREAL_HW    inclusionAI/AReaL docs/tutorial/installation.md
+              @ 5c7d0de0e85bc7e692c6c2087be99f5f40fd246d
               (8x H800 per node)
-  VERL_README volcengine/verl recipe/fully_async_policy/README.md @ 19997f9ec3d0a3c44a941ea09b89eeabf38bf261
+  VERL_README volcengine/verl recipe/fully_async_policy/README.md
+              @ 19997f9ec3d0a3c44a941ea09b89eeabf38bf261
               ("Asynchronous Training on 7B Model": H20, Qwen2.5-Math-7B, 28K, n = 16, 512
                prompts, 400 steps, staleness 0.5, partial rollout; per-phase seconds and
                hours for colocated 32, 64, 128 and async 16:16, 32:32, 64:64)

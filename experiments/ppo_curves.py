@@ -213,7 +213,7 @@ def draw(results, path):
             else:
                 k_panel(ax, c, lanes, mismatch)
     if c:
-        handles, labels = axes[0, 0].get_legend_handles_labels()
+        handles, _labels = axes[0, 0].get_legend_handles_labels()
         fig.legend(handles, [f"{SHORT[o]}: {c['labels'][o]}" for o in c["objectives"]],
                    loc="lower center", ncol=2, fontsize=10, frameon=False)
     fig.tight_layout(rect=(0, 0.09 if c else 0, 1, 1))

@@ -388,7 +388,7 @@ class RemoteModule(types.ModuleType):
             raise AttributeError(name)
         reply, _ = _ask({"get": True, "target": [self.__name__, name]})
         if "error" in reply:
-            kind, message, where = reply["error"]
+            kind, message, _where = reply["error"]
             if kind == "AttributeError":
                 raise AttributeError(readable(str(message)))
             _raise(reply, self.__name__)
