@@ -95,7 +95,13 @@ def steps_time(step: Step, n: int, C0: int, m: int) -> float:
 
     Example: a = 1, b = 0.5, c = 0, n = 2, C0 = 4: steps cost 3, 4, 5, so T(3) = 12.
     """
-    return m * step(C0, n) + step.per_token * n * m * (m - 1) / 2
+    return grown(step(C0, n), step.per_token * n, m)
+
+
+def grown(first: float, growth: float, m: int) -> float:
+    """steps_time from its first step's seconds and what each step adds (b * n), in the
+    same arithmetic: Cluster.reschedule, the hot path, computes step(C0, n) once."""
+    return m * first + growth * m * (m - 1) / 2
 
 
 def steps_before(step: Step, n: int, C0: int, seconds: float) -> int:
@@ -158,14 +164,6 @@ class Engine:
         else:  # never past the next end (rounding could suggest it)
             m = steps_before(step, len(self.ends), self.in_flight(), time - self.t0)
             self.advance(step, min(m, self.ends[0][0] - self.steps))
-
-    def next_end(self, step: Step) -> tuple[float, int] | None:
-        """(time, id) of the next response to end here, or None when idle."""
-        if not self.ends:
-            return None
-        end_step, rid = self.ends[0]
-        seconds = steps_time(step, len(self.ends), self.in_flight(), end_step - self.steps)
-        return self.t0 + seconds, rid
 
 
 @dataclass(frozen=True)
@@ -275,11 +273,16 @@ class Cluster:
         """Engine e changed: log its speed and push its next end (older entries go stale)."""
         engine, step = self.engines[e], self.settings.step
         engine.stamp += 1
-        self.log.append((engine.t0, e, len(engine.ends), step(engine.in_flight(),
-                                                               len(engine.ends))))
-        nxt = engine.next_end(step)
-        if nxt is not None:
-            heapq.heappush(self.events, (nxt[0], nxt[1], e, engine.stamp))
+        n = len(engine.ends)
+        # one step's seconds, logged and reused as the first step of the steps_time to its
+        # next end (pushed on the event heap): this runs at every event, so it is computed
+        # once (grown is steps_time's own arithmetic, so the times are bit-identical)
+        first = step(engine.in_flight(), n)
+        self.log.append((engine.t0, e, n, first))
+        if n:
+            end_step, rid = engine.ends[0]
+            seconds = grown(first, step.per_token * n, end_step - engine.steps)
+            heapq.heappush(self.events, (engine.t0 + seconds, rid, e, engine.stamp))
 
     def train(self) -> None:
         """The idle trainer takes a batch, if take_batch gives one, and starts its update."""

@@ -131,7 +131,7 @@ class GpuRun:
     shard: int | None = None   # simulate 1/shard of the cluster; SHARD if None
 
 
-def run(scheduler, memory, setup):
+def run(scheduler, memory, setup, simulations=None):
     """One steady-state measurement of the GpuRun `setup`, over its window of steps after
     its warm-up, under its costs c: seconds per step, trained tokens per second and per
     step, lags, and the run itself. k = 0 is a synchronous run (its reward, second save and
@@ -141,6 +141,9 @@ def run(scheduler, memory, setup):
 
     Validations and checkpoints are charged after the run, exactly as if the whole
     pipeline stopped for them: (seconds + stopped(...)) / (1 - checkpoint / every).
+    simulations: a dict that keeps each simulation by its settings and lengths, so that a
+    run whose simulation is the same as an earlier one (a cost charged after the run, such
+    as a checkpoint, changes no GpuSettings) reuses it: the same numbers, simulated once.
     """
     preset, c, window = setup.preset, setup.c, setup.window
     k = NO_BOUND if setup.k is None else setup.k
@@ -155,9 +158,14 @@ def run(scheduler, memory, setup):
     settings = GpuSettings(engines, slots, preset.prompts // shard, k, warmup + window,
                            preset.group_size, step, train, prompt=PROMPT_TOKENS,
                            max_running=cap, pin=preset.pin, swap=swap)
-    # unchecked: without their @checked input checks, as scheduler_core.simulate does
-    r = run_gpu_simulation(settings, lengths(preset), unchecked(scheduler.may_start),
-                           unchecked(scheduler.take_batch))
+    key = (settings, preset.median_len, preset.sigma, preset.max_len)  # what lengths() draws
+    r = None if simulations is None else simulations.get(key)
+    if r is None:
+        # unchecked: without their @checked input checks, as scheduler_core.simulate does
+        r = run_gpu_simulation(settings, lengths(preset), unchecked(scheduler.may_start),
+                               unchecked(scheduler.take_batch))
+        if simulations is not None:
+            simulations[key] = r
     u = r["updates"]
     seconds = ((u[-1][1] - u[warmup - 1][1]) / window + stopped(preset, step, c)) / (
         1 - c.checkpoint / CHECKPOINT_EVERY)
@@ -264,6 +272,7 @@ class PresetRuns:
 
     def __init__(self, scheduler, memory, preset, shard=None):
         self.scheduler, self.memory, self.p, self.shard = scheduler, memory, preset, shard
+        self.simulations = {}  # run's: each simulation once (a walk stage may repeat one)
         gen = preset.sync_gen_gpus or preset.gen_gpus
         self.sync_gpus = ((preset.gpus, preset.gpus) if preset.baseline == "colocated"
                           else (gen, preset.gpus - gen))
@@ -274,13 +283,13 @@ class PresetRuns:
     def sync(self, c, gpus=None):
         """(result, simulation) at k = 0 under the costs c, on (generating, training) gpus."""
         setup = GpuRun(self.p, *(gpus or self.sync_gpus), 0, self.p.sync_trainer, c, **SYNC)
-        return run(self.scheduler, self.memory, setup)
+        return run(self.scheduler, self.memory, setup, self.simulations)
 
     def split(self, g, k, c, gpus=None):
         """The asynchronous run at bound k, g of `gpus` GPUs (the preset's) generating."""
         p = self.p
         setup = GpuRun(p, g, (gpus or p.gpus) - g, k, p.async_trainer, c, shard=self.shard)
-        result, _ = run(self.scheduler, self.memory, setup)
+        result, _ = run(self.scheduler, self.memory, setup, self.simulations)
         return dict(gen_gpus=g, k=k_label(k), hours=self.hours(result["seconds"]), **result)
 
 
