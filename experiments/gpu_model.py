@@ -282,7 +282,8 @@ class PresetRuns:
 
     def sync(self, c, gpus=None):
         """(result, simulation) at k = 0 under the costs c, on (generating, training) gpus."""
-        setup = GpuRun(self.p, *(gpus or self.sync_gpus), 0, self.p.sync_trainer, c, **SYNC)
+        gen, train = gpus or self.sync_gpus
+        setup = GpuRun(self.p, gen, train, 0, self.p.sync_trainer, c, **SYNC)
         return run(self.scheduler, self.memory, setup, self.simulations)
 
     def split(self, g, k, c, gpus=None):
@@ -413,7 +414,8 @@ def band_end(runs, walk, end):
                           runs.shard)
         sync = runs.sync(cs)[0]
     else:
-        sync = sync_walked(runs.memory, p, runs.sync_gpus, *walk.simulated, cs)
+        result, simulated = walk.simulated
+        sync = sync_walked(runs.memory, p, runs.sync_gpus, result, simulated, cs)
     return model_values(runs, cs, ca, sync, runs.split(p.gen_gpus, p.k, ca))
 
 
@@ -501,7 +503,8 @@ def gpu_comparison(scheduler, memory, name, shard=None):
     walk = walk_down(runs)
     ks, predicted_k, bound_k = k_curve(runs, walk)
     (bound_sync, bound_async), (sync, asyn) = walk.bound, walk.predicted
-    point = model_values(runs, *walk.costs, sync, asyn, dict(zip(ks, predicted_k)))
+    cs, ca = walk.costs
+    point = model_values(runs, cs, ca, sync, asyn, dict(zip(ks, predicted_k)))
     checks = band_checks(p, point, band_end(runs, walk, "cheap"), band_end(runs, walk, "dear"))
     bound = bound_values(runs, walk, ks, bound_k)
     held = [held_out(c["name"], bound.get(c["name"]), c["point"], c["published"])

@@ -53,7 +53,7 @@ def show(runs):
     print()
     print("Sources, once for every preset above (experiments/gpu_sources.py and "
           "docs/gpu-model.md give each in full):")
-    lines = {}  # each cost's and configuration's source once, in order
+    lines: dict[str, None] = {}  # each cost's and configuration's source once, in order
     for g in runs.values():
         lines |= {f"{w['name']}: {w['source']}": None for w in g["walk"][1:]}
         lines |= {f"{what}: {source}": None for what, source in g["notes"]}
