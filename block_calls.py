@@ -8,6 +8,7 @@ batch average then holds g(y_j) / b in block j, so one call gives b one-response
 estimates, the same numbers as b calls. Example, b = 2, D = 1: grad_logp rows [[g0, 0]]
 and [[0, g1]] -> mean [g0 / 2, g1 / 2].
 """
+
 from collections.abc import Callable
 
 import numpy as np
@@ -31,28 +32,35 @@ def block_diagonal(grad_logp: np.ndarray) -> np.ndarray:
 def blocks(grad_logp: np.ndarray) -> list[np.ndarray]:
     """The (N, T, D) gradients of N responses, BLOCK responses at a time, each block
     block-diagonal: what one_response_estimates takes (built once, as they do not change)."""
-    return [block_diagonal(grad_logp[i:i + BLOCK]) for i in range(0, len(grad_logp), BLOCK)]
+    return [block_diagonal(grad_logp[i : i + BLOCK]) for i in range(0, len(grad_logp), BLOCK)]
 
 
-def one_response_estimates(pg_estimate: Callable, rewards: np.ndarray, grads: list[np.ndarray],
-                           weights: np.ndarray) -> np.ndarray:
+def one_response_estimates(
+    pg_estimate: Callable, rewards: np.ndarray, grads: list[np.ndarray], weights: np.ndarray
+) -> np.ndarray:
     """(N, D): what pg_estimate gives on a batch of each of N responses alone, from their
     rewards (N,), their gradients as `blocks` gives them and their weights (N, T)."""
-    return np.concatenate([block_estimates(pg_estimate, rewards[i:i + BLOCK], grad,
-                                           weights[i:i + BLOCK])
-                           for i, grad in zip(range(0, len(rewards), BLOCK), grads)])
+    return np.concatenate(
+        [
+            block_estimates(pg_estimate, rewards[i : i + BLOCK], grad, weights[i : i + BLOCK])
+            for i, grad in zip(range(0, len(rewards), BLOCK), grads)
+        ]
+    )
 
 
-def block_estimates(pg_estimate: Callable, rewards: np.ndarray, grad: np.ndarray,
-                    weights: np.ndarray) -> np.ndarray:
+def block_estimates(
+    pg_estimate: Callable, rewards: np.ndarray, grad: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
     """One call of pg_estimate on b responses in their own blocks (block_diagonal): the
     (b, D) one-response estimates, b times the blocks of the batch average. The answer is
     checked here, as the callers pass pg_estimate without its own checks."""
     b, width = len(rewards), grad.shape[-1]
     out = np.asarray(pg_estimate(rewards, grad, weights))
     if out.shape != (width,) or out.dtype.kind not in "biuf":
-        raise ContractError(f"pg_estimate (Task 3b) on {b} responses with D = {width} "
-                            f"parameters returned {out.dtype} numbers of shape "
-                            f"{out.shape}; it must return one real number per parameter, "
-                            f"shape ({width},)")
+        raise ContractError(
+            f"pg_estimate (Task 3b) on {b} responses with D = {width} "
+            f"parameters returned {out.dtype} numbers of shape "
+            f"{out.shape}; it must return one real number per parameter, "
+            f"shape ({width},)"
+        )
     return out.reshape(b, width // b) * b

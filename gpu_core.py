@@ -47,6 +47,7 @@ the KV of the interrupted responses), idle engines swap.fixed.
 With S = 1, group_size 1, a = 1, b = c = 0, no prompt and a constant train time,
 this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py checks it).
 """
+
 import heapq
 import itertools
 import math
@@ -64,6 +65,7 @@ class Linear(NamedTuple):
 
     Example: Linear(0.01, 1e-8)(1000) == 0.01001.
     """
+
     fixed: float
     per_token: float
 
@@ -79,6 +81,7 @@ class Step(NamedTuple):
     Example: Step(0.01, 1e-8, 1e-4)(1000, 2) == 0.01001 (the weights bind, 2e-4 < 0.01);
     Step(0.01, 1e-8, 1e-4)(1000, 200) == 0.02001 (the matrix multiplies bind).
     """
+
     weights: float
     per_token: float
     per_response: float = 0.0
@@ -127,6 +130,7 @@ class Response:
     """One response in flight: its group, its engine, the engine step it joined at and its
     length in tokens; `version_tokens` sums, over its first `marked` tokens, the version of
     the weights that made each (mark_versions adds to both when an update ends)."""
+
     group: int
     engine: int
     joined: int
@@ -180,6 +184,7 @@ class GpuSettings:
     round-robin; swap: seconds an engine pauses when an update ends, a Linear of the tokens
     in its KV caches (see the module docstring).
     """
+
     n_engines: int
     S: int
     B: int
@@ -197,25 +202,36 @@ class GpuSettings:
     swap: Linear = Linear(0.0, 0.0)
 
     def __post_init__(self) -> None:
-        S, group_size, max_running, filter_p = (self.S, self.group_size, self.max_running,
-                                                self.filter_p)
+        S, group_size, max_running, filter_p = (
+            self.S,
+            self.group_size,
+            self.max_running,
+            self.filter_p,
+        )
         if max_running is not None and max_running < 1:
             raise ValueError(f"max_running must be None or at least 1, got {max_running!r}")
         if self.pin and group_size > S:
-            raise ValueError(f"with pin=True group_size must be at most S = {S} (a group's "
-                             f"responses share one engine), got {group_size}")
+            raise ValueError(
+                f"with pin=True group_size must be at most S = {S} (a group's "
+                f"responses share one engine), got {group_size}"
+            )
         if group_size > self.n_engines * S:
-            raise ValueError(f"group_size must be at most n_engines * S = {self.n_engines * S} "
-                             f"(a group starts only when all its responses have a slot), "
-                             f"got {group_size}")
+            raise ValueError(
+                f"group_size must be at most n_engines * S = {self.n_engines * S} "
+                f"(a group starts only when all its responses have a slot), "
+                f"got {group_size}"
+            )
         if filter_p is not None and not 0 < filter_p < 1:
-            raise ValueError(f"filter_p must be None or between 0 and 1 (exclusive): at 0 or 1 "
-                             f"every group is filtered out and nothing is ever trained, "
-                             f"got {filter_p!r}")
+            raise ValueError(
+                f"filter_p must be None or between 0 and 1 (exclusive): at 0 or 1 "
+                f"every group is filtered out and nothing is ever trained, "
+                f"got {filter_p!r}"
+            )
 
 
-def run_gpu_simulation(settings: GpuSettings, lengths: Iterator[int], may_start: Callable,
-                       take_batch: Callable) -> dict[str, Any]:
+def run_gpu_simulation(
+    settings: GpuSettings, lengths: Iterator[int], may_start: Callable, take_batch: Callable
+) -> dict[str, Any]:
     """Simulate the GpuSettings `settings` until its n_steps-th update; return the dict of
     `summarize_gpu`. lengths: an iterator of response lengths in tokens (whole numbers >= 1,
     capped by the caller; when it runs out, no group starts); may_start and take_batch:
@@ -231,8 +247,15 @@ def run_gpu_simulation(settings: GpuSettings, lengths: Iterator[int], may_start:
         if cluster.update_ends_next():
             cluster.end_update()
             if cluster.version == settings.n_steps:
-                return summarize_gpu(settings, cluster.groups, cluster.updates, cluster.log,
-                                     cluster.ends, cluster.time, cluster.batches)
+                return summarize_gpu(
+                    settings,
+                    cluster.groups,
+                    cluster.updates,
+                    cluster.log,
+                    cluster.ends,
+                    cluster.time,
+                    cluster.batches,
+                )
         else:
             cluster.end_response()
 
@@ -241,18 +264,23 @@ class Cluster:
     """The state of one run_gpu_simulation: the engines and the heap of their next ends,
     the groups and responses started, the trainer's updates, and the clock."""
 
-    def __init__(self, settings: GpuSettings, lengths: Iterator[int], may_start: Callable,
-                 take_batch: Callable):
+    def __init__(
+        self,
+        settings: GpuSettings,
+        lengths: Iterator[int],
+        may_start: Callable,
+        take_batch: Callable,
+    ):
         self.settings, self.lengths = settings, lengths
         self.may_start, self.take_batch = may_start, take_batch
         p, n = settings.filter_p, settings.group_size
-        self.p_filter = 0.0 if p is None else p**n + (1 - p)**n
+        self.p_filter = 0.0 if p is None else p**n + (1 - p) ** n
         self.rng = np.random.default_rng(settings.seed)
         self.engines = [Engine(settings.prompt) for _ in range(settings.n_engines)]
         # heap of (time, response id, engine, engine stamp); stale stamps are skipped
         self.events: list[tuple[float, int, int, int]] = []
         self.responses: list[Response] = []  # every Response, by id
-        self.groups: list[dict[str, Any]] = []    # every group started, by id
+        self.groups: list[dict[str, Any]] = []  # every group started, by id
         self.finished: list[dict[str, Any]] = []  # finished groups waiting for the trainer
         self.updates: list[tuple[float, float]] = []  # (start, end) of every update
         self.log: list[tuple[float, int, int, float]] = []  # see summarize_gpu
@@ -265,9 +293,11 @@ class Cluster:
 
     def state(self) -> str:
         s = self.settings
-        return (f"version={self.version}, {len(self.groups)} groups started, "
-                f"{self.n_dropped} dropped, {len(self.finished)} finished groups waiting, "
-                f"k={s.k}, B={s.B}")
+        return (
+            f"version={self.version}, {len(self.groups)} groups started, "
+            f"{self.n_dropped} dropped, {len(self.finished)} finished groups waiting, "
+            f"k={s.k}, B={s.B}"
+        )
 
     def reschedule(self, e: int) -> None:
         """Engine e changed: log its speed and push its next end (older entries go stale)."""
@@ -287,8 +317,16 @@ class Cluster:
     def train(self) -> None:
         """The idle trainer takes a batch, if take_batch gives one, and starts its update."""
         s = self.settings
-        batch, dropped = checked_take_batch(self.take_batch, self.finished, self.version, s.k,
-                                            s.B, s.drop_stale, len(self.groups), self.n_dropped)
+        batch, dropped = checked_take_batch(
+            self.take_batch,
+            self.finished,
+            self.version,
+            s.k,
+            s.B,
+            s.drop_stale,
+            len(self.groups),
+            self.n_dropped,
+        )
         self.n_dropped += len(dropped)
         if batch is not None:
             tokens = sum(g["tokens"] for g in batch) + s.prompt * s.group_size * s.B
@@ -300,13 +338,17 @@ class Cluster:
         """Start groups while there are slots, lengths, room under the cap and may_start
         allows it."""
         s = self.settings
-        while self.free >= s.group_size and not self.out_of_lengths and (
-                s.max_running is None or self.running < s.max_running):
+        while (
+            self.free >= s.group_size
+            and not self.out_of_lengths
+            and (s.max_running is None or self.running < s.max_running)
+        ):
             room = self.pinned_room() if s.pin else None
             if s.pin and not room:
                 break
-            if not checked_may_start(self.may_start, len(self.groups), self.n_dropped,
-                                     self.version, s.k, s.B):
+            if not checked_may_start(
+                self.may_start, len(self.groups), self.n_dropped, self.version, s.k, s.B
+            ):
                 break
             drawn = list(itertools.islice(self.lengths, s.group_size))
             if len(drawn) < s.group_size:
@@ -317,15 +359,26 @@ class Cluster:
     def pinned_room(self) -> list[int]:
         """The engines, round-robin from the next one, with room for a whole group."""
         n, s = len(self.engines), self.settings
-        return [(self.turn + i) % n for i in range(n)
-                if len(self.engines[(self.turn + i) % n].ends) + s.group_size <= s.S]
+        return [
+            (self.turn + i) % n
+            for i in range(n)
+            if len(self.engines[(self.turn + i) % n].ends) + s.group_size <= s.S
+        ]
 
     def start(self, drawn: list[int], room: list[int] | None) -> None:
         """Start a group of responses of the `drawn` lengths: all on room[0] if pinned, else
         each on the engine with the fewest active responses."""
-        group: dict[str, Any] = dict(id=len(self.groups), tag=self.version, start=self.time,
-                                     end=None, tokens=sum(drawn), lag=None, dropped=False,
-                                     left=len(drawn), version_tokens=0)
+        group: dict[str, Any] = dict(
+            id=len(self.groups),
+            tag=self.version,
+            start=self.time,
+            end=None,
+            tokens=sum(drawn),
+            lag=None,
+            dropped=False,
+            left=len(drawn),
+            version_tokens=0,
+        )
         self.groups.append(group)
         self.running += 1
         if room is not None:
@@ -355,8 +408,9 @@ class Cluster:
         events = self.events
         while events and events[0][3] != self.engines[events[0][2]].stamp:
             heapq.heappop(events)
-        return self.trainer_done_at is not None and (not events
-                                                     or self.trainer_done_at <= events[0][0])
+        return self.trainer_done_at is not None and (
+            not events or self.trainer_done_at <= events[0][0]
+        )
 
     def end_update(self) -> None:
         """The update ends: the tokens so far are the old version's, the engines pause."""
@@ -386,8 +440,9 @@ class Cluster:
         self.reschedule(e)
         group = self.groups[response.group]
         # its unmarked tokens were all made by the current version
-        group["version_tokens"] += (response.version_tokens
-                                    + (response.length - response.marked) * self.version)
+        group["version_tokens"] += (
+            response.version_tokens + (response.length - response.marked) * self.version
+        )
         group["left"] -= 1
         if group["left"] == 0:
             group["end"] = self.time
@@ -399,8 +454,9 @@ class Cluster:
                 self.finished.append(group)
 
 
-def mark_versions(engines: list[Engine], responses: list[Response], step: Step, time: float,
-                  version: int) -> None:
+def mark_versions(
+    engines: list[Engine], responses: list[Response], step: Step, time: float, version: int
+) -> None:
     """An update ends at `time`: every active response's tokens so far were made by
     `version`; the next ones, from each engine's next boundary, by version + 1 (weights
     swap at a step boundary and generation goes on, as in AReaL's interruptible rollouts;
@@ -416,9 +472,15 @@ def mark_versions(engines: list[Engine], responses: list[Response], step: Step, 
             response.marked = made
 
 
-def summarize_gpu(settings: GpuSettings, groups: list[dict], updates: list[tuple[float, float]],
-                  log: list[tuple], ends: list[float], time: float,
-                  batches: list[int]) -> dict[str, Any]:
+def summarize_gpu(
+    settings: GpuSettings,
+    groups: list[dict],
+    updates: list[tuple[float, float]],
+    log: list[tuple],
+    ends: list[float],
+    time: float,
+    batches: list[int],
+) -> dict[str, Any]:
     """The numbers of a finished run of GpuSettings `settings` (seconds; groups and tokens).
 
     throughput      = trained groups per second = n_steps * B / time
@@ -436,11 +498,18 @@ def summarize_gpu(settings: GpuSettings, groups: list[dict], updates: list[tuple
     lags = sorted(g["lag"] for g in trained)
     tokens = sum(g["tokens"] for g in trained)
     trained_version = sum((g["tag"] + g["lag"]) * g["tokens"] for g in trained)
-    return dict(time=time, throughput=settings.n_steps * settings.B / time,
-                mean_lag=float(np.mean(lags)),
-                max_lag=lags[-1],
-                head_token_lag=sum(g["lag"] * g["tokens"] for g in trained) / tokens,
-                token_lag=(trained_version - sum(g["version_tokens"] for g in trained)) / tokens,
-                train_tokens=sum(batches), batch_tokens=batches,
-                updates=updates, groups=groups, log=log, ends=ends,
-                group_size=settings.group_size)
+    return dict(
+        time=time,
+        throughput=settings.n_steps * settings.B / time,
+        mean_lag=float(np.mean(lags)),
+        max_lag=lags[-1],
+        head_token_lag=sum(g["lag"] * g["tokens"] for g in trained) / tokens,
+        token_lag=(trained_version - sum(g["version_tokens"] for g in trained)) / tokens,
+        train_tokens=sum(batches),
+        batch_tokens=batches,
+        updates=updates,
+        groups=groups,
+        log=log,
+        ends=ends,
+        group_size=settings.group_size,
+    )

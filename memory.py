@@ -7,6 +7,7 @@ Units: bytes, and GB = 10**9 bytes (the unit GPU data sheets use: an H100 has
 The chapter's question: why does PPO-RLHF on a 7B model need a small cluster
 just to hold its weights, while GRPO with a LoRA adapter fits on one GPU?
 """
+
 from lab import TaskNotDone, contracts
 from lab.input_checks import Number, Whole, checked
 
@@ -38,8 +39,13 @@ def model_state_bytes(n_trained: Whole, n_frozen: Whole = 0) -> int:
 
 
 @checked(contracts.kv_cache_bytes)
-def kv_cache_bytes(n_layers: Whole, n_kv_heads: Whole, head_dim: Whole, n_tokens: Whole,
-                   bytes_per_value: Number = 2) -> int:
+def kv_cache_bytes(
+    n_layers: Whole,
+    n_kv_heads: Whole,
+    head_dim: Whole,
+    n_tokens: Whole,
+    bytes_per_value: Number = 2,
+) -> int:
     """Bytes of KV cache for `n_tokens` tokens (all sequences together):
 
         bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
@@ -64,8 +70,14 @@ def kv_cache_bytes(n_layers: Whole, n_kv_heads: Whole, head_dim: Whole, n_tokens
 
 
 @checked(contracts.rl_memory_gb)
-def rl_memory_gb(algo: str, n_params: Whole, *, reference: bool = True,
-                 reward_model: bool | None = None, lora_params: Whole = 0) -> float:
+def rl_memory_gb(
+    algo: str,
+    n_params: Whole,
+    *,
+    reference: bool = True,
+    reward_model: bool | None = None,
+    lora_params: Whole = 0,
+) -> float:
     """GB of model state for an RL run whose models have N = n_params parameters each:
 
         PPO:  policy and critic, trained; reference and reward model, frozen

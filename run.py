@@ -9,6 +9,7 @@ Same flags, same numbers: every run is deterministic. This is a dispatcher: each
 experiment is a module of experiments/ (its options, computation, printing and figure),
 listed once in experiments.REGISTRY; rl_systems.png is experiments/main_figure.py.
 """
+
 import argparse
 import json
 import sys
@@ -32,14 +33,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for experiment in REGISTRY:
         experiment.arguments(p)
     if grading.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
-        p.add_argument("--solutions", action="store_true",
-                       help="run the reference solutions (the same as RL_SOLUTIONS=1)")
-    p.add_argument("--out", type=png_path, default="rl_systems.png",
-                   help="where to save the figure; the numbers go next to it as .json")
+        p.add_argument(
+            "--solutions",
+            action="store_true",
+            help="run the reference solutions (the same as RL_SOLUTIONS=1)",
+        )
+    p.add_argument(
+        "--out",
+        type=png_path,
+        default="rl_systems.png",
+        help="where to save the figure; the numbers go next to it as .json",
+    )
     args = p.parse_args(argv)
     if args.batch * args.steps > MAX_RESPONSES:  # every trained response is kept in memory
-        p.error(f"argument -B/--batch times --steps must be at most {MAX_RESPONSES}, "
-                f"got {args.batch} x {args.steps} = {args.batch * args.steps}")
+        p.error(
+            f"argument -B/--batch times --steps must be at most {MAX_RESPONSES}, "
+            f"got {args.batch} x {args.steps} = {args.batch * args.steps}"
+        )
     return args
 
 
@@ -58,8 +68,9 @@ class Run:
         self.limit: float
         self.watchdog = harness.Watchdog(abort=self.stuck)
 
-    def attempt(self, e: Experiment, show: Callable[..., object],
-                note: Callable[[str], object] = print) -> None:
+    def attempt(
+        self, e: Experiment, show: Callable[..., object], note: Callable[[str], object] = print
+    ) -> None:
         """Run experiment `e` under its time limit (5 times its SECONDS, times the work its
         flags ask for, and at least harness.TIME_LIMIT) and `show` its result. If it meets a
         task not done yet (lab.TaskNotDone), say which one through `note`: the task whose
@@ -79,8 +90,9 @@ class Run:
         self.limit = max(harness.TIME_LIMIT, 5 * e.SECONDS * e.work(self.settings))
         self.running = e
         try:
-            with harness.time_limit(f"{e.LABEL} (Task {e.TASK}, {file})", self.watchdog,
-                                    self.limit):
+            with harness.time_limit(
+                f"{e.LABEL} (Task {e.TASK}, {file})", self.watchdog, self.limit
+            ):
                 result = e.run(self.settings, self.results)
         except lab.TaskNotDone as todo:
             note(f"{e.LABEL}: skipped, {todo}.")
@@ -96,33 +108,41 @@ class Run:
         self.results[e.KEY] = result
         show(result)
 
-    def failed(self, e: Experiment, error: BaseException,
-               note: Callable[[str], object]) -> None:
+    def failed(self, e: Experiment, error: BaseException, note: Callable[[str], object]) -> None:
         """Report an experiment that failed: in a task file (or its checks), or in given code."""
         unavailable, tests = self.results["unavailable"], f"python -m pytest -q -k task{e.TASK}"
         if isinstance(error, harness.TimeLimitExceeded):
-            note(f"{e.LABEL}: stopped after {self.limit:.3g} s, its time limit: {error}"
-                 f"{harness.where(error)}\n  run `{tests}` to find out why.")
+            note(
+                f"{e.LABEL}: stopped after {self.limit:.3g} s, its time limit: {error}"
+                f"{harness.where(error)}\n  run `{tests}` to find out why."
+            )
             unavailable[e.LABEL] = f"Task {e.TASK} ran too long: see its tests"
         elif harness.raised_in_given_code(error) and not isinstance(
-                error, (SchedulerError, ContractError, grading.TaskFileError)):
+            error, (SchedulerError, ContractError, grading.TaskFileError)
+        ):
             frame = harness.lab_frames(error)[-1]
-            note(f"{e.LABEL}: failed in given code, not in your file: {type(error).__name__}: "
-                 f"{error}\n  at {Path(frame.filename).relative_to(harness.ROOT)}, line "
-                 f"{frame.lineno}. If the tests of Task {e.TASK} pass, this is a bug in the lab: "
-                 "please report it.")
+            note(
+                f"{e.LABEL}: failed in given code, not in your file: {type(error).__name__}: "
+                f"{error}\n  at {Path(frame.filename).relative_to(harness.ROOT)}, line "
+                f"{frame.lineno}. If the tests of Task {e.TASK} pass, this is a bug in the lab: "
+                "please report it."
+            )
             unavailable[e.LABEL] = f"{e.LABEL} failed in given code"
         else:
-            note(f"{e.LABEL}: failed with {harness.describe(error)}\n  run `{tests}` to find "
-                 "out why.")
+            note(
+                f"{e.LABEL}: failed with {harness.describe(error)}\n  run `{tests}` to find "
+                "out why."
+            )
             unavailable[e.LABEL] = f"Task {e.TASK} failed: see its tests"
 
     def stuck(self, label: str, seconds: float) -> None:
         """The backstop (from the watchdog thread): the experiment running ignored its limit
         (`label` names it with its task and file). Save."""
-        print(f"\n{label} ignored its {self.limit:.3g} s time limit and was still running "
-              f"after {seconds:.0f} s (does it catch every exception, or turn off signals?); "
-              "stopping.")
+        print(
+            f"\n{label} ignored its {self.limit:.3g} s time limit and was still running "
+            f"after {seconds:.0f} s (does it catch every exception, or turn off signals?); "
+            "stopping."
+        )
         self.results["unavailable"][self.running.LABEL] = f"{self.running.LABEL} ran too long"
         self.save()
 
@@ -136,8 +156,9 @@ class Run:
                 results["unavailable"].setdefault(e.LABEL, "not run")
         # the flags' figures beside it, each named for its flag: rl_systems_preset.png
         drawings = {out: main_figure.draw}
-        drawings |= {out.with_name(f"{out.stem}_{e.FLAG}.png"): e.draw for e in FLAGS
-                     if e.KEY in results}
+        drawings |= {
+            out.with_name(f"{out.stem}_{e.FLAG}.png"): e.draw for e in FLAGS if e.KEY in results
+        }
         for path, draw in drawings.items():
             harness.write_atomically(path, write=lambda tmp, draw=draw: draw(results, tmp))
         results["images"] = [path.name for path in drawings]
@@ -160,8 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     lines = []  # with flags: the parts run first (--staleness needs Part 2), in a line each
     for i, part in enumerate(PARTS):
         if flags:
-            run.attempt(part, lambda result, part=part: lines.append(part.short(result)),
-                        lines.append)
+            run.attempt(
+                part, lambda result, part=part: lines.append(part.short(result)), lines.append
+            )
         else:
             if i in (1, 2):
                 print()

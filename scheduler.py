@@ -11,6 +11,7 @@ dropped (True once thrown away as stale). The event loop that calls your two
 functions is in scheduler_core.py; `simulate` at the bottom runs it. The line
 above each of your functions (given) checks its arguments: write only the rule.
 """
+
 import numpy as np
 
 import scheduler_core
@@ -19,8 +20,9 @@ from lab.input_checks import Whole, checked
 
 
 @checked(contracts.may_start)
-def may_start(n_started: Whole, n_dropped: Whole, version: Whole, k: Whole,
-              B: Whole) -> bool | np.bool_:
+def may_start(
+    n_started: Whole, n_dropped: Whole, version: Whole, k: Whole, B: Whole
+) -> bool | np.bool_:
     """Admission control: may a free lane start one more response now?
 
         True  iff  n_started - n_dropped < (version + k + 1) * B
@@ -45,8 +47,13 @@ def may_start(n_started: Whole, n_dropped: Whole, version: Whole, k: Whole,
 
 
 @checked(contracts.take_batch)
-def take_batch(finished: list[dict], version: Whole, k: Whole, B: int | np.integer,
-               drop_stale: bool | np.bool_ = False) -> tuple[list[dict] | None, list[dict]]:
+def take_batch(
+    finished: list[dict],
+    version: Whole,
+    k: Whole,
+    B: int | np.integer,
+    drop_stale: bool | np.bool_ = False,
+) -> tuple[list[dict] | None, list[dict]]:
     """The trainer's turn: maybe drop stale responses, then take the oldest B.
 
       1. If drop_stale: remove each response with version - tag > k from `finished`, set its
@@ -71,8 +78,18 @@ def take_batch(finished: list[dict], version: Whole, k: Whole, B: int | np.integ
     raise TaskNotDone("2b")
 
 
-def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, lengths=None,
-             drop_stale=False, seed=0):
+def simulate(
+    n_lanes,
+    B,
+    k,
+    *,
+    n_steps=200,
+    train_time=1.0,
+    sigma=1.25,
+    lengths=None,
+    drop_stale=False,
+    seed=0,
+):
     """Run the rollout simulator with your may_start and take_batch (given).
 
     Lengths are `lengths` (time units, in start order) if given, else lognormal

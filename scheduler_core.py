@@ -19,6 +19,7 @@ shows up as a SchedulerError that says which rule broke, not as a wrong number l
 `simulate` checks a run's arguments once, then calls the two without their @checked input
 checks: the loop gives them plain ints it made itself, so those checks would buy nothing.
 """
+
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -29,8 +30,14 @@ import numpy as np
 from lab.input_checks import unchecked
 from lab.simulator_checks import MAX_RESPONSES as MAX_RESPONSES  # simulate's bounds, which
 from lab.simulator_checks import MAX_SIGMA as MAX_SIGMA  # run.py's flags read here too
-from lab.simulator_checks import (SchedulerError, check_settings, checked_lengths,
-                                  checked_may_start, checked_take_batch, why_stuck)
+from lab.simulator_checks import (
+    SchedulerError,
+    check_settings,
+    checked_lengths,
+    checked_may_start,
+    checked_take_batch,
+    why_stuck,
+)
 
 Response = dict[str, Any]  # id, tag, start, end, length, lag (None until trained), dropped
 
@@ -39,6 +46,7 @@ class LaneSettings(NamedTuple):
     """The settings of one simulation: n_lanes lanes, batches of B responses, staleness bound
     k, until the n_steps-th update; each update takes train_time; drop_stale: take_batch
     throws away the responses staler than k."""
+
     n_lanes: int
     B: int
     k: int
@@ -47,9 +55,14 @@ class LaneSettings(NamedTuple):
     drop_stale: bool = False
 
 
-def simulate(may_start: Callable, take_batch: Callable, settings: LaneSettings,
-             lengths: Iterable[float] | None = None, sigma: float = 1.25,
-             seed: int = 0) -> dict[str, Any]:
+def simulate(
+    may_start: Callable,
+    take_batch: Callable,
+    settings: LaneSettings,
+    lengths: Iterable[float] | None = None,
+    sigma: float = 1.25,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Run the simulator with the decisions may_start and take_batch (scheduler.simulate).
 
     Response lengths are `lengths` (time units, in start order) if given: any
@@ -76,11 +89,12 @@ def lognormal_lengths(sigma: float, seed: int) -> Iterator[float]:
     """Endless lognormal response lengths with mean 1 (drawn in blocks, for speed)."""
     rng = np.random.default_rng(seed)
     while True:
-        yield from rng.lognormal(-sigma**2 / 2, sigma, size=4096).tolist()
+        yield from rng.lognormal(-(sigma**2) / 2, sigma, size=4096).tolist()
 
 
-def run_simulation(settings: LaneSettings, lengths: Iterator[float], may_start: Callable,
-                   take_batch: Callable) -> dict[str, Any]:
+def run_simulation(
+    settings: LaneSettings, lengths: Iterator[float], may_start: Callable, take_batch: Callable
+) -> dict[str, Any]:
     """Simulate until the n_steps-th update; return the summary dict of `summarize`.
 
     lengths: an iterator of response lengths in start order; when it runs out,
@@ -88,19 +102,20 @@ def run_simulation(settings: LaneSettings, lengths: Iterator[float], may_start: 
     """
     n_lanes, B, k, n_steps, train_time, drop_stale = settings
     time, version = 0.0, 0
-    trace: list[Response] = []     # every response ever started, in start order (id = index)
+    trace: list[Response] = []  # every response ever started, in start order (id = index)
     finished: list[Response] = []  # finished responses waiting for the trainer, oldest first
     running: list[tuple[float, int]] = []  # heap of (end time, id) of the responses generating
     n_dropped = 0
     trainer_done_at = None  # when the current update ends; None while idle
-    updates = []       # (start, end) of every update, in order
+    updates = []  # (start, end) of every update, in order
     out_of_lengths = False
 
     while True:
         # The idle trainer looks for a batch (dropping stale responses if asked).
         if trainer_done_at is None:
-            batch, dropped = checked_take_batch(take_batch, finished, version, k, B, drop_stale,
-                                                len(trace), n_dropped)
+            batch, dropped = checked_take_batch(
+                take_batch, finished, version, k, B, drop_stale, len(trace), n_dropped
+            )
             n_dropped += len(dropped)
             if batch is not None:
                 trainer_done_at = time + train_time
@@ -114,15 +129,22 @@ def run_simulation(settings: LaneSettings, lengths: Iterator[float], may_start: 
             if length is None:
                 out_of_lengths = True
                 break
-            response: Response = {"id": len(trace), "tag": version, "start": time,
-                                  "end": time + length, "length": length, "lag": None,
-                                  "dropped": False}
+            response: Response = {
+                "id": len(trace),
+                "tag": version,
+                "start": time,
+                "end": time + length,
+                "length": length,
+                "lag": None,
+                "dropped": False,
+            }
             trace.append(response)
             heapq.heappush(running, (response["end"], response["id"]))
 
         if trainer_done_at is None and not running:
-            raise SchedulerError(why_stuck(len(trace), n_dropped, version, k, B,
-                                           len(finished), out_of_lengths))
+            raise SchedulerError(
+                why_stuck(len(trace), n_dropped, version, k, B, len(finished), out_of_lengths)
+            )
 
         # Jump to the next event: the update ends, or the earliest response ends.
         # On a tie the update goes first, so what finishes at that instant is
@@ -138,8 +160,14 @@ def run_simulation(settings: LaneSettings, lengths: Iterator[float], may_start: 
             finished.append(trace[response_id])
 
 
-def summarize(trace: list[Response], updates: list[tuple[float, float]], n_lanes: int, B: int,
-              n_steps: int, time: float) -> dict[str, Any]:
+def summarize(
+    trace: list[Response],
+    updates: list[tuple[float, float]],
+    n_lanes: int,
+    B: int,
+    n_steps: int,
+    time: float,
+) -> dict[str, Any]:
     """The numbers of a finished run.
 
     throughput  = trained responses per time unit = n_steps * B / time
@@ -156,10 +184,17 @@ def summarize(trace: list[Response], updates: list[tuple[float, float]], n_lanes
     busy = sum(min(r["end"], time) - r["start"] for r in trace)
     wasted = sum(r["length"] for r in trace if r["dropped"])
     lags = sorted(int(r["lag"]) for r in trace if r["lag"] is not None)
-    return dict(time=time, throughput=n_steps * B / time,
-                utilization=busy / (n_lanes * time), mean_lag=float(np.mean(lags)),
-                lag_p95=lags[math.ceil(0.95 * len(lags)) - 1], max_lag=lags[-1],
-                wasted_frac=wasted / busy, updates=updates, trace=trace)
+    return dict(
+        time=time,
+        throughput=n_steps * B / time,
+        utilization=busy / (n_lanes * time),
+        mean_lag=float(np.mean(lags)),
+        lag_p95=lags[math.ceil(0.95 * len(lags)) - 1],
+        max_lag=lags[-1],
+        wasted_frac=wasted / busy,
+        updates=updates,
+        trace=trace,
+    )
 
 
 def assign_lanes(trace: list[Response]) -> list[int]:
@@ -172,7 +207,7 @@ def assign_lanes(trace: list[Response]) -> list[int]:
 
     Example: starts 0, 0, 1 and ends 1, 2, 3 give lanes [0, 1, 0].
     """
-    free: list[int] = []              # heap of free lanes
+    free: list[int] = []  # heap of free lanes
     busy: list[tuple[float, int]] = []  # heap of (end, lane)
     lanes = []
     for r in trace:

@@ -6,6 +6,7 @@ simulator needs may_start, say) runs on yours once that task's answers are right
 on every input its graded tests try, and is skipped until then, saying which
 task it waits for (in the instructors' copy of the lab, on the reference).
 """
+
 import importlib
 import math
 import signal
@@ -21,8 +22,13 @@ from grading.feedback import KnownMistakes, Mistake, check
 from lab import contracts
 from lab.input_checks import ContractError, checked, unchecked
 from lab.simulator_checks import checked_lengths
-from scheduler_core import (LaneSettings, SchedulerError, assign_lanes, lognormal_lengths,
-                            run_simulation)
+from scheduler_core import (
+    LaneSettings,
+    SchedulerError,
+    assign_lanes,
+    lognormal_lengths,
+    run_simulation,
+)
 from test_rl_systems import KNOWN_MISTAKES
 
 LOGP = np.log(np.full((4, 3), 0.5))  # any (N, T) log-probabilities will do
@@ -56,14 +62,24 @@ def test_input_checks_scheduler(scheduler):
         scheduler.simulate(2, 2, 0, sigma=50)
     with pytest.raises(ValueError, match="B \\* n_steps must be at most"):
         scheduler.simulate(2, 10**4, 0, n_steps=10**3)
-    for bad, name in (((-1, 0, 0, 0, 1), "n_started"), ((1, 2, 0, 0, 1), "n_dropped"),
-                      ((0, 0, float("nan"), 0, 1), "version"), ((0, 0, 0, 0, 0), "B"),
-                      ((0, 0, 0, 0, "2"), "B"), ((0, 0, 0, 0.5, 1), "k")):
+    for bad, name in (
+        ((-1, 0, 0, 0, 1), "n_started"),
+        ((1, 2, 0, 0, 1), "n_dropped"),
+        ((0, 0, float("nan"), 0, 1), "version"),
+        ((0, 0, 0, 0, 0), "B"),
+        ((0, 0, 0, 0, "2"), "B"),
+        ((0, 0, 0, 0.5, 1), "k"),
+    ):
         with pytest.raises(ValueError, match=name):
             scheduler.may_start(*bad)
-    for bad, name in ((((), 0, 0, 1), "finished"), (([], -1, 0, 1), "version"),
-                      (([], 0, 0, 0), "B"), (([], 0, 0, -1), "B"), (([], 0, 0, "2"), "B"),
-                      (([dict(tag=3)], 2, 0, 1), "tag 3 > version 2")):
+    for bad, name in (
+        (((), 0, 0, 1), "finished"),
+        (([], -1, 0, 1), "version"),
+        (([], 0, 0, 0), "B"),
+        (([], 0, 0, -1), "B"),
+        (([], 0, 0, "2"), "B"),
+        (([dict(tag=3)], 2, 0, 1), "tag 3 > version 2"),
+    ):
         with pytest.raises(ValueError, match=name):
             scheduler.take_batch(*bad)
     with pytest.raises(ValueError, match="drop_stale"):
@@ -90,6 +106,7 @@ def test_checked_passes_an_added_parameter_on():
     @checked(contracts.may_start)
     def may_start(n_started, n_dropped, version, k, B, memo=None, *, seen=()):
         return n_started - n_dropped < (version + k + 1) * B, memo, seen
+
     assert may_start(3, 0, 0, 0, 4) == (True, None, ())
     assert may_start(4, 0, 0, 0, 4, {}, seen=(1,)) == (False, {}, (1,))
     with pytest.raises(ValueError, match="B must be"):
@@ -99,16 +116,25 @@ def test_checked_passes_an_added_parameter_on():
     assert unchecked(unchecked(may_start)) is unchecked(may_start)
 
 
-@pytest.mark.parametrize("answer, named", [
-    (lambda w: w.tolist(), "it returned a list of 4 items, the first: [1.0, 1.0, 1.0]"),
-    (lambda w: w.astype(np.float32), "of float64 numbers; it returned an array of float32"),
-    (lambda w: w[0], "it returned shape (3,)"), (lambda w: 1.0, "it returned a float, 1.0")])
+@pytest.mark.parametrize(
+    "answer, named",
+    [
+        (lambda w: w.tolist(), "it returned a list of 4 items, the first: [1.0, 1.0, 1.0]"),
+        (lambda w: w.astype(np.float32), "of float64 numbers; it returned an array of float32"),
+        (lambda w: w[0], "it returned shape (3,)"),
+        (lambda w: 1.0, "it returned a float, 1.0"),
+    ],
+)
 def test_contract_names_the_type_expected_and_got(answer, named):
     @checked(contracts.importance_weights, returns=contracts.token_weights)
     def importance_weights(logp_train, logp_infer, scheme, C=2.0, cache=None):
         return answer(np.ones(logp_train.shape))
-    with pytest.raises(ContractError, match=r"importance_weights \(Task 3a, tis.py\) must "
-                                            r"return an array of shape \(4, 3\)") as error:
+
+    with pytest.raises(
+        ContractError,
+        match=r"importance_weights \(Task 3a, tis.py\) must "
+        r"return an array of shape \(4, 3\)",
+    ) as error:
         importance_weights(LOGP, LOGP, "none")
     assert named in str(error.value), error.value
     assert str(error.value).endswith("(called with scheme 'none')"), error.value
@@ -118,31 +144,42 @@ def test_contract_names_the_level_it_was_called_with():
     @checked(contracts.masked_weights, returns=contracts.token_weights)
     def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
         return np.zeros(len(logp_train))  # one number per response, not per token
-    with pytest.raises(ContractError, match=r"masked_weights \(Task 3c, tis.py\) must return an "
-                       r"array of shape \(4, 3\): .* it returned shape \(4,\) \(called with "
-                       r"level 'geo'\)$"):
+
+    with pytest.raises(
+        ContractError,
+        match=r"masked_weights \(Task 3c, tis.py\) must return an "
+        r"array of shape \(4, 3\): .* it returned shape \(4,\) \(called with "
+        r"level 'geo'\)$",
+    ):
         masked_weights(LOGP, LOGP, "geo")
 
 
 def weights_returning(answer):
     """An importance_weights, checked as Task 3a's is, whose answer is answer(ones)."""
+
     @checked(contracts.importance_weights, returns=contracts.token_weights)
     def importance_weights(logp_train, logp_infer, scheme, C=2.0):
         return answer(np.ones(logp_train.shape))
+
     return importance_weights
 
 
 def test_contracts_take_float64_in_any_byte_order_and_layout():
     # one rule for numpy types (lab/input_checks.py): a right answer is right in any byte
     # order or memory layout of float64, and a numpy number counts as the number it is
-    for answer in (lambda w: w.astype(">f8"), np.asfortranarray,
-                   lambda w: np.ones((8, 6))[::2, ::2], lambda w: np.ones((3, 4)).T,
-                   lambda w: np.broadcast_to(np.ones(3), w.shape)):
+    for answer in (
+        lambda w: w.astype(">f8"),
+        np.asfortranarray,
+        lambda w: np.ones((8, 6))[::2, ::2],
+        lambda w: np.ones((3, 4)).T,
+        lambda w: np.broadcast_to(np.ones(3), w.shape),
+    ):
         got = weights_returning(answer)(LOGP, LOGP.astype(">f8"), "token_tis", np.float32(2.0))
         assert got.shape == LOGP.shape
     for wrong, dtype in ((np.int64, "int64"), (">f4", ">f4")):
-        with pytest.raises(ContractError, match=f"float64 numbers; it returned an array of "
-                                                f"{dtype}"):
+        with pytest.raises(
+            ContractError, match=f"float64 numbers; it returned an array of {dtype}"
+        ):
             weights_returning(lambda w: w.astype(wrong))(LOGP, LOGP, "none")
 
 
@@ -155,8 +192,10 @@ def test_messages_show_what_differs_in_a_few_lines():
     assert repr(float(right[0])) in text and repr(float(np.float32(right[0]))) in text, text
     assert "first difference at index [0]" in text and "largest difference" in text, text
     assert "(relative" in text, text
-    responses = [dict(id=i, tag=0, start=0.0, end=1.0, length=1.0, lag=None, dropped=False)
-                 for i in range(40)]
+    responses = [
+        dict(id=i, tag=0, start=0.0, end=1.0, length=1.0, lag=None, dropped=False)
+        for i in range(40)
+    ]
     with pytest.raises(AssertionError) as error:
         check(responses, [0, 1], "batch ids")
     text = str(error.value)
@@ -167,9 +206,10 @@ def test_messages_show_expected_and_got_in_one_form():
     # numbers expected as a list are shown as the answer is: an array beside an array, a
     # list beside a list, a numpy number as the number it is
     for got, expected, text in (
-            (np.array([3.75]), [7.5], "expected array([7.5]), got array([3.75])"),
-            ([3.75], np.array([7.5]), "expected [7.5], got [3.75]"),
-            (np.float64(3.75), 7.5, "expected 7.5, got 3.75")):
+        (np.array([3.75]), [7.5], "expected array([7.5]), got array([3.75])"),
+        ([3.75], np.array([7.5]), "expected [7.5], got [3.75]"),
+        (np.float64(3.75), 7.5, "expected 7.5, got 3.75"),
+    ):
         with pytest.raises(AssertionError) as error:
             check(got, expected, "pg_estimate")
         assert f"pg_estimate: {text}." == str(error.value), error.value
@@ -232,11 +272,13 @@ def test_toy_gradients_match_finite_differences():
 
 def test_core_explains_a_run_that_cannot_finish():
     with pytest.raises(SchedulerError, match="can never finish: may_start refused"):
-        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: False,
-                       lambda *a: (None, []))
+        run_simulation(
+            LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: False, lambda *a: (None, [])
+        )
     with pytest.raises(SchedulerError, match="lengths ran out"):
-        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0]), lambda *a: True,
-                       lambda *a: (None, []))
+        run_simulation(
+            LaneSettings(2, 2, 0, 1), iter([1.0]), lambda *a: True, lambda *a: (None, [])
+        )
 
 
 def take_oldest(finished, version, k, B, drop_stale):  # not Task 2b's: it never drops
@@ -249,10 +291,18 @@ def take_oldest(finished, version, k, B, drop_stale):  # not Task 2b's: it never
     return batch, []
 
 
-@pytest.mark.parametrize("may_start, k, named", [
-    (lambda n, d, v, k, B: n - d < (v + k) * B, 0, "it stops one batch short, at 0 = (version "
-     "+ k) * B. Is the + 1 of (version + k + 1) * B missing?"),
-    (lambda n, d, v, k, B: n - d < v * B + 1, 1, "")])  # (a refusal no known mistake explains)
+@pytest.mark.parametrize(
+    "may_start, k, named",
+    [
+        (
+            lambda n, d, v, k, B: n - d < (v + k) * B,
+            0,
+            "it stops one batch short, at 0 = (version "
+            "+ k) * B. Is the + 1 of (version + k + 1) * B missing?",
+        ),
+        (lambda n, d, v, k, B: n - d < v * B + 1, 1, ""),
+    ],
+)  # (a refusal no known mistake explains)
 def test_core_names_what_a_refusal_lacks(may_start, k, named):
     # no response is ever dropped here, so the message never asks about n_dropped
     with pytest.raises(SchedulerError, match="can never finish: may_start refused") as error:
@@ -263,11 +313,12 @@ def test_core_names_what_a_refusal_lacks(may_start, k, named):
 
 def test_core_checks_the_decisions():
     with pytest.raises(SchedulerError, match="may_start must return True or False"):
-        run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: None,
-                       lambda *a: (None, []))
+        run_simulation(
+            LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: None, lambda *a: (None, [])
+        )
 
     def one_short(finished, version, k, B, drop_stale):
-        return (finished[:B - 1], []) if len(finished) >= B else (None, [])
+        return (finished[: B - 1], []) if len(finished) >= B else (None, [])
 
     with pytest.raises(SchedulerError, match="exactly B=2"):
         run_simulation(LaneSettings(2, 2, 0, 1), iter([1.0] * 4), lambda *a: True, one_short)
@@ -294,6 +345,7 @@ def test_input_checks_masked_weights(tis):
 
 # ---------------------------------------------------------------- the task functions they need
 
+
 class Tasks:
     """Task functions that tests of the given code need (`names`: function -> task), each
     looked up when a test uses it: the reference's where the lab has solutions/ (the
@@ -310,8 +362,10 @@ class Tasks:
         if grading.SOLUTIONS_DIR.is_dir():
             return getattr(importlib.import_module(f"solutions.{self.module}"), name)
         task = self.names[name]
-        waits = (f"this test of the given code runs on your {name} ({self.module}.py) once "
-                 f"Task {task} is done: run python -m pytest -q -k task{task}")
+        waits = (
+            f"this test of the given code runs on your {name} ({self.module}.py) once "
+            f"Task {task} is done: run python -m pytest -q -k task{task}"
+        )
         try:
             function = getattr(grading.load(self.module), name)
         except TaskFileError:
@@ -331,6 +385,7 @@ TIS = Tasks("tis", importance_weights="3a", pg_estimate="3b")
 # it trains the newest B responses, not the oldest, which the given code must handle just
 # as well (experiments/test_*.py use it too).
 
+
 def newest_first(finished, version, k, B, drop_stale):
     dropped = [r for r in finished if version - r["tag"] > k] if drop_stale else []
     for r in dropped:
@@ -349,10 +404,15 @@ class NewestFirst:
     """The scheduler module's simulate, run with may_start (Task 2a) and newest_first."""
 
     @staticmethod
-    def simulate(n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False,
-                 seed=0):
-        return run_simulation(LaneSettings(n_lanes, B, k, n_steps, train_time, drop_stale),
-                              lognormal_lengths(sigma, seed), SCHEDULER.may_start, newest_first)
+    def simulate(
+        n_lanes, B, k, *, n_steps=200, train_time=1.0, sigma=1.25, drop_stale=False, seed=0
+    ):
+        return run_simulation(
+            LaneSettings(n_lanes, B, k, n_steps, train_time, drop_stale),
+            lognormal_lengths(sigma, seed),
+            SCHEDULER.may_start,
+            newest_first,
+        )
 
 
 def test_core_reports_the_lag_tail():
@@ -385,13 +445,20 @@ def test_assign_lanes_never_overlaps_and_uses_at_most_n_lanes():
         for r, lane in zip(trace, lanes):
             assert ends.get(lane, 0.0) <= r["start"], f"two responses overlap on lane {lane}"
             ends[lane] = r["end"]
-    assert assign_lanes([dict(start=0, end=1), dict(start=0, end=2), dict(start=1, end=3)]) == [0, 1, 0]
+    assert assign_lanes([dict(start=0, end=1), dict(start=0, end=2), dict(start=1, end=3)]) == [
+        0,
+        1,
+        0,
+    ]
 
 
 # A toy task for the hints: the rule is 2x; one known mistake adds 2 instead (the same at
 # x = 2), another gives NaN at x = 3 (as code that overflows would).
-TOY_MODELS = {"toy:right": lambda x: 2.0 * x, "toy:added 2": lambda x: x + 2.0,
-              "toy:NaN at 3": lambda x: np.nan if x == 3 else 2.0 * x}
+TOY_MODELS = {
+    "toy:right": lambda x: 2.0 * x,
+    "toy:added 2": lambda x: x + 2.0,
+    "toy:NaN at 3": lambda x: np.nan if x == 3 else 2.0 * x,
+}
 
 
 def toy_fingerprints(names, probes):
@@ -399,13 +466,18 @@ def toy_fingerprints(names, probes):
 
 
 TOY_MISTAKES = KnownMistakes(
-    "toy", [Mistake("added 2", "added 2"), Mistake("NaN at 3", "NaN at 3")],
-    probes=lambda: [(0,), (1,), (2,), (3,)], limit=0.1, fingerprints=toy_fingerprints)
+    "toy",
+    [Mistake("added 2", "added 2"), Mistake("NaN at 3", "NaN at 3")],
+    probes=lambda: [(0,), (1,), (2,), (3,)],
+    limit=0.1,
+    fingerprints=toy_fingerprints,
+)
 
 
 def test_a_hint_holds_on_every_probe():
     def near_miss(x):  # adds 2 on three probes of four
         return x + 2.0 if x < 3 else 7.0
+
     assert "Likely mistake: added 2" in TOY_MISTAKES.hint(lambda x: x + 2.0)
     assert TOY_MISTAKES.hint(near_miss) == ""
     assert TOY_MISTAKES.hint(lambda x: 2.0 * x) == ""  # the rule itself
@@ -419,10 +491,16 @@ def test_a_hint_that_cannot_be_checked_is_not_shown():
     def loops(x):
         while True:
             pass
+
     assert TOY_MISTAKES.hint(fails) == ""
     # the same task with a shorter limit: here it only ever cuts the loop short
-    quick = KnownMistakes("toy", TOY_MISTAKES.mistakes, TOY_MISTAKES.probes, limit=0.005,
-                          fingerprints=toy_fingerprints)
+    quick = KnownMistakes(
+        "toy",
+        TOY_MISTAKES.mistakes,
+        TOY_MISTAKES.probes,
+        limit=0.005,
+        fingerprints=toy_fingerprints,
+    )
     start = time.monotonic()
     assert quick.hint(loops) == ""
     assert time.monotonic() - start < 0.5, "the probe outlived its limit"

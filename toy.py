@@ -18,6 +18,7 @@ The helpers at the bottom (the bigram's probabilities, sampling, estimates by to
 pair) are shared by the experiments that train the toy or lengthen its responses
 (experiments/training.py, experiments/length_sweep.py).
 """
+
 import itertools
 from collections.abc import Callable
 
@@ -36,8 +37,10 @@ THETA = _rng.normal(0.0, 1.0, size=(V + 1, V))
 # The perturbation b, drawn once. Student-t with 3 degrees of freedom has heavy
 # tails: most logits are off by a little, a few by a lot. "gaussian" is the
 # light-tailed control (try it: run.py --noise gaussian).
-PERTURBATIONS = {"student_t": _rng.standard_t(3, size=(V + 1, V)),
-                 "gaussian": _rng.normal(0.0, 1.0, size=(V + 1, V))}
+PERTURBATIONS = {
+    "student_t": _rng.standard_t(3, size=(V + 1, V)),
+    "gaussian": _rng.normal(0.0, 1.0, size=(V + 1, V)),
+}
 
 # Upper bounds of exact_stats's arguments (run.py's flags use them too). Beyond
 # MAX_MISMATCH the sequence weights overflow float64; batch_size only divides
@@ -95,9 +98,15 @@ REWARDED = np.flatnonzero(REWARDS)  # a response with reward 0 has the estimate 
 REWARDED_BLOCKS = block_calls.blocks(GRAD_LOGP[REWARDED])
 
 
-def exact_stats(importance_weights: Callable, pg_estimate: Callable, scheme: str,
-                mismatch: float, C: float = 2.0, batch_size: int = 64,
-                noise: str = "student_t") -> dict[str, float]:
+def exact_stats(
+    importance_weights: Callable,
+    pg_estimate: Callable,
+    scheme: str,
+    mismatch: float,
+    C: float = 2.0,
+    batch_size: int = 64,
+    noise: str = "student_t",
+) -> dict[str, float]:
     """Exact bias, variance and RMSE of the batch gradient estimate.
 
     The inference engine samples batch_size responses y ~ pi_infer, and the
@@ -114,17 +123,22 @@ def exact_stats(importance_weights: Callable, pg_estimate: Callable, scheme: str
     batch_size <= 10**6.
     """
     check_stats_arguments(mismatch, batch_size, noise)
-    q, g = response_estimates(importance_weights, pg_estimate, scheme,
-                              THETA + mismatch * PERTURBATIONS[noise], C)
+    q, g = response_estimates(
+        importance_weights, pg_estimate, scheme, THETA + mismatch * PERTURBATIONS[noise], C
+    )
     mean = q @ g
     bias = float(np.linalg.norm(mean - TRUE_GRAD))
     variance = float(q @ (g**2).sum(axis=1) - mean @ mean) / batch_size
     return dict(bias=bias, variance=variance, rmse=float(np.sqrt(bias**2 + variance)))
 
 
-def response_estimates(importance_weights: Callable, pg_estimate: Callable, scheme: str,
-                       sampler_logits: np.ndarray,
-                       C: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+def response_estimates(
+    importance_weights: Callable,
+    pg_estimate: Callable,
+    scheme: str,
+    sampler_logits: np.ndarray,
+    C: float = 2.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """(q, g) for the rewarded responses when the policy with logits `sampler_logits`
     samples and the trainer (THETA) learns: q (len(REWARDED),) their sampling
     probabilities, g (len(REWARDED), D) their one-response estimates g(y), from
@@ -147,11 +161,13 @@ def one_response_estimates(pg_estimate: Callable, weights: np.ndarray) -> np.nda
     arrays itself, and checking them on each of the 49 calls would cost a quarter of the
     time. Each answer is still checked.
     """
-    return block_calls.one_response_estimates(unchecked(pg_estimate), REWARDS[REWARDED],
-                                              REWARDED_BLOCKS, weights[REWARDED])
+    return block_calls.one_response_estimates(
+        unchecked(pg_estimate), REWARDS[REWARDED], REWARDED_BLOCKS, weights[REWARDED]
+    )
 
 
 # ---------------------------------------------------------------- the checks of the above
+
 
 def check_stats_arguments(mismatch: float, batch_size: int, noise: str) -> None:
     """A ValueError naming the first of exact_stats's arguments out of bounds."""
@@ -167,6 +183,7 @@ def check_averages(pg_estimate: Callable, weights: np.ndarray) -> None:
     exact_stats assume: on a few copies of one response it must give that response's
     estimate back. (A few, not batch_size: the check must not cost memory or time for a
     large batch.)"""
+
     def estimate(batch):  # pg_estimate on the responses with these indices
         return np.asarray(pg_estimate(REWARDS[batch], GRAD_LOGP[batch], weights[batch]))
 
@@ -175,7 +192,8 @@ def check_averages(pg_estimate: Callable, weights: np.ndarray) -> None:
         raise ContractError(
             f"pg_estimate (Task 3b) on {N_COPIES} copies of one response gave "
             f"{np.linalg.norm(copies) / np.linalg.norm(one):.4g} times that response's own "
-            "estimate; it must average over the batch (divide by N), not sum")
+            "estimate; it must average over the batch (divide by N), not sum"
+        )
 
 
 # ---------------------------------------------------------------- shared by the experiments
@@ -183,6 +201,7 @@ def check_averages(pg_estimate: Callable, weights: np.ndarray) -> None:
 # The bigram's probabilities, estimates of responses given by token pair, and sampling:
 # the training loop (experiments/training.py) and the length sweep
 # (experiments/length_sweep.py) build on them.
+
 
 def token_probs(logits: np.ndarray) -> np.ndarray:
     """The bigram's next-token probabilities p(b | a): (V + 1, V), each row sums to 1."""
@@ -199,8 +218,9 @@ def pair_grads() -> np.ndarray:
     return grads.reshape(D, D)
 
 
-def estimates_by_pair(pg_estimate: Callable, rewards: np.ndarray, pairs: np.ndarray,
-                      weights: np.ndarray) -> np.ndarray:
+def estimates_by_pair(
+    pg_estimate: Callable, rewards: np.ndarray, pairs: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
     """pg_estimate on responses given as token pairs: a (D,) array.
 
     The estimate sums w_t * grad log p over the tokens of each response; tokens with the
@@ -215,12 +235,12 @@ def estimates_by_pair(pg_estimate: Callable, rewards: np.ndarray, pairs: np.ndar
 def pair_sums(pairs: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """(N, D): for each response, the summed weight of its tokens of each pair."""
     n = len(pairs)
-    return np.bincount((np.arange(n)[:, None] * D + pairs).ravel(), weights.ravel(),
-                       minlength=n * D).reshape(n, D)
+    return np.bincount(
+        (np.arange(n)[:, None] * D + pairs).ravel(), weights.ravel(), minlength=n * D
+    ).reshape(n, D)
 
 
-def sample_responses(logits: np.ndarray, n: int, T: int,
-                     rng: np.random.Generator) -> np.ndarray:
+def sample_responses(logits: np.ndarray, n: int, T: int, rng: np.random.Generator) -> np.ndarray:
     """n responses of T tokens drawn from the bigram with these logits: (n, T) ints.
     Token t is the number of the row's cumulative probabilities that a uniform draw
     exceeds; one column of those per comparison keeps each step to a few 1-D lookups."""

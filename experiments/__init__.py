@@ -35,19 +35,35 @@ model_shapes (the real models), gpu_model and gpu_sources (the GPU cost model an
 sources), staleness_maths, training and ppo (the toy's policy moving under lag), printing and
 plotting.
 """
+
 import argparse
 from pathlib import Path
 from typing import Any, Protocol
 
-from experiments import (c_sweep, drop_stale, equal_hardware, gpu_sweep, learning_curves,
-                         length_sweep, part1_memory, part2_scheduling, part3_mismatch,
-                         part3c_masking, ppo_curves, preset, staleness, step_grid, timeline)
+from experiments import (
+    c_sweep,
+    drop_stale,
+    equal_hardware,
+    gpu_sweep,
+    learning_curves,
+    length_sweep,
+    part1_memory,
+    part2_scheduling,
+    part3_mismatch,
+    part3c_masking,
+    ppo_curves,
+    preset,
+    staleness,
+    step_grid,
+    timeline,
+)
 from experiments.settings import Settings
 
 
 class Experiment(Protocol):
     """What run.py reads of every experiment module (the names above). Its functions are
     called with positional arguments only, so a module may name its parameters as it likes."""
+
     KEY: str
     LABEL: str
     TASK: str
@@ -65,6 +81,7 @@ class Experiment(Protocol):
 
 class Part(Experiment, Protocol):
     """An experiment that always runs (FLAG None): its result in one line too."""
+
     FLAG: None
 
     def short(self, result: dict[str, Any], /) -> str: ...
@@ -72,6 +89,7 @@ class Part(Experiment, Protocol):
 
 class Flag(Experiment, Protocol):
     """An experiment an option asks for (FLAG its name): a figure of its own."""
+
     FLAG: str
 
     def draw(self, results: dict[str, Any], path: Path, /) -> None: ...
@@ -80,6 +98,17 @@ class Flag(Experiment, Protocol):
 # Print order: the parts first, then the flags' sections. Typed by the protocols, so that a
 # type checker holds each module to its contract too.
 PARTS: tuple[Part, ...] = (part1_memory, part2_scheduling, part3_mismatch, part3c_masking)
-FLAGS: tuple[Flag, ...] = (drop_stale, equal_hardware, timeline, preset, gpu_sweep, c_sweep,
-                           length_sweep, staleness, learning_curves, step_grid, ppo_curves)
+FLAGS: tuple[Flag, ...] = (
+    drop_stale,
+    equal_hardware,
+    timeline,
+    preset,
+    gpu_sweep,
+    c_sweep,
+    length_sweep,
+    staleness,
+    learning_curves,
+    step_grid,
+    ppo_curves,
+)
 REGISTRY: tuple[Experiment, ...] = PARTS + FLAGS

@@ -26,16 +26,29 @@ groups in flight (run's `shard`): every engine sees the same load, every trainer
 the same tokens (tools/check_shard.py compares it with the full cluster). The
 synchronous runs simulate the whole cluster (SYNC).
 """
+
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from experiments.gpu_sources import (CHECKPOINT_EVERY, GPUS_PER_NODE, PRESETS, PROMPT_TOKENS,
-                                     Costs, Preset, Trainer, capped_moment, context,
-                                     flops_per_token, forward_flops, median_for_mean,
-                                     multiplied, passes)
+from experiments.gpu_sources import (
+    CHECKPOINT_EVERY,
+    GPUS_PER_NODE,
+    PRESETS,
+    PROMPT_TOKENS,
+    Costs,
+    Preset,
+    Trainer,
+    capped_moment,
+    context,
+    flops_per_token,
+    forward_flops,
+    median_for_mean,
+    multiplied,
+    passes,
+)
 from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation, steps_time
 from lab.input_checks import unchecked
 
@@ -54,10 +67,11 @@ NO_BOUND = 10**6  # k for "no staleness bound" (Fig. 7's infinity): far above an
 
 class EngineCosts(NamedTuple):
     """What `costs` gives gpu_core for one run."""
-    step: Step      # seconds of an engine's decode step
-    train: Linear   # seconds of the trainer's update of a batch's tokens
-    slots: int      # responses an engine holds at once
-    swap: Linear    # an engine's pause at each update, of its tokens in flight
+
+    step: Step  # seconds of an engine's decode step
+    train: Linear  # seconds of the trainer's update of a batch's tokens
+    slots: int  # responses an engine holds at once
+    swap: Linear  # an engine's pause at each update, of its tokens in flight
 
 
 def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False, nodes=1):
@@ -80,17 +94,22 @@ def costs(memory, preset, train_gpus, trainer, c=Costs(), sync=False, nodes=1):
     weights and kv_per_token come from Task 1 (model_state_bytes(0, n), kv_cache_bytes).
     """
     m, gpu, tp = preset.model, preset.gpu, preset.tp
-    read = memory.model_state_bytes(0, int(multiplied(m)))   # 2 bytes each, bf16
+    read = memory.model_state_bytes(0, int(multiplied(m)))  # 2 bytes each, bf16
     held = memory.model_state_bytes(0, int(m.params))
     kv = memory.kv_cache_bytes(m.layers, m.kv_heads, m.head_dim, 1)
     bandwidth = tp * gpu.bandwidth
     all_reduce = 2 * m.layers * c.all_reduce if tp > 1 else 0.0
-    step = Step(read / bandwidth, kv / bandwidth, 2 * multiplied(m) / (tp * gpu.flops),
-                c.overhead + all_reduce)
+    step = Step(
+        read / bandwidth,
+        kv / bandwidth,
+        2 * multiplied(m) / (tp * gpu.flops),
+        c.overhead + all_reduce,
+    )
     ctx = context(preset.median_len, preset.sigma, preset.max_len)
     fixed = c.save + (c.realloc + c.transfer + c.reward if sync else 0.0)
-    train = Linear(fixed, flops_per_token(m, trainer, ctx) / (train_gpus * gpu.flops
-                                                              * c.efficiency))
+    train = Linear(
+        fixed, flops_per_token(m, trainer, ctx) / (train_gpus * gpu.flops * c.efficiency)
+    )
     recompute = forward_flops(m, ctx) / (tp * gpu.flops * c.prefill) if c.prefill else 0.0
     reload = c.reload + nodes * c.node_read
     swap = Linear(reload if sync else reload + c.poll, 0.0 if sync else recompute)
@@ -119,16 +138,17 @@ def mean_len(preset):
 class GpuRun:
     """The settings of one GPU-model run (see `run`): a preset with gen_gpus GPUs generating
     and train_gpus training, at staleness bound k, with `trainer`, under the costs c."""
+
     preset: Preset
     gen_gpus: int
     train_gpus: int
-    k: int | None        # None: no staleness bound; 0: a synchronous run
+    k: int | None  # None: no staleness bound; 0: a synchronous run
     trainer: Trainer
     c: Costs = Costs()
-    slots: int | None = None   # responses per engine at most, if not the number of `costs`
+    slots: int | None = None  # responses per engine at most, if not the number of `costs`
     warmup: int | None = None  # steps before the window; 2 (min(k, 8) + 1) if None
-    window: int = WINDOW       # steps measured
-    shard: int | None = None   # simulate 1/shard of the cluster; SHARD if None
+    window: int = WINDOW  # steps measured
+    shard: int | None = None  # simulate 1/shard of the cluster; SHARD if None
 
 
 def run(scheduler, memory, setup, simulations=None):
@@ -150,31 +170,56 @@ def run(scheduler, memory, setup, simulations=None):
     shard = max(1, min(setup.shard or SHARD, setup.gen_gpus // preset.tp))
     warmup = setup.warmup or 2 * (min(k, 8) + 1)
     nodes = math.ceil(setup.gen_gpus / GPUS_PER_NODE)
-    step, train, limit, swap = costs(memory, preset, setup.train_gpus / shard, setup.trainer,
-                                     c, k == 0, nodes)
+    step, train, limit, swap = costs(
+        memory, preset, setup.train_gpus / shard, setup.trainer, c, k == 0, nodes
+    )
     slots = setup.slots or limit
     engines = setup.gen_gpus // preset.tp // shard
     cap = None if preset.max_running is None else max(1, preset.max_running // shard)
-    settings = GpuSettings(engines, slots, preset.prompts // shard, k, warmup + window,
-                           preset.group_size, step, train, prompt=PROMPT_TOKENS,
-                           max_running=cap, pin=preset.pin, swap=swap)
+    settings = GpuSettings(
+        engines,
+        slots,
+        preset.prompts // shard,
+        k,
+        warmup + window,
+        preset.group_size,
+        step,
+        train,
+        prompt=PROMPT_TOKENS,
+        max_running=cap,
+        pin=preset.pin,
+        swap=swap,
+    )
     key = (settings, preset.median_len, preset.sigma, preset.max_len)  # what lengths() draws
     r = None if simulations is None else simulations.get(key)
     if r is None:
         # unchecked: without their @checked input checks, as scheduler_core.simulate does
-        r = run_gpu_simulation(settings, lengths(preset), unchecked(scheduler.may_start),
-                               unchecked(scheduler.take_batch))
+        r = run_gpu_simulation(
+            settings,
+            lengths(preset),
+            unchecked(scheduler.may_start),
+            unchecked(scheduler.take_batch),
+        )
         if simulations is not None:
             simulations[key] = r
     u = r["updates"]
     seconds = ((u[-1][1] - u[warmup - 1][1]) / window + stopped(preset, step, c)) / (
-        1 - c.checkpoint / CHECKPOINT_EVERY)
-    tokens = sum(r["batch_tokens"][warmup:]) * shard / window   # per step, whole cluster
-    return dict(seconds=seconds, tokens_per_step=tokens, throughput=tokens / seconds,
-                train_seconds=train(tokens / shard), mean_lag=r["mean_lag"],
-                max_lag=r["max_lag"], head_token_lag=r["head_token_lag"],
-                token_lag=r["token_lag"], slots=slots, engines=engines * shard,
-                shard=shard), r
+        1 - c.checkpoint / CHECKPOINT_EVERY
+    )
+    tokens = sum(r["batch_tokens"][warmup:]) * shard / window  # per step, whole cluster
+    return dict(
+        seconds=seconds,
+        tokens_per_step=tokens,
+        throughput=tokens / seconds,
+        train_seconds=train(tokens / shard),
+        mean_lag=r["mean_lag"],
+        max_lag=r["max_lag"],
+        head_token_lag=r["head_token_lag"],
+        token_lag=r["token_lag"],
+        slots=slots,
+        engines=engines * shard,
+        shard=shard,
+    ), r
 
 
 def stopped(preset, step, c):
@@ -200,12 +245,19 @@ def sync_walked(memory, preset, gpus, result, simulated, c):
     nodes = math.ceil(gpus[0] / GPUS_PER_NODE)
     before = costs(memory, preset, gpus[1], trainer, simulated, True, nodes)
     after = costs(memory, preset, gpus[1], trainer, c, True, nodes)
-    inner = (result["seconds"] * (1 - simulated.checkpoint / CHECKPOINT_EVERY)
-             - stopped(preset, before.step, simulated) - before.swap.fixed - before.train(tokens)
-             + after.swap.fixed + after.train(tokens) + stopped(preset, after.step, c))
+    inner = (
+        result["seconds"] * (1 - simulated.checkpoint / CHECKPOINT_EVERY)
+        - stopped(preset, before.step, simulated)
+        - before.swap.fixed
+        - before.train(tokens)
+        + after.swap.fixed
+        + after.train(tokens)
+        + stopped(preset, after.step, c)
+    )
     seconds = inner / (1 - c.checkpoint / CHECKPOINT_EVERY)
-    return dict(result, seconds=seconds, throughput=tokens / seconds,
-                train_seconds=after.train(tokens))
+    return dict(
+        result, seconds=seconds, throughput=tokens / seconds, train_seconds=after.train(tokens)
+    )
 
 
 def walk_costs(preset, mode, end="value"):
@@ -227,13 +279,19 @@ def phases(preset, result, gpus, c):
     from the step's trained tokens at the trainer efficiency of the costs c, generation the
     rest (a colocated step at k = 0 does one, then the other)."""
     trainer, m = preset.sync_trainer, preset.model
-    per_pass = result["tokens_per_step"] * forward_flops(
-        m, context(preset.median_len, preset.sigma, preset.max_len)) / (
-        gpus * preset.gpu.flops * c.efficiency)
+    per_pass = (
+        result["tokens_per_step"]
+        * forward_flops(m, context(preset.median_len, preset.sigma, preset.max_len))
+        / (gpus * preset.gpu.flops * c.efficiency)
+    )
     log_prob = trainer.logprob_passes * per_pass
     update = (passes(trainer) - trainer.logprob_passes) * per_pass
-    return dict(gen=result["seconds"] - log_prob - update, old_log_prob=log_prob,
-                update_actor=update, step=result["seconds"])
+    return dict(
+        gen=result["seconds"] - log_prob - update,
+        old_log_prob=log_prob,
+        update_actor=update,
+        step=result["seconds"],
+    )
 
 
 def k_label(k):
@@ -242,12 +300,13 @@ def k_label(k):
 
 class HeldOut(NamedTuple):
     """A held-out published number against the model (in the JSON, the list of its fields)."""
+
     what: str
     predicted: float
     published: float
-    ratio: float          # predicted / published
-    bound: float | None   # the perfect pipeline's, where it was run
-    same: str             # the row that is the same measurement, "derived" or ""
+    ratio: float  # predicted / published
+    bound: float | None  # the perfect pipeline's, where it was run
+    same: str  # the row that is the same measurement, "derived" or ""
 
 
 def held_out(what, bound, predicted, published, same=""):
@@ -256,10 +315,11 @@ def held_out(what, bound, predicted, published, same=""):
 
 class GivenBack(NamedTuple):
     """The published number a preset was set from, given back by the model."""
+
     what: str
     model: float
     target: float
-    ratio: float          # model / target
+    ratio: float  # model / target
 
 
 def given_back(what, model, target):
@@ -274,8 +334,11 @@ class PresetRuns:
         self.scheduler, self.memory, self.p, self.shard = scheduler, memory, preset, shard
         self.simulations = {}  # run's: each simulation once (a walk stage may repeat one)
         gen = preset.sync_gen_gpus or preset.gen_gpus
-        self.sync_gpus = ((preset.gpus, preset.gpus) if preset.baseline == "colocated"
-                          else (gen, preset.gpus - gen))
+        self.sync_gpus = (
+            (preset.gpus, preset.gpus)
+            if preset.baseline == "colocated"
+            else (gen, preset.gpus - gen)
+        )
 
     def hours(self, seconds):
         return seconds * self.p.n_steps / 3600
@@ -296,11 +359,12 @@ class PresetRuns:
 
 class Walk(NamedTuple):
     """walk_down's answer: (synchronous, asynchronous) pairs of results and of Costs."""
-    rows: list        # one dict per stage, the bound first (the JSON's "walk")
-    bound: tuple      # the results at the bound
+
+    rows: list  # one dict per stage, the bound first (the JSON's "walk")
+    bound: tuple  # the results at the bound
     predicted: tuple  # the results with the whole walk charged
     simulation: dict  # the last synchronous run simulated (its generation is printed)
-    costs: tuple      # the Costs with the whole walk charged
+    costs: tuple  # the Costs with the whole walk charged
     simulated: tuple  # (result, Costs) of the last synchronous run simulated (sync_walked's)
 
 
@@ -327,11 +391,20 @@ def walk_down(runs):
 
 def walk_row(cost, sync, asyn, hours):
     """One stage of the walk: the cost charged last (None: the bound) and both runs."""
-    name, source, applies = (("bound", "a perfect pipeline at the sourced configuration",
-                              "both") if cost is None else (cost.name, cost.source, cost.applies))
-    return dict(name=name, source=source, applies=applies, seconds=asyn["seconds"],
-                hours=asyn["hours"], sync_seconds=sync["seconds"],
-                sync_hours=hours(sync["seconds"]))
+    name, source, applies = (
+        ("bound", "a perfect pipeline at the sourced configuration", "both")
+        if cost is None
+        else (cost.name, cost.source, cost.applies)
+    )
+    return dict(
+        name=name,
+        source=source,
+        applies=applies,
+        seconds=asyn["seconds"],
+        hours=asyn["hours"],
+        sync_seconds=sync["seconds"],
+        sync_hours=hours(sync["seconds"]),
+    )
 
 
 def k_curve(runs, walk):
@@ -339,10 +412,14 @@ def k_curve(runs, walk):
     published curve (KS without one), with the whole walk and, for a curve, at the bound."""
     p = runs.p
     ks = [k for k, _ in p.curve if k != 0] or list(KS)
-    predicted = [walk.predicted[1] if k == p.k else runs.split(p.gen_gpus, k, walk.costs[1])
-                 for k in ks]
-    bound = [walk.bound[1] if k == p.k else runs.split(p.gen_gpus, k, Costs()) for k in ks] \
-        if p.curve else []
+    predicted = [
+        walk.predicted[1] if k == p.k else runs.split(p.gen_gpus, k, walk.costs[1]) for k in ks
+    ]
+    bound = (
+        [walk.bound[1] if k == p.k else runs.split(p.gen_gpus, k, Costs()) for k in ks]
+        if p.curve
+        else []
+    )
     return ks, predicted, bound
 
 
@@ -356,19 +433,30 @@ def published_numbers(p):
     same measurement as it or as another row, and for what follows from it (verl's trainer
     phases: the set number rescaled by GPUs and passes)."""
     table = "VERL_README" if p.scaling else "AREAL_V03 Table 2"
-    rows = [("synchronous hours", table, p.sync_hours, p.fit != "synchronous hours"
-             and not p.scaling),
-            ("asynchronous hours", table, p.async_hours, not p.scaling),
-            ("speedup", "the two hours' ratio", p.sync_hours / p.async_hours,
-             not p.fit and not p.scaling)]
+    rows = [
+        ("synchronous hours", table, p.sync_hours, p.fit != "synchronous hours" and not p.scaling),
+        ("asynchronous hours", table, p.async_hours, not p.scaling),
+        (
+            "speedup",
+            "the two hours' ratio",
+            p.sync_hours / p.async_hours,
+            not p.fit and not p.scaling,
+        ),
+    ]
     for k, value in p.curve:
         rows.append((curve_name(k), "AREAL_V03 Fig. 7", value / 1e3, k not in (0, p.k)))
     if p.scaling:
         colocated, asynchronous = p.scaling
         for gpus, published in colocated.items():
             for phase in ("gen", "old_log_prob", "update_actor", "step"):
-                rows.append((f"colocated {gpus}: {phase} s", "VERL_README", published[phase],
-                             phase in ("gen", "step")))
+                rows.append(
+                    (
+                        f"colocated {gpus}: {phase} s",
+                        "VERL_README",
+                        published[phase],
+                        phase in ("gen", "step"),
+                    )
+                )
         for g, published in asynchronous.items():
             for phase in ("step", "update_actor"):
                 rows.append((f"{g}:{g}: {phase} s", "VERL_README", published[phase], False))
@@ -410,8 +498,9 @@ def band_end(runs, walk, end):
     p = runs.p
     cs, ca = walk_costs(p, "sync", end)[-1][1], walk_costs(p, "async", end)[-1][1]
     if p.lengths_at is not None:
-        runs = PresetRuns(runs.scheduler, runs.memory, at_mean(p, p.lengths_at(ca.efficiency)),
-                          runs.shard)
+        runs = PresetRuns(
+            runs.scheduler, runs.memory, at_mean(p, p.lengths_at(ca.efficiency)), runs.shard
+        )
         sync = runs.sync(cs)[0]
     else:
         result, simulated = walk.simulated
@@ -427,6 +516,7 @@ def at_mean(p, mean):
 class Check(NamedTuple):
     """A published number against the model's band: its value with every ranged cost at its
     cheap end, at its point, at its dear end (low and high: the smallest and largest)."""
+
     name: str
     source: str
     published: float
@@ -441,8 +531,9 @@ def band_checks(p, point, cheap, dear):
     rows = []
     for name, source, published, held in published_numbers(p):
         values = (cheap[name], point[name], dear[name])
-        rows.append(Check(name, source, published, min(values), point[name], max(values),
-                          held)._asdict())
+        rows.append(
+            Check(name, source, published, min(values), point[name], max(values), held)._asdict()
+        )
     return rows
 
 
@@ -468,26 +559,49 @@ def scaling_rows(p, point):
     if not p.scaling:
         return []
     colocated, asynchronous = p.scaling
-    rows = [dict(gpus=gpus, mode="colocated", hours=point[f"colocated {gpus}: hours"],
-                 **{phase: point[f"colocated {gpus}: {phase} s"]
-                    for phase in ("gen", "old_log_prob", "update_actor", "step")})
-            for gpus in colocated]
-    return rows + [dict(gpus=2 * g, mode=f"{g}:{g}", hours=point[f"{g}:{g}: hours"],
-                        step=point[f"{g}:{g}: step s"],
-                        update_actor=point[f"{g}:{g}: update_actor s"]) for g in asynchronous]
+    rows = [
+        dict(
+            gpus=gpus,
+            mode="colocated",
+            hours=point[f"colocated {gpus}: hours"],
+            **{
+                phase: point[f"colocated {gpus}: {phase} s"]
+                for phase in ("gen", "old_log_prob", "update_actor", "step")
+            },
+        )
+        for gpus in colocated
+    ]
+    return rows + [
+        dict(
+            gpus=2 * g,
+            mode=f"{g}:{g}",
+            hours=point[f"{g}:{g}: hours"],
+            step=point[f"{g}:{g}: step s"],
+            update_actor=point[f"{g}:{g}: update_actor s"],
+        )
+        for g in asynchronous
+    ]
 
 
 def fit_given_back(p, walk):
     """The number preset p was set from, given back by the model (none for areal-7b)."""
     if p.curve:
         sequences = p.prompts * p.group_size
-        return [given_back("tokens a sequence (k = 0 rate x hours)",
-                           walk.predicted[1]["tokens_per_step"] / sequences,
-                           dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences))]
+        return [
+            given_back(
+                "tokens a sequence (k = 0 rate x hours)",
+                walk.predicted[1]["tokens_per_step"] / sequences,
+                dict(p.curve)[0] * p.sync_hours * 3600 / (p.n_steps * sequences),
+            )
+        ]
     if p.scaling:
-        return [given_back(f"{p.gen_gpus}:{p.gen_gpus}: update_actor s",
-                           walk.predicted[1]["train_seconds"],
-                           p.scaling[1][p.gen_gpus]["update_actor"])]
+        return [
+            given_back(
+                f"{p.gen_gpus}:{p.gen_gpus}: update_actor s",
+                walk.predicted[1]["train_seconds"],
+                p.scaling[1][p.gen_gpus]["update_actor"],
+            )
+        ]
     return []
 
 
@@ -507,39 +621,76 @@ def gpu_comparison(scheduler, memory, name, shard=None):
     point = model_values(runs, cs, ca, sync, asyn, dict(zip(ks, predicted_k)))
     checks = band_checks(p, point, band_end(runs, walk, "cheap"), band_end(runs, walk, "dear"))
     bound = bound_values(runs, walk, ks, bound_k)
-    held = [held_out(c["name"], bound.get(c["name"]), c["point"], c["published"])
-            for c in checks if c["held_out"]]
+    held = [
+        held_out(c["name"], bound.get(c["name"]), c["point"], c["published"])
+        for c in checks
+        if c["held_out"]
+    ]
     sync_hours = runs.hours(sync["seconds"])
     speedup = sync_hours / asyn["hours"]
     sensitivity = {}
     if p.sync_gen_gpus:  # the synchronous baseline at the asynchronous run's split
         other = runs.sync(walk.costs[0], (p.gen_gpus, p.gpus - p.gen_gpus))[0]
-        sensitivity[f"synchronous hours at {p.gen_gpus}:{p.gpus - p.gen_gpus}"] = \
-            runs.hours(other["seconds"])
+        sensitivity[f"synchronous hours at {p.gen_gpus}:{p.gpus - p.gen_gpus}"] = runs.hours(
+            other["seconds"]
+        )
     return dict(
-        preset=name, system=p.system, model=p.model.name, gpu=p.gpu.name, gpus=p.gpus,
-        gen_gpus=p.gen_gpus, sync_gpus=list(runs.sync_gpus), tp=p.tp, prompts=p.prompts,
-        group_size=p.group_size, max_len=p.max_len, sigma=p.sigma, median_len=p.median_len,
-        mean_len=mean_len(p), k=p.k, n_steps=p.n_steps, baseline=p.baseline,
-        set_number=p.set_number, fit=p.fit, residual_causes=p.residual,
-        max_running=p.max_running, pin=p.pin, engine_limit=p.engine_limit,
-        sync_passes=passes(p.sync_trainer), async_passes=passes(p.async_trainer),
-        slots=sync["slots"], walk=walk.rows,
+        preset=name,
+        system=p.system,
+        model=p.model.name,
+        gpu=p.gpu.name,
+        gpus=p.gpus,
+        gen_gpus=p.gen_gpus,
+        sync_gpus=list(runs.sync_gpus),
+        tp=p.tp,
+        prompts=p.prompts,
+        group_size=p.group_size,
+        max_len=p.max_len,
+        sigma=p.sigma,
+        median_len=p.median_len,
+        mean_len=mean_len(p),
+        k=p.k,
+        n_steps=p.n_steps,
+        baseline=p.baseline,
+        set_number=p.set_number,
+        fit=p.fit,
+        residual_causes=p.residual,
+        max_running=p.max_running,
+        pin=p.pin,
+        engine_limit=p.engine_limit,
+        sync_passes=passes(p.sync_trainer),
+        async_passes=passes(p.async_trainer),
+        slots=sync["slots"],
+        walk=walk.rows,
         kv_slots=costs(memory, p._replace(engine_limit=10**9), 1, p.sync_trainer).slots,
-        bound=dict(sync_hours=runs.hours(bound_sync["seconds"]), async_hours=bound_async["hours"],
-                   by_k=[dict(k=k_label(k), throughput=r["throughput"])
-                         for k, r in zip(ks, bound_k)],
-                   sync_throughput=bound_sync["throughput"]),
+        bound=dict(
+            sync_hours=runs.hours(bound_sync["seconds"]),
+            async_hours=bound_async["hours"],
+            by_k=[dict(k=k_label(k), throughput=r["throughput"]) for k, r in zip(ks, bound_k)],
+            sync_throughput=bound_sync["throughput"],
+        ),
         sync=dict(hours=sync_hours, **sync, **generation(walk.simulation)),
-        asynchronous=asyn, by_k=predicted_k, scaling=scaling_rows(p, point),
-        speedup=speedup, sensitivity=sensitivity,
-        published=dict(sync_hours=p.sync_hours, async_hours=p.async_hours,
-                       speedup=p.sync_hours / p.async_hours, curve=[[k_label(k), v]
-                                                                  for k, v in p.curve]),
-        ratio=dict(sync=sync_hours / p.sync_hours, asynchronous=asyn["hours"] / p.async_hours,
-                   speedup=speedup / (p.sync_hours / p.async_hours)),
-        checks=checks, held_out=held, set=fit_given_back(p, walk),
-        notes=[list(n) for n in p.notes])
+        asynchronous=asyn,
+        by_k=predicted_k,
+        scaling=scaling_rows(p, point),
+        speedup=speedup,
+        sensitivity=sensitivity,
+        published=dict(
+            sync_hours=p.sync_hours,
+            async_hours=p.async_hours,
+            speedup=p.sync_hours / p.async_hours,
+            curve=[[k_label(k), v] for k, v in p.curve],
+        ),
+        ratio=dict(
+            sync=sync_hours / p.sync_hours,
+            asynchronous=asyn["hours"] / p.async_hours,
+            speedup=speedup / (p.sync_hours / p.async_hours),
+        ),
+        checks=checks,
+        held_out=held,
+        set=fit_given_back(p, walk),
+        notes=[list(n) for n in p.notes],
+    )
 
 
 def generation(r, points=200):
@@ -558,6 +709,10 @@ def generation(r, points=200):
             speed[t - start] = n / s
     points_ = sorted(speed.items())
     stride = max(1, len(points_) // points)
-    return dict(generation_seconds=end - start, tail_share=(end - t90) / (end - start),
-                t90=t90 - start, tokens_per_second=[list(x) for x in points_[::stride]],
-                engine=slowest)
+    return dict(
+        generation_seconds=end - start,
+        tail_share=(end - t90) / (end - start),
+        t90=t90 - start,
+        tokens_per_second=[list(x) for x in points_[::stride]],
+        engine=slowest,
+    )

@@ -114,6 +114,7 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
   HF_CONFIGS  config.json of each model on Hugging Face (vocab_size, hidden_size,
               tie_word_embeddings): the input embedding is vocab x hidden
 """
+
 import math
 import statistics
 from typing import NamedTuple
@@ -123,14 +124,18 @@ from experiments.model_shapes import MODELS, Model
 QWEN_15B, QWEN_7B = MODELS[0], MODELS[1]
 # R1-Distill-Qwen-1.5B: Qwen2.5-1.5B's layers with an untied output embedding
 # (151,936 x 1,536 more parameters): 1.78B, as its model card says.
-R1_15B = Model("R1-Distill-Qwen-1.5B", 28, 12, 2, 1536, 8960, QWEN_15B.params + 151_936 * 1536,
-               131_072)
+R1_15B = Model(
+    "R1-Distill-Qwen-1.5B", 28, 12, 2, 1536, 8960, QWEN_15B.params + 151_936 * 1536, 131_072
+)
 R1_7B = Model("R1-Distill-Qwen-7B", 28, 28, 4, 3584, 18944, QWEN_7B.params, 131_072)
 MATH_7B = Model("Qwen2.5-Math-7B", 28, 28, 4, 3584, 18944, QWEN_7B.params, 32_768)
 # The input embedding (vocab x hidden, HF_CONFIGS; untied in all three) is looked up, one
 # row per token: a decode step does not read it whole and no token multiplies it.
-INPUT_EMBEDDING = {R1_15B.name: 151_936 * 1536, R1_7B.name: 152_064 * 3584,
-                   MATH_7B.name: 152_064 * 3584}
+INPUT_EMBEDDING = {
+    R1_15B.name: 151_936 * 1536,
+    R1_7B.name: 152_064 * 3584,
+    MATH_7B.name: 152_064 * 3584,
+}
 
 
 def multiplied(model):
@@ -141,16 +146,17 @@ def multiplied(model):
 
 class GPU(NamedTuple):
     name: str
-    memory_gb: float     # GB = 1e9 bytes
-    bandwidth: float     # HBM bytes per second
-    flops: float         # dense BF16 FLOP per second
+    memory_gb: float  # GB = 1e9 bytes
+    bandwidth: float  # HBM bytes per second
+    flops: float  # dense BF16 FLOP per second
     source: str
 
 
 # H800: NVIDIA publishes no separate sheet; it is the H100 SXM with less NVLink bandwidth
 # and FP64 (H800_NOTE), so memory, bandwidth and BF16 FLOP/s are the H100 SXM's.
-H800 = GPU("H800", 80, 3.35e12, 989e12, "H100_SHEET, H800_NOTE (H800 = H100 SXM memory and "
-           "compute)")
+H800 = GPU(
+    "H800", 80, 3.35e12, 989e12, "H100_SHEET, H800_NOTE (H800 = H100 SXM memory and compute)"
+)
 H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 
 # MEMGAP's own step times (seconds per decode step: "Decode elapsed time" / 337 steps) and
@@ -158,25 +164,32 @@ H20 = GPU("H20", 96, 4.0e12, 148e12, "H20_SHEET")
 # prompts of 161 tokens and 338 new ones. Read back, they give the bandwidth that GPU
 # delivered and the peak its counter shares imply (experiments.gpu_sweep.memgap_reread): a GPU
 # of about 1.4-1.6 TB/s, not an H100 SXM, so nothing of it is applied to the presets.
-MEMGAP_STEP = {1: 1.357165 / 337, 32: 2.198139 / 337, 64: 3.131637 / 337,
-               128: 4.918801 / 337, 256: 8.884489 / 337, 512: 17.192362 / 337}
+MEMGAP_STEP = {
+    1: 1.357165 / 337,
+    32: 2.198139 / 337,
+    64: 3.131637 / 337,
+    128: 4.918801 / 337,
+    256: 8.884489 / 337,
+    512: 17.192362 / 337,
+}
 MEMGAP_SHARES = {1: 0.410, 32: 0.449, 64: 0.468, 128: 0.502, 256: 0.504, 512: 0.504}
 MEMGAP_PROMPT, MEMGAP_NEW = 161, 338
 MEMGAP_WEIGHTS = 2.4509 * 2**30
 
 # Engines' own limits on responses at once (the KV memory may allow more).
-VLLM_MAX_NUM_SEQS = 1024     # VLLM_LIMIT
-SGLANG_MAX_RUNNING = 2048    # SGLANG_LIMIT: at least 2,048 when unset, as AReaL leaves it
+VLLM_MAX_NUM_SEQS = 1024  # VLLM_LIMIT
+SGLANG_MAX_RUNNING = 2048  # SGLANG_LIMIT: at least 2,048 when unset, as AReaL leaves it
 PROMPT_TOKENS = 200  # ASSUMED: math prompts are short; unpublished for both runs
-Z95 = 1.6448536      # the standard normal's 95% quantile
+Z95 = 1.6448536  # the standard normal's 95% quantile
 
 
 class Trainer(NamedTuple):
     """How a run trains: the passes over each token, and the share of peak FLOP/s they get
     once the walk charges it (the bound trains at peak)."""
-    checkpointing: bool    # activations recomputed in the backward pass: one more forward
-    logprob_passes: int    # forward passes before the update (recomputed log-probabilities)
-    efficiency: float      # achieved / peak FLOP/s: MFU (VERL_DPSK, VERL_2579; the walk's)
+
+    checkpointing: bool  # activations recomputed in the backward pass: one more forward
+    logprob_passes: int  # forward passes before the update (recomputed log-probabilities)
+    efficiency: float  # achieved / peak FLOP/s: MFU (VERL_DPSK, VERL_2579; the walk's)
     source: str
 
 
@@ -211,11 +224,11 @@ def phi(x):
 def capped_moment(median, sigma, cap, r=1):
     """E[min(X, cap)^r] of a lognormal X with this median and shape (tokens^r):
 
-        exp(r mu + r^2 s^2 / 2) Phi((ln cap - mu - r s^2) / s) + cap^r (1 - Phi((ln cap - mu) / s))
+    exp(r mu + r^2 s^2 / 2) Phi((ln cap - mu - r s^2) / s) + cap^r (1 - Phi((ln cap - mu) / s))
     """
     mu = math.log(median)
     a = (math.log(cap) - mu) / sigma
-    return math.exp(r * mu + (r * sigma)**2 / 2) * phi(a - r * sigma) + cap**r * (1 - phi(a))
+    return math.exp(r * mu + (r * sigma) ** 2 / 2) * phi(a - r * sigma) + cap**r * (1 - phi(a))
 
 
 def median_for_mean(mean, sigma, cap):
@@ -253,8 +266,15 @@ def context(median, sigma, cap):
 # AReaL 1.5B: the mean response from Fig. 7's k = 0 rate times Table 2's 41.0 h (one
 # measurement: 128.7k x 41.0 = 356.6k x 14.8 within 0.02%) over the 250 x 512 x 16
 # sequences of the 250-batch reading (docs/gpu-model.md), less the prompt.
-AREAL_FIG7 = ((0, 128.7e3), (1, 269.3e3), (2, 356.6e3), (4, 356.6e3), (8, 371.7e3),
-              (16, 382.4e3), (None, 396.8e3))  # (k, tokens per second); None: no bound
+AREAL_FIG7 = (
+    (0, 128.7e3),
+    (1, 269.3e3),
+    (2, 356.6e3),
+    (4, 356.6e3),
+    (8, 371.7e3),
+    (16, 382.4e3),
+    (None, 396.8e3),
+)  # (k, tokens per second); None: no bound
 AREAL_SYNC_HOURS, AREAL_SEQUENCES = 41.0, 250 * 512 * 16
 AREAL_MEAN_LEN = dict(AREAL_FIG7)[0] * AREAL_SYNC_HOURS * 3600 / AREAL_SEQUENCES - PROMPT_TOKENS
 # AReaL 7B: from a source of its own, AREAL_V02 (95k tokens/s on 128 GPUs) with
@@ -275,12 +295,12 @@ AREAL_7B_MEDIAN, AREAL_7B_SIGMA = shape_for_tail(AREAL_7B_MEAN_LEN, 27_648)
 TRAINER_MFUS = (0.40, 0.37, 0.31, 0.19, 0.5, 0.17)
 MFU_LOW, MFU_HIGH = min(TRAINER_MFUS), max(TRAINER_MFUS)
 MFU = round(statistics.median(TRAINER_MFUS), 6)  # 0.34
-AREAL_SYNC_TRAINER = Trainer(True, 0, MFU, "AREAL_SYNC (checkpointing, no recomputed "
-                                            "log-probs)")
-AREAL_ASYNC_TRAINER = Trainer(True, 1, MFU, "AREAL_CFG (checkpointing, recompute_logprob "
-                                             "for the decoupled loss)")
+AREAL_SYNC_TRAINER = Trainer(True, 0, MFU, "AREAL_SYNC (checkpointing, no recomputed log-probs)")
+AREAL_ASYNC_TRAINER = Trainer(
+    True, 1, MFU, "AREAL_CFG (checkpointing, recompute_logprob for the decoupled loss)"
+)
 VERL_ASYNC_UPDATE = 113.16  # VERL_README, 64:64 update_actor seconds: verl's set number
-VERL_SIGMA = AREAL_SIGMA    # ASSUMED: verl publishes no length statistics; AReaL 1.5B's shape
+VERL_SIGMA = AREAL_SIGMA  # ASSUMED: verl publishes no length statistics; AReaL 1.5B's shape
 VERL_CAP = 28_672
 
 
@@ -302,10 +322,10 @@ def verl_set_mean(efficiency=MFU):
 
 
 VERL_MEAN_LEN = verl_set_mean()
-VERL_COLOC_TRAINER = Trainer(True, 1, MFU, "VERL_COLOC (offload, checkpointing, old_log_prob "
-                                           "pass)")
-VERL_ASYNC_TRAINER = Trainer(True, 0, MFU, "VERL_RUN (no offload, rollout log-probs), "
-                                           "VERL_DEFAULTS (checkpointing)")
+VERL_COLOC_TRAINER = Trainer(True, 1, MFU, "VERL_COLOC (offload, checkpointing, old_log_prob pass)")
+VERL_ASYNC_TRAINER = Trainer(
+    True, 0, MFU, "VERL_RUN (no offload, rollout log-probs), VERL_DEFAULTS (checkpointing)"
+)
 
 
 # ------------------------------------------------------------------ the walk down
@@ -328,6 +348,7 @@ class Costs(NamedTuple):
     checkpoint  seconds of each checkpoint, one every CHECKPOINT_EVERY seconds
     validation  validations in the run (each one cap-length response, the pipeline stopped)
     """
+
     overhead: float = 0.0
     all_reduce: float = 0.0
     efficiency: float = 1.0
@@ -346,12 +367,13 @@ class Costs(NamedTuple):
 class Cost(NamedTuple):
     """One step of the walk: set `field` of Costs to `value` in the runs it applies to;
     `cheap` and `dear` are the ends of its stated range (the band's low and high hours)."""
+
     name: str
     field: str
     value: float
-    applies: str   # "both", "sync" or "async"
+    applies: str  # "both", "sync" or "async"
     source: str
-    cheap: float | None = None   # None: no range (the value is sourced as it is)
+    cheap: float | None = None  # None: no range (the value is sourced as it is)
     dear: float | None = None
 
 
@@ -367,45 +389,112 @@ STEP_OVERHEAD = 7.35e-3 - 2 * 8.03e9 / 3.35e12
 # cache; one read per server would cost 8 times as much at TP 1).
 STORAGE, STORAGE_FAST, STORAGE_SLOW = 2e9, 5e9, 1e9
 GPUS_PER_NODE = 8  # AREAL_HW, and verl's H20 nodes
-POLL = 5.0     # AREAL_CODE: the gserver manager sleeps 5 s between checks for new weights
+POLL = 5.0  # AREAL_CODE: the gserver manager sleeps 5 s between checks for new weights
 TRANSFER = 3.0  # AREAL_V02: the transfer stays "below 3 seconds even in a 1,000-GPU cluster"
 
 
 def stored(name, field, applies, nbytes, source):
     """A Cost of moving `nbytes` through the shared store, at its ASSUMED rate and range."""
-    return Cost(name, field, nbytes / STORAGE, applies,
-                f"{source}; {nbytes / 1e9:.1f} GB at 2 GB/s ASSUMED (range 1-5)",
-                nbytes / STORAGE_FAST, nbytes / STORAGE_SLOW)
+    return Cost(
+        name,
+        field,
+        nbytes / STORAGE,
+        applies,
+        f"{source}; {nbytes / 1e9:.1f} GB at 2 GB/s ASSUMED (range 1-5)",
+        nbytes / STORAGE_FAST,
+        nbytes / STORAGE_SLOW,
+    )
 
 
 def areal_walk(model):
     """AReaL's costs below the bound, in the order they are charged."""
     weights = 2 * model.params  # HF safetensors, bf16, every parameter
     return (
-        Cost("decode overhead", "overhead", STEP_OVERHEAD, "both",
-             "SGLANG_1401: 2.56 ms a step beyond the weight read"),
-        Cost("trainer efficiency", "efficiency", MFU, "both",
-             f"VERL_DPSK, VERL_2579: median {MFU:.2f} of six RL trainers (range "
-             f"{MFU_LOW}-{MFU_HIGH})", MFU_HIGH, MFU_LOW),
-        stored("weight save (param-sync-save)", "save", "both", weights,
-               "AREAL_CODE model_worker.py 818-846"),
-        stored("second save (param-realloc)", "realloc", "sync", weights,
-               "AREAL_CODE model_worker.py 1132-1150: save, barrier, update_weights_from_disk"),
-        Cost("data transfer", "transfer", TRANSFER, "sync",
-             "AREAL_V02: 'below 3 seconds'; ASSUMED at 3 s (range 0-3)", 0.0, TRANSFER),
-        stored("weight reload from the shared store", "node_read", "both", weights,
-               "AREAL_HW (shared NAS), AREAL_CODE update_weights_from_disk; one read a node"),
-        Cost("poll for new weights", "poll", POLL / 2, "async",
-             "AREAL_CODE gserver_manager.py 314: a 5 s sleep; ASSUMED half on average, charged "
-             "as a pause (range 0-5 s)", 0.0, POLL),
-        Cost("KV recompute after an interrupt", "prefill", 0.5, "async",
-             "AREAL_V03 (interrupted requests recompute their KV); ASSUMED prefill at 0.5 "
-             "of peak (range 0.3-0.7)", 0.7, 0.3),
-        Cost("reward on the critical path", "reward", 10.0, "sync",
-             "AREAL_CODE (sync: a rew_inf step; async: in the rollout workers); ASSUMED "
-             "10 s a batch (range 2-30)", 2.0, 30.0),
-        stored("checkpoint every 600 s", "checkpoint", "both", 16 * model.params,
-               "AREAL_CODE ckpt_freq_secs 600; ASSUMED weights and Adam state"))
+        Cost(
+            "decode overhead",
+            "overhead",
+            STEP_OVERHEAD,
+            "both",
+            "SGLANG_1401: 2.56 ms a step beyond the weight read",
+        ),
+        Cost(
+            "trainer efficiency",
+            "efficiency",
+            MFU,
+            "both",
+            f"VERL_DPSK, VERL_2579: median {MFU:.2f} of six RL trainers (range "
+            f"{MFU_LOW}-{MFU_HIGH})",
+            MFU_HIGH,
+            MFU_LOW,
+        ),
+        stored(
+            "weight save (param-sync-save)",
+            "save",
+            "both",
+            weights,
+            "AREAL_CODE model_worker.py 818-846",
+        ),
+        stored(
+            "second save (param-realloc)",
+            "realloc",
+            "sync",
+            weights,
+            "AREAL_CODE model_worker.py 1132-1150: save, barrier, update_weights_from_disk",
+        ),
+        Cost(
+            "data transfer",
+            "transfer",
+            TRANSFER,
+            "sync",
+            "AREAL_V02: 'below 3 seconds'; ASSUMED at 3 s (range 0-3)",
+            0.0,
+            TRANSFER,
+        ),
+        stored(
+            "weight reload from the shared store",
+            "node_read",
+            "both",
+            weights,
+            "AREAL_HW (shared NAS), AREAL_CODE update_weights_from_disk; one read a node",
+        ),
+        Cost(
+            "poll for new weights",
+            "poll",
+            POLL / 2,
+            "async",
+            "AREAL_CODE gserver_manager.py 314: a 5 s sleep; ASSUMED half on average, charged "
+            "as a pause (range 0-5 s)",
+            0.0,
+            POLL,
+        ),
+        Cost(
+            "KV recompute after an interrupt",
+            "prefill",
+            0.5,
+            "async",
+            "AREAL_V03 (interrupted requests recompute their KV); ASSUMED prefill at 0.5 "
+            "of peak (range 0.3-0.7)",
+            0.7,
+            0.3,
+        ),
+        Cost(
+            "reward on the critical path",
+            "reward",
+            10.0,
+            "sync",
+            "AREAL_CODE (sync: a rew_inf step; async: in the rollout workers); ASSUMED "
+            "10 s a batch (range 2-30)",
+            2.0,
+            30.0,
+        ),
+        stored(
+            "checkpoint every 600 s",
+            "checkpoint",
+            "both",
+            16 * model.params,
+            "AREAL_CODE ckpt_freq_secs 600; ASSUMED weights and Adam state",
+        ),
+    )
 
 
 # verl validates before training and every test_freq = 20 parameter updates (VERL_RUN):
@@ -414,24 +503,69 @@ def areal_walk(model):
 VERL_VALIDATIONS = 1 + 400 // 20
 
 VERL_WALK = (
-    Cost("decode overhead", "overhead", STEP_OVERHEAD, "both",
-         "SGLANG_1401 (ASSUMED for vLLM: no batch-1 vLLM figure on H20 found)"),
-    Cost("TP all-reduces", "all_reduce", 10e-6, "both",
-         "ASSUMED 10 us each (range 5-20), 2 a layer: 0.56 ms a step", 5e-6, 20e-6),
-    Cost("trainer efficiency", "efficiency", MFU, "both",
-         f"VERL_DPSK, VERL_2579: median {MFU:.2f} of six RL trainers (range "
-         f"{MFU_LOW}-{MFU_HIGH}); the set mean length moves with it", MFU_HIGH, MFU_LOW),
-    Cost("parameter sync", "reload", 0.02, "async",
-         "VERL_README:108 checkpoint_engine.enable default True; its table: Qwen2.5-Math-7B "
-         "0.02 s (Megatron; ASSUMED for FSDP2)"),
-    Cost("KV recompute after an interrupt", "prefill", 0.5, "async",
-         "VERL_RUN partial_rollout True; ASSUMED prefill at 0.5 of peak (range 0.3-0.7)",
-         0.7, 0.3),
-    Cost("reward on the critical path", "reward", 10.0, "sync",
-         "ASSUMED 10 s a batch (range 2-30), as AReaL's", 2.0, 30.0),
-    Cost("validation (test_freq 20)", "validation", VERL_VALIDATIONS, "both",
-         "VERL_RUN test_freq=20, val_before_train=True: 21 in 400 steps; ASSUMED one "
-         "cap-length response each (range 0 to that)", 0.0, VERL_VALIDATIONS))
+    Cost(
+        "decode overhead",
+        "overhead",
+        STEP_OVERHEAD,
+        "both",
+        "SGLANG_1401 (ASSUMED for vLLM: no batch-1 vLLM figure on H20 found)",
+    ),
+    Cost(
+        "TP all-reduces",
+        "all_reduce",
+        10e-6,
+        "both",
+        "ASSUMED 10 us each (range 5-20), 2 a layer: 0.56 ms a step",
+        5e-6,
+        20e-6,
+    ),
+    Cost(
+        "trainer efficiency",
+        "efficiency",
+        MFU,
+        "both",
+        f"VERL_DPSK, VERL_2579: median {MFU:.2f} of six RL trainers (range "
+        f"{MFU_LOW}-{MFU_HIGH}); the set mean length moves with it",
+        MFU_HIGH,
+        MFU_LOW,
+    ),
+    Cost(
+        "parameter sync",
+        "reload",
+        0.02,
+        "async",
+        "VERL_README:108 checkpoint_engine.enable default True; its table: Qwen2.5-Math-7B "
+        "0.02 s (Megatron; ASSUMED for FSDP2)",
+    ),
+    Cost(
+        "KV recompute after an interrupt",
+        "prefill",
+        0.5,
+        "async",
+        "VERL_RUN partial_rollout True; ASSUMED prefill at 0.5 of peak (range 0.3-0.7)",
+        0.7,
+        0.3,
+    ),
+    Cost(
+        "reward on the critical path",
+        "reward",
+        10.0,
+        "sync",
+        "ASSUMED 10 s a batch (range 2-30), as AReaL's",
+        2.0,
+        30.0,
+    ),
+    Cost(
+        "validation (test_freq 20)",
+        "validation",
+        VERL_VALIDATIONS,
+        "both",
+        "VERL_RUN test_freq=20, val_before_train=True: 21 in 400 steps; ASSUMED one "
+        "cap-length response each (range 0 to that)",
+        0.0,
+        VERL_VALIDATIONS,
+    ),
+)
 
 
 class Preset(NamedTuple):
@@ -439,60 +573,74 @@ class Preset(NamedTuple):
     system: str
     model: Model
     gpu: GPU
-    gpus: int              # all GPUs of the run
-    gen_gpus: int          # generating GPUs in the asynchronous run
-    tp: int                # GPUs per generation engine (tensor parallel)
+    gpus: int  # all GPUs of the run
+    gen_gpus: int  # generating GPUs in the asynchronous run
+    tp: int  # GPUs per generation engine (tensor parallel)
     memory_fraction: float  # of GPU memory the engine takes for weights + KV
-    prompts: int           # B: groups per batch
-    group_size: int        # responses per prompt
-    max_len: int           # new tokens at most
-    median_len: float      # of the lognormal, tokens (from the SET mean, see above)
-    sigma: float           # its shape
-    k: int                 # staleness bound of the asynchronous run
-    n_steps: int           # batches the published hours cover
-    baseline: str          # "disaggregated" (same split, k = 0) or "colocated"
+    prompts: int  # B: groups per batch
+    group_size: int  # responses per prompt
+    max_len: int  # new tokens at most
+    median_len: float  # of the lognormal, tokens (from the SET mean, see above)
+    sigma: float  # its shape
+    k: int  # staleness bound of the asynchronous run
+    n_steps: int  # batches the published hours cover
+    baseline: str  # "disaggregated" (same split, k = 0) or "colocated"
     sync_trainer: Trainer
     async_trainer: Trainer
-    sync_hours: float      # published
-    async_hours: float     # published
-    curve: tuple           # published (k, trained tokens per second) pairs, or ()
-    scaling: tuple         # published (colocated rows, async rows) at other sizes, or ()
-    notes: tuple           # (what, source or ASSUMED ...) lines printed with the table
-    engine_limit: int = 10**9   # responses an engine runs at once at most (its own limit)
+    sync_hours: float  # published
+    async_hours: float  # published
+    curve: tuple  # published (k, trained tokens per second) pairs, or ()
+    scaling: tuple  # published (colocated rows, async rows) at other sizes, or ()
+    notes: tuple  # (what, source or ASSUMED ...) lines printed with the table
+    engine_limit: int = 10**9  # responses an engine runs at once at most (its own limit)
     max_running: int | None = None  # groups started and not finished at most (None: no cap)
-    pin: bool = False           # a group's responses on one engine, round-robin
-    walk: tuple = ()            # the Costs charged one at a time below the bound
-    set_number: str = ""        # the one published number the preset's lengths come from
-    residual: str = ""          # what the residual likeliest holds (costs with no published size)
+    pin: bool = False  # a group's responses on one engine, round-robin
+    walk: tuple = ()  # the Costs charged one at a time below the bound
+    set_number: str = ""  # the one published number the preset's lengths come from
+    residual: str = ""  # what the residual likeliest holds (costs with no published size)
     sync_gen_gpus: int | None = None  # generating GPUs of a disaggregated synchronous baseline
-    fit: str = ""               # the published number the preset was set from, as a check's name
-    lengths_at: object = None   # efficiency -> the set mean response, if set at the efficiency
+    fit: str = ""  # the published number the preset was set from, as a check's name
+    lengths_at: object = None  # efficiency -> the set mean response, if set at the efficiency
 
 
 # Held out: what the presets are compared with. verl's rows by GPU count (colocated) and
 # generating GPUs (async): seconds per step and its phases, hours for 400 steps (VERL_README).
-VERL_COLOCATED = {32: dict(step=790.10, gen=357.41, old_log_prob=107.71, update_actor=269.80,
-                           hours=3 * 24 + 17 + 5 / 60),
-                  64: dict(step=365.28, gen=150.72, old_log_prob=70.26, update_actor=133.41,
-                           hours=24 + 17 + 32 / 60),
-                  128: dict(step=356.30, gen=177.85, old_log_prob=53.92, update_actor=113.81,
-                            hours=24 + 16 + 48 / 60)}
-VERL_ASYNC = {16: dict(step=294.77, update_actor=313.81, hours=24 + 9 + 26 / 60),
-              32: dict(step=189.26, update_actor=156.98, hours=21 + 40 / 60),
-              64: dict(step=150.63, update_actor=113.16, hours=17 + 22 / 60)}
+VERL_COLOCATED = {
+    32: dict(
+        step=790.10,
+        gen=357.41,
+        old_log_prob=107.71,
+        update_actor=269.80,
+        hours=3 * 24 + 17 + 5 / 60,
+    ),
+    64: dict(
+        step=365.28, gen=150.72, old_log_prob=70.26, update_actor=133.41, hours=24 + 17 + 32 / 60
+    ),
+    128: dict(
+        step=356.30, gen=177.85, old_log_prob=53.92, update_actor=113.81, hours=24 + 16 + 48 / 60
+    ),
+}
+VERL_ASYNC = {
+    16: dict(step=294.77, update_actor=313.81, hours=24 + 9 + 26 / 60),
+    32: dict(step=189.26, update_actor=156.98, hours=21 + 40 / 60),
+    64: dict(step=150.63, update_actor=113.16, hours=17 + 22 / 60),
+}
 
 
 AREAL_NOTES = (
     ("8 x H800 per node", "AREAL_HW; H800 figures from H100_SHEET (H800_NOTE)"),
     ("512 prompts x 16, cap 27,648", "AREAL_V02, AREAL_CFG"),
     ("3/4 of the GPUs generate, SGLang TP 1", "AREAL_ALLOC"),
-    ("staleness bound 4 for math", "AREAL_CFG; AREAL_V03 Table 3 (k = 4 scores Table 2's "
-                                   "42.2)"),
-    ("sync baseline = a 1:1 split at k = 0 (3:1 printed as a sensitivity)",
-     "AREAL_V03 (k = 0 is synchronous RL), AREAL_SYNC (d4p1m1+d2p2m1: 4 + 4), AREAL_V02_CFG "
-     "(d64p1m1+d32p2m1: 64 + 64)"),
-    ("1000 PPO steps = 250 batches x 4 minibatches", "AREAL_V02_README (250 steps), "
-                                                     "AREAL_CFG (4 minibatches)"),
+    ("staleness bound 4 for math", "AREAL_CFG; AREAL_V03 Table 3 (k = 4 scores Table 2's 42.2)"),
+    (
+        "sync baseline = a 1:1 split at k = 0 (3:1 printed as a sensitivity)",
+        "AREAL_V03 (k = 0 is synchronous RL), AREAL_SYNC (d4p1m1+d2p2m1: 4 + 4), AREAL_V02_CFG "
+        "(d64p1m1+d32p2m1: 64 + 64)",
+    ),
+    (
+        "1000 PPO steps = 250 batches x 4 minibatches",
+        "AREAL_V02_README (250 steps), AREAL_CFG (4 minibatches)",
+    ),
     ("at most 512 groups in flight", "AREAL_CODE (max_concurrent_rollouts = train batch)"),
     ("a prompt's 16 samples on one server, round-robin", "AREAL_CODE (gserver_manager.py)"),
     ("engine limit 2,048 responses (not binding)", "SGLANG_LIMIT"),
@@ -504,76 +652,124 @@ AREAL_NOTES = (
 
 PRESETS = {
     "areal-1.5b": Preset(
-        "areal-1.5b", "AReaL v0.3, R1-Distill-Qwen-1.5B, 16 nodes", R1_15B, H800, 128, 96, 1, 0.8,
-        512, 16, 27_648, AREAL_MEDIAN, AREAL_SIGMA, 4, 250, "disaggregated", AREAL_SYNC_TRAINER,
-        AREAL_ASYNC_TRAINER, AREAL_SYNC_HOURS, 14.8, AREAL_FIG7, (),
+        "areal-1.5b",
+        "AReaL v0.3, R1-Distill-Qwen-1.5B, 16 nodes",
+        R1_15B,
+        H800,
+        128,
+        96,
+        1,
+        0.8,
+        512,
+        16,
+        27_648,
+        AREAL_MEDIAN,
+        AREAL_SIGMA,
+        4,
+        250,
+        "disaggregated",
+        AREAL_SYNC_TRAINER,
+        AREAL_ASYNC_TRAINER,
+        AREAL_SYNC_HOURS,
+        14.8,
+        AREAL_FIG7,
+        (),
         AREAL_NOTES + (("SGLang memory fraction 0.8", "AREAL_CFG"),),
-        SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_15B),
+        SGLANG_MAX_RUNNING,
+        512,
+        True,
+        areal_walk(R1_15B),
         "mean response = Fig. 7's k = 0 rate x Table 2's 41.0 h / 2,048,000 sequences - prompt",
         "prefill, the synchronous experiment's scheduling between workers, lengths that "
         "differ between the two runs (no published sizes); against Fig. 2 the model "
         "generates slower than AReaL, not faster",
-        64, "synchronous hours"),
+        64,
+        "synchronous hours",
+    ),
     "areal-7b": Preset(
-        "areal-7b", "AReaL v0.3, R1-Distill-Qwen-7B, 24 nodes", R1_7B, H800, 192, 144, 1, 0.7,
-        512, 16, 27_648, AREAL_7B_MEDIAN, AREAL_7B_SIGMA, 4, 250, "disaggregated",
-        AREAL_SYNC_TRAINER, AREAL_ASYNC_TRAINER, 57.7, 25.4, (), (),
+        "areal-7b",
+        "AReaL v0.3, R1-Distill-Qwen-7B, 24 nodes",
+        R1_7B,
+        H800,
+        192,
+        144,
+        1,
+        0.7,
+        512,
+        16,
+        27_648,
+        AREAL_7B_MEDIAN,
+        AREAL_7B_SIGMA,
+        4,
+        250,
+        "disaggregated",
+        AREAL_SYNC_TRAINER,
+        AREAL_ASYNC_TRAINER,
+        57.7,
+        25.4,
+        (),
+        (),
         AREAL_NOTES + (("SGLang memory fraction 0.7", "AREAL_ALLOC"),),
-        SGLANG_MAX_RUNNING, 512, True, areal_walk(R1_7B),
+        SGLANG_MAX_RUNNING,
+        512,
+        True,
+        areal_walk(R1_7B),
         "none from this run: mean response from AREAL_V02's 95k tokens/s x 90 h over "
         "400 x 8,192 sequences - prompt",
         "the synchronous step's generation and the shared store's rate (no published sizes); "
         "checkpoints and reloads, the largest ASSUMED costs, the most uncertain",
-        96, ""),
+        96,
+        "",
+    ),
     "verl-7b": Preset(
-        "verl-7b", "verl fully async, Qwen2.5-Math-7B, 128 x H20", MATH_7B, H20, 128, 64, 4, 0.8,
-        512, 16, VERL_CAP, median_for_mean(VERL_MEAN_LEN, VERL_SIGMA, VERL_CAP),
-        VERL_SIGMA, 1, 400, "colocated", VERL_COLOC_TRAINER,
-        VERL_ASYNC_TRAINER, 40 + 48 / 60, 17 + 22 / 60, (), (VERL_COLOCATED, VERL_ASYNC),
-        (("H20 x 128, 64:64 split, 512 x 16, cap 28,672, 400 steps", "VERL_README, VERL_RUN"),
-         ("vLLM TP 4, memory fraction 0.80, at most 1,024 responses", "VERL_RUN, VLLM_LIMIT"),
-         ("staleness_threshold 0.5 -> k = 1", "VERL_RUN; ASSUMED: 0.5 lets the rollouter run "
-                                              "half a batch ahead; the lab's whole-batch "
-                                              "bound rounds it up"),
-         ("colocated: offload, checkpointing, old_log_prob", "VERL_COLOC"),
-         ("async: no offload, checkpointing, rollout log-probs", "VERL_RUN, VERL_DEFAULTS"),
-         ("lognormal shape as AReaL 1.5B's", "ASSUMED: verl publishes no length statistics"),
-         ("prompt 200 tokens", "ASSUMED: unpublished")),
-        VLLM_MAX_NUM_SEQS, None, False, VERL_WALK,
+        "verl-7b",
+        "verl fully async, Qwen2.5-Math-7B, 128 x H20",
+        MATH_7B,
+        H20,
+        128,
+        64,
+        4,
+        0.8,
+        512,
+        16,
+        VERL_CAP,
+        median_for_mean(VERL_MEAN_LEN, VERL_SIGMA, VERL_CAP),
+        VERL_SIGMA,
+        1,
+        400,
+        "colocated",
+        VERL_COLOC_TRAINER,
+        VERL_ASYNC_TRAINER,
+        40 + 48 / 60,
+        17 + 22 / 60,
+        (),
+        (VERL_COLOCATED, VERL_ASYNC),
+        (
+            ("H20 x 128, 64:64 split, 512 x 16, cap 28,672, 400 steps", "VERL_README, VERL_RUN"),
+            ("vLLM TP 4, memory fraction 0.80, at most 1,024 responses", "VERL_RUN, VLLM_LIMIT"),
+            (
+                "staleness_threshold 0.5 -> k = 1",
+                "VERL_RUN; ASSUMED: 0.5 lets the rollouter run "
+                "half a batch ahead; the lab's whole-batch "
+                "bound rounds it up",
+            ),
+            ("colocated: offload, checkpointing, old_log_prob", "VERL_COLOC"),
+            ("async: no offload, checkpointing, rollout log-probs", "VERL_RUN, VERL_DEFAULTS"),
+            ("lognormal shape as AReaL 1.5B's", "ASSUMED: verl publishes no length statistics"),
+            ("prompt 200 tokens", "ASSUMED: unpublished"),
+        ),
+        VLLM_MAX_NUM_SEQS,
+        None,
+        False,
+        VERL_WALK,
         "mean response from the 64:64 update_actor, 113.16 s, at the trainer efficiency",
         "the colocated trainer's offload to the CPU (published, its update_actor on 128 GPUs "
         "is as long as the non-offloaded one on 64); a fixed cost of old_log_prob; the hybrid "
         "engine's switches; generation at verl's unpublished lengths (a cap-length "
         "straggler or two would fill the colocated gen gap); in the 64:64 run the trainer "
         "waits for samples (the README's 33.14 s of gen)",
-        None, "64:64: update_actor s", verl_set_mean),
+        None,
+        "64:64: update_actor s",
+        verl_set_mean,
+    ),
 }
-
-
-# ------------------------------------------------------------------ the components
-# Generation throughput measured apart from the runs, never used to set anything: each is
-# predicted at its published configuration, each unpublished setting at a stated
-# assumption (fixed before the comparison was computed) and moved, one at a time, to the
-# other end of its range.
-#   AREAL_V03 Fig. 2 (assets/gen_scaling_trend.png): "Strong scaling of batched generation
-#   throughput for a 1.5B LRM", million tokens/s on 8 to 128 GPUs. The bars carry no printed
-#   values: read from the figure's axis. Unpublished: the batch, the lengths, the TP.
-GEN_SCALING = {8: 0.13e6, 16: 0.23e6, 32: 0.40e6, 64: 0.62e6, 128: 0.64e6}
-#   AREAL_V03 Fig. 5 (assets/interrupt_gen_ablation.png): "interruptible generation leads
-#   to a 12% and 17% throughput increase for 1.5B and 7B models respectively on 4 nodes";
-#   tokens/s printed on the bars. Unpublished: the split of the 32 GPUs, the lengths.
-INTERRUPT_GEN = {("areal-1.5b", True): 231e3, ("areal-1.5b", False): 207e3,
-                 ("areal-7b", True): 130e3, ("areal-7b", False): 111e3}
-INTERRUPT_GPUS = 32
-# ASSUMED for both figures: the preset's model, GPU, memory fraction, batch (512 x 16),
-# TP 1 (AREAL_ALLOC) and lengths (its lognormal, 5% at the 27,648 cap); the walk's decode
-# overhead. Range of the lengths: a mean of 4,100 tokens, the lowest of AREAL_V01's curve
-# for the 1.5B model, with the same 5% at the cap.
-COMPONENT_SHORT_MEAN = 4_100
-# ASSUMED for Fig. 5: 24 of the 32 GPUs generate (AREAL_ALLOC's 3/4, the asynchronous
-# benchmark's split); range 16 (AREAL_V02_CFG's 32-GPU 1.5B configuration,
-# sglang.d16p1m1+d8p2m1). Non-interruptible: each batch drains (the controller "must wait
-# for the longest response"), then every engine reloads; interruptible: the asynchronous
-# run at k = 4 under the walk's costs, its trainer never binding (the figure measures
-# generation).
-INTERRUPT_GEN_GPUS, INTERRUPT_GEN_GPUS_LOW = 24, 16

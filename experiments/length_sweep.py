@@ -13,6 +13,7 @@ Its spread and its true gradient both grow with T, so the relative error of an e
 measures the weighting scheme, not a reward that fades away. Exact where the responses can
 be listed (T <= 6), Monte Carlo with a fixed seed beyond.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,21 @@ from experiments.plotting import COLORS, LABELS, MARKERS, label_ends, log_ticks,
 from experiments.settings import DEFAULT_TOY, Settings
 from lab import SCHEME_TABLE, SCHEMES, TaskNotDone
 from lab.input_checks import at_least, at_most, one_of, whole_at_least
-from toy import (D, NOISES, PAIR_GRADS, PERTURBATIONS, SEQUENCES, START, THETA, V, cosine,
-                 estimates_by_pair, pair_sums, sample_responses, token_probs)
+from toy import (
+    NOISES,
+    PAIR_GRADS,
+    PERTURBATIONS,
+    SEQUENCES,
+    START,
+    THETA,
+    D,
+    V,
+    cosine,
+    estimates_by_pair,
+    pair_sums,
+    sample_responses,
+    token_probs,
+)
 
 if TYPE_CHECKING:  # (matplotlib is imported only to draw)
     from matplotlib.axes import Axes
@@ -56,20 +70,27 @@ ESS_SHARE, ESS_FLOOR = 0.1, 2.0
 COLLAPSE_COSINE = 0.5
 LENGTH_KEYS = ("rmse", "rmse_stderr", "cosine", "zero_weight_share", "ess", "ess_stderr")
 ZERO_WEIGHT = 1e-6  # a token weight below this counts as zero (its term is lost among the others)
-LENGTH_SEED = 0      # the Monte Carlo draws of the length sweep
-ESS_BATCHES = 1024   # batches drawn for the ESS where the responses are listed (T <= 6)
+LENGTH_SEED = 0  # the Monte Carlo draws of the length sweep
+ESS_BATCHES = 1024  # batches drawn for the ESS where the responses are listed (T <= 6)
 KL_MISMATCH = 4.0  # the KL grows with the mismatch scale from 0 up to here (both noises),
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--length-sweep", action="store_true",
-                   help=f"measure every scheme (error, cosine, ESS of its weights) at the "
-                        f"response lengths T with T x KL = {LENGTH_BUDGETS[0]:g} .. "
-                        f"{LENGTH_BUDGETS[-1]:g} (a per-token reward), at each KL of --length-kl")
-    p.add_argument("--length-kl", type=bounded(float, 0, MAX_KL), nargs="+",
-                   default=list(LENGTH_KLS),
-                   help="per-token KL(pi_infer || pi_train) of each level of the length sweep "
-                        "(nats; the mismatch scale that gives it is found exactly)")
+    p.add_argument(
+        "--length-sweep",
+        action="store_true",
+        help=f"measure every scheme (error, cosine, ESS of its weights) at the "
+        f"response lengths T with T x KL = {LENGTH_BUDGETS[0]:g} .. "
+        f"{LENGTH_BUDGETS[-1]:g} (a per-token reward), at each KL of --length-kl",
+    )
+    p.add_argument(
+        "--length-kl",
+        type=bounded(float, 0, MAX_KL),
+        nargs="+",
+        default=list(LENGTH_KLS),
+        help="per-token KL(pi_infer || pi_train) of each level of the length sweep "
+        "(nats; the mismatch scale that gives it is found exactly)",
+    )
 
 
 def work(settings: Settings) -> float:
@@ -79,12 +100,16 @@ def work(settings: Settings) -> float:
 
 def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     t = settings.toy
-    return length_sweep(grading.load("tis"), settings.options.length_kl, t.batch_size, t.C,
-                        t.noise)
+    return length_sweep(grading.load("tis"), settings.options.length_kl, t.batch_size, t.C, t.noise)
 
 
-def length_sweep(tis: ModuleType, kls: Sequence[float] = LENGTH_KLS, batch_size: int = 64,
-                 C: float = 2.0, noise: str = "student_t") -> dict[str, Any]:
+def length_sweep(
+    tis: ModuleType,
+    kls: Sequence[float] = LENGTH_KLS,
+    batch_size: int = 64,
+    C: float = 2.0,
+    noise: str = "student_t",
+) -> dict[str, Any]:
     """Relative RMSE, cosine, zero-weight share and ESS of every scheme against the response
     length T (length_stats), at each per-token KL in `kls` (the engine's mismatch scale
     that gives it exactly, mismatch_for_kl), from the Task 3 module `tis`; the T of
@@ -109,27 +134,59 @@ def length_sweep(tis: ModuleType, kls: Sequence[float] = LENGTH_KLS, batch_size:
     levels: list[dict[str, Any]] = []
     for kl in kls:
         mismatch, lengths = mismatch_for_kl(kl, noise), length_grid(kl)
-        runs = [length_stats(functions, tis.pg_estimate, T, mismatch, batch_size, noise,
-                                 n_batches=length_batches(T)) for T in lengths]
-        schemes = {scheme: {key: [run["schemes"][scheme][key] for run in runs]
-                            for key in LENGTH_KEYS} for scheme in functions}
+        runs = [
+            length_stats(
+                functions,
+                tis.pg_estimate,
+                T,
+                mismatch,
+                batch_size,
+                noise,
+                n_batches=length_batches(T),
+            )
+            for T in lengths
+        ]
+        schemes = {
+            scheme: {key: [run["schemes"][scheme][key] for run in runs] for key in LENGTH_KEYS}
+            for scheme in functions
+        }
         T_kl = [T * kl for T in lengths]
-        levels.append(dict(
-            kl=kl, mismatch=mismatch, mean_abs_log_ratio=mean_abs_log_ratio(mismatch, noise),
-            T=list(lengths), T_kl=T_kl, n_batches=[length_batches(T) for T in lengths],
-            method=[run["method"] for run in runs], schemes=schemes,
-            ess_lognormal=[batch_size * math.exp(-2 * t_kl) for t_kl in T_kl],
-            ess_limit=[sequence_ess_limit(T, mismatch, batch_size, noise) for T in lengths],
-            collapse={scheme: collapse_points(stats, T_kl, batch_size)
-                      for scheme, stats in schemes.items()}))
+        levels.append(
+            dict(
+                kl=kl,
+                mismatch=mismatch,
+                mean_abs_log_ratio=mean_abs_log_ratio(mismatch, noise),
+                T=list(lengths),
+                T_kl=T_kl,
+                n_batches=[length_batches(T) for T in lengths],
+                method=[run["method"] for run in runs],
+                schemes=schemes,
+                ess_lognormal=[batch_size * math.exp(-2 * t_kl) for t_kl in T_kl],
+                ess_limit=[sequence_ess_limit(T, mismatch, batch_size, noise) for T in lengths],
+                collapse={
+                    scheme: collapse_points(stats, T_kl, batch_size)
+                    for scheme, stats in schemes.items()
+                },
+            )
+        )
         # seq's crossings from its exact large-batch ESS, not sampled: no bracket error
         limit = levels[-1]["ess_limit"]
         levels[-1]["collapse_exact"] = dict(
-            seq={key: crossing(limit, T_kl, value) for key, value in
-                 (("ess_share", ESS_SHARE * batch_size), ("ess_floor", ESS_FLOOR))})
-    return dict(batch_size=batch_size, C=C, noise=noise, ess_share=ESS_SHARE,
-                ess_floor=ESS_FLOOR, collapse_cosine=COLLAPSE_COSINE, levels=levels,
-                masked_skipped=skipped)
+            seq={
+                key: crossing(limit, T_kl, value)
+                for key, value in (("ess_share", ESS_SHARE * batch_size), ("ess_floor", ESS_FLOOR))
+            }
+        )
+    return dict(
+        batch_size=batch_size,
+        C=C,
+        noise=noise,
+        ess_share=ESS_SHARE,
+        ess_floor=ESS_FLOOR,
+        collapse_cosine=COLLAPSE_COSINE,
+        levels=levels,
+        masked_skipped=skipped,
+    )
 
 
 def length_grid(kl: float) -> list[int]:
@@ -154,17 +211,27 @@ def collapse_points(stats: dict[str, Any], T_kl: list[float], batch_size: int) -
     dict(ess_share=..., ess_floor=..., cosine=...). With the ESS's standard errors in
     stats["ess_stderr"], each ESS crossing also holds the ESS and its error at both ends of
     its bracket (bracket)."""
-    ess = {key: crossing(stats["ess"], T_kl, level) for key, level in
-           (("ess_share", ESS_SHARE * batch_size), ("ess_floor", ESS_FLOOR))}
+    ess = {
+        key: crossing(stats["ess"], T_kl, level)
+        for key, level in (("ess_share", ESS_SHARE * batch_size), ("ess_floor", ESS_FLOOR))
+    }
     if "ess_stderr" in stats:
-        ess = {key: bracket(c, stats["ess"], stats["ess_stderr"], T_kl,
-                            ESS_SHARE * batch_size if key == "ess_share" else ESS_FLOOR)
-               for key, c in ess.items()}
+        ess = {
+            key: bracket(
+                c,
+                stats["ess"],
+                stats["ess_stderr"],
+                T_kl,
+                ESS_SHARE * batch_size if key == "ess_share" else ESS_FLOOR,
+            )
+            for key, c in ess.items()
+        }
     return dict(ess, cosine=crossing(stats["cosine"], T_kl, COLLAPSE_COSINE))
 
 
-def bracket(c: dict[str, Any], values: list[float], stderrs: list[float], T_kl: list[float],
-            level: float) -> dict[str, Any]:
+def bracket(
+    c: dict[str, Any], values: list[float], stderrs: list[float], T_kl: list[float], level: float
+) -> dict[str, Any]:
     """A crossing c of sampled values, with the value and standard error at each end of its
     bracket (None where there is no end) and `resolved`: both ends lie more than 2 standard
     errors from `level`, so the crossing is between them beyond the sampling noise (an exact
@@ -175,9 +242,10 @@ def bracket(c: dict[str, Any], values: list[float], stderrs: list[float], T_kl: 
         i = T_kl.index(c[end]) if c[end] is not None else None
         ends[f"value_{end}"] = None if i is None else values[i]
         ends[f"se_{end}"] = None if i is None else stderrs[i]
-    resolved = all(ends[f"value_{end}"] is None
-                   or abs(ends[f"value_{end}"] - level) > 2 * ends[f"se_{end}"]
-                   for end in ("at", "after"))
+    resolved = all(
+        ends[f"value_{end}"] is None or abs(ends[f"value_{end}"] - level) > 2 * ends[f"se_{end}"]
+        for end in ("at", "after")
+    )
     return dict(c, **ends, resolved=resolved)
 
 
@@ -246,9 +314,12 @@ def pair_estimates(pg_estimate, rewards, summed):
     pg_estimate, each in its own block of the parameters (as block_calls.py does)."""
     out = []
     for start in range(0, len(rewards), BLOCK):
-        r, w = rewards[start:start + BLOCK], summed[start:start + BLOCK]
-        grads = PAIR_BLOCK if len(r) == BLOCK else block_diagonal(
-            np.broadcast_to(PAIR_GRADS, (len(r), D, D)))
+        r, w = rewards[start : start + BLOCK], summed[start : start + BLOCK]
+        grads = (
+            PAIR_BLOCK
+            if len(r) == BLOCK
+            else block_diagonal(np.broadcast_to(PAIR_GRADS, (len(r), D, D)))
+        )
         out.append(np.asarray(pg_estimate(r, grads, w), dtype=float).reshape(len(r), D) * len(r))
     return np.concatenate(out)
 
@@ -283,7 +354,9 @@ def mean_abs_log_ratio(mismatch: float, noise: str = "student_t") -> float:
     p, q = token_probs(THETA), token_probs(THETA + mismatch * PERTURBATIONS[noise])
     row_mean = (q * np.abs(np.log(p) - np.log(q))).sum(axis=1)
     return float(long_run_visits(q) @ row_mean[:V])
-MAX_KL = 0.7       # to about 0.77 nats per token (student_t) and 1.1 (gaussian)
+
+
+MAX_KL = 0.7  # to about 0.77 nats per token (student_t) and 1.1 (gaussian)
 
 
 def mismatch_for_kl(kl: float, noise: str = "student_t") -> float:
@@ -303,8 +376,9 @@ def mismatch_for_kl(kl: float, noise: str = "student_t") -> float:
     return (low + high) / 2
 
 
-def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, noise="student_t",
-                 n_batches=32):
+def length_stats(
+    weight_functions, pg_estimate, T, mismatch, batch_size=64, noise="student_t", n_batches=32
+):
     """How well each scheme's batch estimate finds the true gradient at response length T.
 
     weight_functions maps a scheme's name to a function (logp_train, logp_infer) -> (N, T)
@@ -341,8 +415,10 @@ def length_stats(weight_functions, pg_estimate, T, mismatch, batch_size=64, nois
         draws = rng.choice(len(sequences), size=(ESS_BATCHES, batch_size), p=q / q.sum())
         return enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses, draws)
     sequences = sample_responses(infer_logits, n_batches * batch_size, T, rng)
-    batches = [length_responses(batch, infer_logits, mean_zeros)
-               for batch in np.split(sequences, n_batches)]
+    batches = [
+        length_responses(batch, infer_logits, mean_zeros)
+        for batch in np.split(sequences, n_batches)
+    ]
     return sampled_stats(weight_functions, pg_estimate, g, batches)
 
 
@@ -357,12 +433,16 @@ def enumerated_stats(weight_functions, pg_estimate, g, batch_size, responses, dr
         each = pair_estimates(pg_estimate, rewards, pair_sums(pairs, w))
         mean = q @ each
         variance = (q @ (each**2).sum(axis=1) - mean @ mean) / batch_size
-        mse = np.sum((mean - g)**2) + variance
+        mse = np.sum((mean - g) ** 2) + variance
         ess, ess_stderr = mean_and_stderr(effective_sample_size(w[draws]))
-        out[scheme] = dict(rmse=float(np.sqrt(mse) / np.linalg.norm(g)), rmse_stderr=0.0,
-                           cosine=cosine(mean, g),
-                           zero_weight_share=float(q @ (w < ZERO_WEIGHT).mean(axis=1)),
-                           ess=ess, ess_stderr=ess_stderr)
+        out[scheme] = dict(
+            rmse=float(np.sqrt(mse) / np.linalg.norm(g)),
+            rmse_stderr=0.0,
+            cosine=cosine(mean, g),
+            zero_weight_share=float(q @ (w < ZERO_WEIGHT).mean(axis=1)),
+            ess=ess,
+            ess_stderr=ess_stderr,
+        )
     return dict(method="exact", schemes=out)
 
 
@@ -377,15 +457,19 @@ def sampled_stats(weight_functions, pg_estimate, g, batches):
             estimates.append(estimates_by_pair(pg_estimate, rewards, pairs, w))
             zero_shares.append(np.mean(w < ZERO_WEIGHT))
             sizes.append(float(effective_sample_size(w)))
-        squared = np.sum((np.array(estimates) - g)**2, axis=1) / norm**2
+        squared = np.sum((np.array(estimates) - g) ** 2, axis=1) / norm**2
         rmse = np.sqrt(squared.mean())
         # standard error of the mean squared error, carried to its square root
         stderr = squared.std(ddof=1) / np.sqrt(len(squared)) / (2 * rmse)
         ess, ess_stderr = mean_and_stderr(sizes)
-        out[scheme] = dict(rmse=float(rmse), rmse_stderr=float(stderr),
-                           cosine=cosine(np.mean(estimates, axis=0), g),
-                           zero_weight_share=float(np.mean(zero_shares)),
-                           ess=ess, ess_stderr=ess_stderr)
+        out[scheme] = dict(
+            rmse=float(rmse),
+            rmse_stderr=float(stderr),
+            cosine=cosine(np.mean(estimates, axis=0), g),
+            zero_weight_share=float(np.mean(zero_shares)),
+            ess=ess,
+            ess_stderr=ess_stderr,
+        )
     return dict(method="monte_carlo", schemes=out)
 
 
@@ -406,7 +490,7 @@ def effective_sample_size(weights: np.ndarray) -> float | np.ndarray:
     largest = w.max(axis=(-2, -1), keepdims=True)
     w = w / np.where(largest > 0, largest, 1.0)  # an all-zero batch stays 0
     squares = (w**2).sum(axis=(-2, -1))
-    size = w.sum(axis=(-2, -1))**2 / (w.shape[-1] * np.where(squares > 0, squares, 1.0))
+    size = w.sum(axis=(-2, -1)) ** 2 / (w.shape[-1] * np.where(squares > 0, squares, 1.0))
     return float(size) if size.ndim == 0 else size
 
 
@@ -416,8 +500,9 @@ def mean_and_stderr(values: ArrayLike) -> tuple[float, float]:
     return float(array.mean()), float(array.std(ddof=1) / np.sqrt(len(array)))
 
 
-def sequence_ess_limit(T: int, mismatch: float, batch_size: int = 64,
-                       noise: str = "student_t") -> float:
+def sequence_ess_limit(
+    T: int, mismatch: float, batch_size: int = 64, noise: str = "student_t"
+) -> float:
     """N * E[W]^2 / E[W^2] for the sequence IS weights W = pi_train(y) / pi_infer(y) of
     responses y ~ pi_infer of T tokens, N = batch_size: the ESS of a batch once N is large
     (the sums in effective_sample_size are then N times the means). Exact, by dynamic
@@ -432,6 +517,8 @@ def sequence_ess_limit(T: int, mismatch: float, batch_size: int = 64,
     with np.errstate(over="ignore"):  # E[W^2] past float64 (T x KL in the hundreds): ESS 0
         second_moment = M[START] @ np.linalg.matrix_power(M[:V], T - 1) @ np.ones(V)
     return float(batch_size / second_moment)
+
+
 PAIR_BLOCK = block_diagonal(np.broadcast_to(PAIR_GRADS, (BLOCK, D, D)))  # built once
 
 
@@ -439,8 +526,10 @@ PAIR_BLOCK = block_diagonal(np.broadcast_to(PAIR_GRADS, (BLOCK, D, D)))  # built
 
 
 def show(s: dict[str, Any]) -> None:
-    print(f"Length sweep: batch of {s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: "
-          "count of token 0, centred")
+    print(
+        f"Length sweep: batch of {s['batch_size']}, C = {s['C']}, {s['noise']} noise; reward: "
+        "count of token 0, centred"
+    )
     if s["masked_skipped"]:
         print(f"  masked schemes skipped, {s['masked_skipped']}.")
     for level in s["levels"]:
@@ -448,45 +537,66 @@ def show(s: dict[str, Any]) -> None:
 
 
 # The length sweep's schemes in two groups of four, one table each (lines <= 100 characters)
-LENGTH_GROUPS = tuple(tuple(s.name for s in SCHEME_TABLE if s.family == family)
-                      for family in ("token", "seq"))
+LENGTH_GROUPS = tuple(
+    tuple(s.name for s in SCHEME_TABLE if s.family == family) for family in ("token", "seq")
+)
 
 
 def print_length_level(level: dict[str, Any], s: dict[str, Any]) -> None:
-    print(f"  KL(pi_infer || pi_train) = {level['kl']:g} nats/token (mismatch scale "
-          f"{level['mismatch']:.4f}); mean |log-ratio| {level['mean_abs_log_ratio']:.3g}/token")
+    print(
+        f"  KL(pi_infer || pi_train) = {level['kl']:g} nats/token (mismatch scale "
+        f"{level['mismatch']:.4f}); mean |log-ratio| {level['mean_abs_log_ratio']:.3g}/token"
+    )
     batches = sorted(set(level["n_batches"]), reverse=True)
-    print(f"    T <= 6 exact (the ESS sampled), longer T Monte Carlo, seed {LENGTH_SEED}: "
-          f"{' / '.join(map(str, batches))} batches as T grows")
-    for key, title in (("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
-                       ("rmse_stderr", "its standard error (0 where exact)"),
-                       ("cosine", "cosine of the mean estimate with the true gradient"),
-                       ("zero_weight_share", "share of token weights below 1e-6"),
-                       ("ess", "mean ESS of a batch's weights, (sum w)^2 / (T sum w^2), "
-                               f"of {s['batch_size']}")):
+    print(
+        f"    T <= 6 exact (the ESS sampled), longer T Monte Carlo, seed {LENGTH_SEED}: "
+        f"{' / '.join(map(str, batches))} batches as T grows"
+    )
+    for key, title in (
+        ("rmse", "relative RMSE, RMSE / ||true gradient|| (always 0 scores 1.0)"),
+        ("rmse_stderr", "its standard error (0 where exact)"),
+        ("cosine", "cosine of the mean estimate with the true gradient"),
+        ("zero_weight_share", "share of token weights below 1e-6"),
+        ("ess", f"mean ESS of a batch's weights, (sum w)^2 / (T sum w^2), of {s['batch_size']}"),
+    ):
         print(f"    {title}")
         for group in LENGTH_GROUPS:
             print_length_table(level, key, [n for n in group if n in level["schemes"]])
-    print("    where each scheme collapses, as T x KL: from the last T where it held to the "
-          "first where not\n    (? = not resolved: an end's sampled mean ESS is within 2 SE of "
-          "the level; the ends below)")
-    print(f"    {'scheme':<12}{'mean ESS < ' + format(s['ess_share'] * s['batch_size'], 'g'):>18}"
-          f"{'mean ESS < ' + format(s['ess_floor'], 'g'):>18}"
-          f"{'cosine < ' + format(s['collapse_cosine'], 'g'):>18}")
+    print(
+        "    where each scheme collapses, as T x KL: from the last T where it held to the "
+        "first where not\n    (? = not resolved: an end's sampled mean ESS is within 2 SE of "
+        "the level; the ends below)"
+    )
+    print(
+        f"    {'scheme':<12}{'mean ESS < ' + format(s['ess_share'] * s['batch_size'], 'g'):>18}"
+        f"{'mean ESS < ' + format(s['ess_floor'], 'g'):>18}"
+        f"{'cosine < ' + format(s['collapse_cosine'], 'g'):>18}"
+    )
     for scheme, c in level["collapse"].items():
-        print(f"    {scheme:<12}" + "".join(f"{collapse_text(c[key]):>18}"
-                                            for key in ("ess_share", "ess_floor", "cosine")))
+        print(
+            f"    {scheme:<12}"
+            + "".join(
+                f"{collapse_text(c[key]):>18}" for key in ("ess_share", "ess_floor", "cosine")
+            )
+        )
     for scheme, c in level["collapse"].items():
-        for key, label in (("ess_share", "10% of the batch"),
-                           ("ess_floor", format(s["ess_floor"], "g"))):
-            ends = [f"{c[key][f'value_{end}']:.3g} +- {c[key][f'se_{end}']:.2g} at "
-                    f"{c[key][end]:.3g}" for end in ("after", "at") if c[key][end] is not None]
+        for key, label in (
+            ("ess_share", "10% of the batch"),
+            ("ess_floor", format(s["ess_floor"], "g")),
+        ):
+            ends = [
+                f"{c[key][f'value_{end}']:.3g} +- {c[key][f'se_{end}']:.2g} at {c[key][end]:.3g}"
+                for end in ("after", "at")
+                if c[key][end] is not None
+            ]
             if c[key]["at"] is not None and not c[key]["resolved"]:
                 print(f"    {scheme} below {label}? mean ESS " + ", then ".join(ends))
     for scheme, c in level.get("collapse_exact", {}).items():
-        print(f"    {scheme} by its exact large-batch ESS: < "
-              f"{format(s['ess_share'] * s['batch_size'], 'g')} {collapse_text(c['ess_share'])}, "
-              f"< {format(s['ess_floor'], 'g')} {collapse_text(c['ess_floor'])}")
+        print(
+            f"    {scheme} by its exact large-batch ESS: < "
+            f"{format(s['ess_share'] * s['batch_size'], 'g')} {collapse_text(c['ess_share'])}, "
+            f"< {format(s['ess_floor'], 'g')} {collapse_text(c['ess_floor'])}"
+        )
 
 
 def print_length_table(level: dict[str, Any], key: str, schemes: Sequence[str]) -> None:
@@ -495,8 +605,11 @@ def print_length_table(level: dict[str, Any], key: str, schemes: Sequence[str]) 
     stderr = {"rmse": "rmse_stderr", "ess": "ess_stderr"}.get(key)
     width = 14 if stderr else 11
     extra = key == "ess" and "seq" in schemes
-    print(f"    {'T':>6}{'T x KL':>8}" + "".join(f"{name:>{width}}" for name in schemes)
-          + (f"{'lognormal':>11}{'seq exact':>11}" if extra else ""))
+    print(
+        f"    {'T':>6}{'T x KL':>8}"
+        + "".join(f"{name:>{width}}" for name in schemes)
+        + (f"{'lognormal':>11}{'seq exact':>11}" if extra else "")
+    )
     for i, T in enumerate(level["T"]):
         stats = [level["schemes"][name] for name in schemes]
         cells = [f"{v[key][i]:.3g}" + (f"+-{v[stderr][i]:.2g}" if stderr else "") for v in stats]
@@ -507,7 +620,7 @@ def print_length_table(level: dict[str, Any], key: str, schemes: Sequence[str]) 
 
 
 def collapse_text(c: dict[str, Any]) -> str:
-    """"0.96 to 1.92", "<= 0.16" (already at the first T) or "none to 16.4"; "?" after a
+    """ "0.96 to 1.92", "<= 0.16" (already at the first T) or "none to 16.4"; "?" after a
     crossing that the sampling noise does not resolve."""
     if c["at"] is None:
         return f"none to {c['after']:.3g}"
@@ -520,23 +633,31 @@ def collapse_text(c: dict[str, Any]) -> str:
 # The length sweep's panels: the ESS and cosine of the sequence-level schemes, the cosine of
 # the token-level ones (at most four schemes a panel), one row per KL level
 TOKEN_LEVEL, SEQUENCE_LEVEL = LENGTH_GROUPS
-LENGTH_PANELS = (("ess", SEQUENCE_LEVEL, "Sequence-level weights: ESS of a batch"),
-                 ("cosine", SEQUENCE_LEVEL, "Sequence-level: cosine of the mean estimate"),
-                 ("cosine", TOKEN_LEVEL, "Token-level: cosine of the mean estimate"))
+LENGTH_PANELS = (
+    ("ess", SEQUENCE_LEVEL, "Sequence-level weights: ESS of a batch"),
+    ("cosine", SEQUENCE_LEVEL, "Sequence-level: cosine of the mean estimate"),
+    ("cosine", TOKEN_LEVEL, "Token-level: cosine of the mean estimate"),
+)
 
 
 def draw(results: dict[str, Any], path: Path) -> None:
     """Save the --length-sweep figure: one row per KL level (a level of KL 0 has no place on a
     T x KL axis: it is printed only), the panels of LENGTH_PANELS against T x KL."""
     from matplotlib.figure import Figure
+
     s = results["length_sweep"]
     levels = [level for level in s["levels"] if level["kl"] > 0] if s else []
-    why = (results["unavailable"][LABEL] if s is None
-           else "KL 0: no T x KL axis (printed only)")
+    why = results["unavailable"][LABEL] if s is None else "KL 0: no T x KL axis (printed only)"
     fig = Figure(figsize=(17, 4.6 * max(1, len(levels))))
     axes = fig.subplots(max(1, len(levels)), len(LENGTH_PANELS), squeeze=False)
-    fig.subplots_adjust(left=0.05, right=0.99, top=1 - 0.55 / fig.get_figheight(),
-                        bottom=0.6 / fig.get_figheight(), wspace=0.25, hspace=0.45)
+    fig.subplots_adjust(
+        left=0.05,
+        right=0.99,
+        top=1 - 0.55 / fig.get_figheight(),
+        bottom=0.6 / fig.get_figheight(),
+        wspace=0.25,
+        hspace=0.45,
+    )
     for row, level in zip(axes, levels or [None]):
         for ax, (key, schemes, title) in zip(row, LENGTH_PANELS):
             if level is None:
@@ -548,30 +669,47 @@ def draw(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
-def length_panel(s: dict[str, Any], level: dict[str, Any], key: str, schemes: Sequence[str], ax: Axes) -> None:
+def length_panel(
+    s: dict[str, Any], level: dict[str, Any], key: str, schemes: Sequence[str], ax: Axes
+) -> None:
     """One metric of one KL level against T x KL, a line per scheme (with its standard error
     as a band, where sampled); on the ESS panel also the lognormal prediction and the exact
     large-batch ESS of sequence IS, and the collapse levels."""
     from matplotlib.ticker import FuncFormatter
+
     x, lines = level["T_kl"], []
     for scheme in schemes:
         stats = level["schemes"][scheme]
         y = stats[key]
-        lines += ax.plot(x, y, color=COLORS[scheme], marker=MARKERS[scheme], markersize=5,
-                         label=LABELS[scheme])
+        lines += ax.plot(
+            x, y, color=COLORS[scheme], marker=MARKERS[scheme], markersize=5, label=LABELS[scheme]
+        )
         if key == "ess":
             low = [max(v - 2 * e, 1e-3) for v, e in zip(y, stats["ess_stderr"])]
-            ax.fill_between(x, low, [v + 2 * e for v, e in zip(y, stats["ess_stderr"])],
-                            color=COLORS[scheme], alpha=0.15, linewidth=0)
+            ax.fill_between(
+                x,
+                low,
+                [v + 2 * e for v, e in zip(y, stats["ess_stderr"])],
+                color=COLORS[scheme],
+                alpha=0.15,
+                linewidth=0,
+            )
     ax.set_xscale("log")
     if key == "ess":
         N, bottom = s["batch_size"], 0.3
-        for name, style, label in (("ess_lognormal", "--", "lognormal N e^(-2 T KL)"),
-                                   ("ess_limit", ":", "seq IS, exact, large N")):
+        for name, style, label in (
+            ("ess_lognormal", "--", "lognormal N e^(-2 T KL)"),
+            ("ess_limit", ":", "seq IS, exact, large N"),
+        ):
             # drawn down to the first point under the frame, so its name sits by its end
             shown = next((i + 1 for i, v in enumerate(level[name]) if v < bottom), len(x))
-            lines += ax.plot(x[:shown], level[name][:shown], color="gray" if style == "--"
-                             else "black", linestyle=style, label=label)
+            lines += ax.plot(
+                x[:shown],
+                level[name][:shown],
+                color="gray" if style == "--" else "black",
+                linestyle=style,
+                label=label,
+            )
         for share in (s["ess_share"] * N, s["ess_floor"]):
             ax.axhline(share, color="gray", linewidth=0.8, alpha=0.6)
         ax.set_yscale("log")

@@ -4,6 +4,7 @@ Top row: the memory bill and the scheduling experiment. Bottom row: the mismatch
 experiment (Task 3c's masked schemes on it, once done). A part whose task is not
 implemented yet is drawn as a labelled placeholder panel.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -19,11 +20,16 @@ if TYPE_CHECKING:  # (matplotlib is imported only to draw)
     from matplotlib.figure import Figure
 
 # Panel titles, left to right, per part (also on a part's placeholder panels).
-TITLES = {"memory": ["Model state of a 7B model"],
-          "scheduling": ["Throughput, and lanes busy", "Price: policy lag",
-                         "Lag distribution at k = 1"],
-          "mismatch": ["Bias vs mismatch", "Noise vs mismatch", "Total error vs mismatch",
-                       "Bigger batches cut noise, not bias"]}
+TITLES = {
+    "memory": ["Model state of a 7B model"],
+    "scheduling": ["Throughput, and lanes busy", "Price: policy lag", "Lag distribution at k = 1"],
+    "mismatch": [
+        "Bias vs mismatch",
+        "Noise vs mismatch",
+        "Total error vs mismatch",
+        "Bigger batches cut noise, not bias",
+    ],
+}
 
 
 def draw(results: dict[str, Any], path: Path) -> None:
@@ -36,21 +42,30 @@ def figure(results: dict[str, Any]) -> Figure:
     """The 2 x 4 figure for `results` (the dict run.py writes as JSON)."""
     import matplotlib
     from matplotlib.figure import Figure
-    matplotlib.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True,
-                                "grid.alpha": 0.3,
-                                "axes.titley": 1.0})  # fixed: finding room above ticks is slow
+
+    matplotlib.rcParams.update(
+        {
+            "font.size": 10,
+            "axes.titlesize": 11,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.titley": 1.0,
+        }
+    )  # fixed: finding room above ticks is slow
     height = 9
     fig = Figure(figsize=(18, height))
     axes = fig.subplots(2, 4)
     # Fixed margins (in inches, whatever the height) instead of tight_layout, which lays
     # out every label a second time. Set first: the line labels measure their panels.
-    fig.subplots_adjust(left=0.045, right=0.99, bottom=0.75 / height, top=1 - 0.75 / height,
-                        wspace=0.3, hspace=0.42)
+    fig.subplots_adjust(
+        left=0.045, right=0.99, bottom=0.75 / height, top=1 - 0.75 / height, wspace=0.3, hspace=0.42
+    )
     top, bottom = axes[:2]
     parts: list[tuple[ModuleType, list[Axes], Callable[..., None]]] = [
         (part1_memory, [top[0]], part1_memory.panel),
         (part2_scheduling, top[1:], part2_scheduling.panels),
-        (part3_mismatch, bottom, part3_mismatch.panels)]
+        (part3_mismatch, bottom, part3_mismatch.panels),
+    ]
     for part, panels, draw_part in parts:
         if results[part.KEY] is None:
             for ax in panels:

@@ -7,6 +7,7 @@ Qwen2.5 the length its model card states (the 1.5B's card says 32,768 while its
 config allows more). Only Part 1's "context shorter than --max-tokens" mark uses
 it, and at the default 16,384 tokens only Llama-2-7B (4,096) gets that mark.
 """
+
 from dataclasses import dataclass
 
 
@@ -14,12 +15,12 @@ from dataclasses import dataclass
 class Model:
     name: str
     layers: int
-    heads: int         # query heads
-    kv_heads: int      # key/value heads (fewer than heads with grouped-query attention)
+    heads: int  # query heads
+    kv_heads: int  # key/value heads (fewer than heads with grouped-query attention)
     hidden: int
     intermediate: int  # width of the MLP
     params: float
-    context: int       # longest sequence it was built for, in tokens (prompt + response)
+    context: int  # longest sequence it was built for, in tokens (prompt + response)
 
     @property
     def head_dim(self) -> int:
@@ -39,8 +40,11 @@ class Model:
         parameters per layer, 40.4M in all (0.5% of the model).
         """
         kv = self.kv_heads * self.head_dim
-        per_layer = (2 * (self.hidden + self.hidden) + 2 * (self.hidden + kv)
-                     + 3 * (self.hidden + self.intermediate))
+        per_layer = (
+            2 * (self.hidden + self.hidden)
+            + 2 * (self.hidden + kv)
+            + 3 * (self.hidden + self.intermediate)
+        )
         return r * per_layer * self.layers
 
 

@@ -1,4 +1,5 @@
 """run.py's command line (given): option types the experiments share, its help and its --out."""
+
 import argparse
 import math
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from grading import harness
 
 def bounded(kind: type, low: float, high: float = math.inf) -> Callable[[str], Any]:
     """An argparse type: a `kind` (int or float) from low to high, else a clear error."""
+
     def parse(text):
         try:
             value = kind(text)
@@ -19,14 +21,17 @@ def bounded(kind: type, low: float, high: float = math.inf) -> Callable[[str], A
             upper = f" and <= {high}" if high < math.inf else ""
             raise argparse.ArgumentTypeError(
                 f"must be {'a whole number' if kind is int else 'a finite number'} >= {low}"
-                f"{upper}, got {text!r}")
+                f"{upper}, got {text!r}"
+            )
         return value
+
     return parse
 
 
 class DefaultsOnce(argparse.ArgumentDefaultsHelpFormatter):
     """Help that shows a flag's default once: not for switches (off unless given), not for
     a default of None, and not where the help text already says it."""
+
     def _get_help_string(self, action):
         if action.default is None or action.default is False or "(default" in action.help:
             return action.help

@@ -3,6 +3,7 @@
 It and every experiment that runs Task 3's estimators use the Toy settings
 (experiments/settings.py: --noise, --C, --batch-size).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ def run(settings: Settings, results: dict[str, Any]) -> dict[str, Any]:
     return mismatch_sweep(grading.load("tis"), t.C, t.batch_size, t.noise)
 
 
-def mismatch_sweep(tis: ModuleType, C: float = 2.0, batch_size: int = 64,
-                   noise: str = "student_t") -> dict[str, Any]:
+def mismatch_sweep(
+    tis: ModuleType, C: float = 2.0, batch_size: int = 64, noise: str = "student_t"
+) -> dict[str, Any]:
     """Exact bias, variance and RMSE of the five estimators against the mismatch,
     and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""
     schemes: dict[str, dict[str, list[float]]] = {}
@@ -55,21 +57,37 @@ def mismatch_sweep(tis: ModuleType, C: float = 2.0, batch_size: int = 64,
     for scheme, columns in schemes.items():
         by_batch_size[scheme] = dict(
             bias=[columns["bias"][at]] * len(BATCH_SIZES),
-            variance=[columns["variance"][at] * batch_size / n for n in BATCH_SIZES])
-    return dict(mismatch=list(MISMATCHES), batch_size=batch_size, C=C, noise=noise,
-                schemes=schemes, by_batch_size=by_batch_size)
+            variance=[columns["variance"][at] * batch_size / n for n in BATCH_SIZES],
+        )
+    return dict(
+        mismatch=list(MISMATCHES),
+        batch_size=batch_size,
+        C=C,
+        noise=noise,
+        schemes=schemes,
+        by_batch_size=by_batch_size,
+    )
 
 
-def exact_stats(tis: ModuleType, scheme: str, mismatch: float, C: float = 2.0,
-                batch_size: int = 64, noise: str = "student_t") -> dict[str, Any]:
+def exact_stats(
+    tis: ModuleType,
+    scheme: str,
+    mismatch: float,
+    C: float = 2.0,
+    batch_size: int = 64,
+    noise: str = "student_t",
+) -> dict[str, Any]:
     """toy.exact_stats with the two functions of the Task 3 module `tis`."""
-    return toy.exact_stats(tis.importance_weights, tis.pg_estimate, scheme, mismatch, C,
-                           batch_size, noise)
+    return toy.exact_stats(
+        tis.importance_weights, tis.pg_estimate, scheme, mismatch, C, batch_size, noise
+    )
 
 
 def show(m: dict[str, Any]) -> None:
-    print(f"Part 3: RMSE of the gradient estimate (batch of {m['batch_size']}, C = {m['C']}, "
-          f"{m['noise']} noise)")
+    print(
+        f"Part 3: RMSE of the gradient estimate (batch of {m['batch_size']}, C = {m['C']}, "
+        f"{m['noise']} noise)"
+    )
     print(f"  {'mismatch':>8}" + "".join(f"{s:>11}" for s in SCHEMES))
     for i, x in enumerate(m["mismatch"]):
         print(f"  {x:>8.1f}" + "".join(f"{m['schemes'][s]['rmse'][i]:>11.4f}" for s in SCHEMES))
@@ -77,12 +95,19 @@ def show(m: dict[str, Any]) -> None:
 
 def short(m: dict[str, Any]) -> str:
     at = m["mismatch"].index(LARGE_MISMATCH)
-    return (f"Part 3 (RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
-        f"{scheme} {m['schemes'][scheme]['rmse'][at]:.3f}" for scheme in SCHEMES))
+    return f"Part 3 (RMSE at mismatch {LARGE_MISMATCH}): " + ", ".join(
+        f"{scheme} {m['schemes'][scheme]['rmse'][at]:.3f}" for scheme in SCHEMES
+    )
 
 
-def panels(m: dict[str, Any], ax_bias: Axes, ax_std: Axes, ax_rmse: Axes, ax_batch: Axes,
-           masking: dict[str, Any] | None = None) -> None:
+def panels(
+    m: dict[str, Any],
+    ax_bias: Axes,
+    ax_std: Axes,
+    ax_rmse: Axes,
+    ax_batch: Axes,
+    masking: dict[str, Any] | None = None,
+) -> None:
     """The four bottom panels. The three estimators the story is about (STORY) bold; token
     and sequence IS thin and faint, and the masked schemes of Task 3c, once it is done,
     faint and dashed."""
@@ -91,20 +116,29 @@ def panels(m: dict[str, Any], ax_bias: Axes, ax_std: Axes, ax_rmse: Axes, ax_bat
     lines: dict[Axes, list[Line2D]] = {ax_bias: [], ax_std: [], ax_rmse: []}
     for scheme, stats in schemes.items():
         story = scheme in STORY
-        style: dict[str, Any] = dict(color=COLORS[scheme], label=LABELS[scheme].split(" (")[0],
-                     marker=MARKERS[scheme], markersize=5 if story else 3,
-                     linewidth=2.4 if story else 1.0, alpha=None if story else 0.45,
-                     zorder=3 if story else 2,
-                     linestyle="--" if scheme.endswith("_mask") else "-")
-        for ax, values in ((ax_bias, stats["bias"]),
-                           (ax_std, [v**0.5 for v in stats["variance"]]),
-                           (ax_rmse, stats["rmse"])):
+        style: dict[str, Any] = dict(
+            color=COLORS[scheme],
+            label=LABELS[scheme].split(" (")[0],
+            marker=MARKERS[scheme],
+            markersize=5 if story else 3,
+            linewidth=2.4 if story else 1.0,
+            alpha=None if story else 0.45,
+            zorder=3 if story else 2,
+            linestyle="--" if scheme.endswith("_mask") else "-",
+        )
+        for ax, values in (
+            (ax_bias, stats["bias"]),
+            (ax_std, [v**0.5 for v in stats["variance"]]),
+            (ax_rmse, stats["rmse"]),
+        ):
             lines[ax] += ax.plot(m["mismatch"], values, **style)
     if masking:
         mask_step_note(ax_bias, m["mismatch"], masking)
-    for ax, ylabel in ((ax_bias, "|| E[estimate] - true gradient ||"),
-                       (ax_std, "standard deviation of the estimate"),
-                       (ax_rmse, "RMSE = sqrt(bias^2 + variance)")):
+    for ax, ylabel in (
+        (ax_bias, "|| E[estimate] - true gradient ||"),
+        (ax_std, "standard deviation of the estimate"),
+        (ax_rmse, "RMSE = sqrt(bias^2 + variance)"),
+    ):
         ax.set_xlabel(f"mismatch (scale of the logit perturbation)\n{setup}")
         ax.set_ylabel(ylabel)
         ax.set_xticks(m["mismatch"][::2])
@@ -118,16 +152,28 @@ def panels(m: dict[str, Any], ax_bias: Axes, ax_std: Axes, ax_rmse: Axes, ax_bat
     batch_lines: list[Line2D] = []
     for scheme in ("none", "seq_tis"):
         name = LABELS[scheme].split(" (")[0]
-        batch_lines += ax_batch.plot(by["batch_size"], by[scheme]["bias"], "o-",
-                                     color=COLORS[scheme], label=f"{name}: bias", linewidth=2.4)
-        batch_lines += ax_batch.plot(by["batch_size"], [v**0.5 for v in by[scheme]["variance"]],
-                                     "s--", color=COLORS[scheme], label=f"{name}: std",
-                                     linewidth=2.4)
+        batch_lines += ax_batch.plot(
+            by["batch_size"],
+            by[scheme]["bias"],
+            "o-",
+            color=COLORS[scheme],
+            label=f"{name}: bias",
+            linewidth=2.4,
+        )
+        batch_lines += ax_batch.plot(
+            by["batch_size"],
+            [v**0.5 for v in by[scheme]["variance"]],
+            "s--",
+            color=COLORS[scheme],
+            label=f"{name}: std",
+            linewidth=2.4,
+        )
     ax_batch.set_xscale("log", base=2)
     ax_batch.set_yscale("log")
     ax_batch.set_xticks(by["batch_size"], [str(n) for n in by["batch_size"]])
-    ax_batch.set_xlabel(f"batch size (responses)\nmismatch {by['mismatch']}, "
-                        f"C = {m['C']}, {m['noise']} noise")
+    ax_batch.set_xlabel(
+        f"batch size (responses)\nmismatch {by['mismatch']}, C = {m['C']}, {m['noise']} noise"
+    )
     ax_batch.set_ylabel("bias or standard deviation")
     label_ends(ax_batch, batch_lines)
     log_ticks(ax_batch.yaxis)
@@ -144,9 +190,16 @@ def mask_step_note(ax: Axes, mismatch: list[float], masking: dict[str, Any]) -> 
         return
     low, high = ax.get_ylim()
     ax.set_ylim(low, low + 1.4 * (high - low))  # room for the note above the curves
-    ax.annotate("token_mask: a step, not noise. The toy has\n20 (previous token, token) "
-                "pairs; every token\nof one pair leaves the band at once (here\n0 after 0, "
-                "in half the rewarded responses)", (mismatch[i + 1], bias[i + 1]),
-                xytext=(0.03, 0.97), textcoords="axes fraction", ha="left", va="top",
-                fontsize=7.5, color=COLORS["token_mask"],
-                arrowprops=dict(arrowstyle="->", color=COLORS["token_mask"], lw=0.8))
+    ax.annotate(
+        "token_mask: a step, not noise. The toy has\n20 (previous token, token) "
+        "pairs; every token\nof one pair leaves the band at once (here\n0 after 0, "
+        "in half the rewarded responses)",
+        (mismatch[i + 1], bias[i + 1]),
+        xytext=(0.03, 0.97),
+        textcoords="axes fraction",
+        ha="left",
+        va="top",
+        fontsize=7.5,
+        color=COLORS["token_mask"],
+        arrowprops=dict(arrowstyle="->", color=COLORS["token_mask"], lw=0.8),
+    )

@@ -4,6 +4,7 @@ Each panel reads on its own: its lines are named at their right ends (no legend 
 elsewhere), and its settings are under its x-axis. Figures are drawn with Figure, not
 pyplot: a figure saved to a file needs no window, and no pyplot (0.1 s to import).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,9 @@ LABELS = {s.name: s.label for s in SCHEME_TABLE}
 
 
 def placeholder(ax: Axes, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=13, color="gray",
-            transform=ax.transAxes)
+    ax.text(
+        0.5, 0.5, text, ha="center", va="center", fontsize=13, color="gray", transform=ax.transAxes
+    )
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -38,6 +40,7 @@ def label_ends(ax: Axes, lines: Sequence[Any], fontsize: float = 8.5) -> None:
     (Call it once the panel's data, scales and x-ticks are set.) `lines`: Line2D, whose
     data and labels matplotlib's types leave loose (as it does the figure, below)."""
     from matplotlib.collections import LineCollection
+
     fig: Any = ax.get_figure()
     box = ax.get_position()
     width_pt, height_pt = 72 * box.width * fig.get_figwidth(), 72 * box.height * fig.get_figheight()
@@ -45,8 +48,9 @@ def label_ends(ax: Axes, lines: Sequence[Any], fontsize: float = 8.5) -> None:
     widen_x(ax, min(0.45, name_pt / width_pt))
     ax.set_ylim(ax.get_ylim())  # freeze the y-range: the names are placed against it
     to_axes: Any = ax.transData + ax.transAxes.inverted()
-    ends = [(line, to_axes.transform((line.get_xdata()[-1], line.get_ydata()[-1])))
-            for line in lines]
+    ends = [
+        (line, to_axes.transform((line.get_xdata()[-1], line.get_ydata()[-1]))) for line in lines
+    ]
     ends = [(line, end) for line, end in ends if all(map(math.isfinite, end))]
     if not ends:  # nothing finite to name (a log axis of zeros, say)
         return
@@ -54,14 +58,28 @@ def label_ends(ax: Axes, lines: Sequence[Any], fontsize: float = 8.5) -> None:
     heights = spread([end[1] for _, end in ends], gap, low=gap / 2, high=1 - gap / 2)
     x_text = max(end[0] for _, end in ends) + 16 / width_pt
     for (line, _end), y in zip(ends, heights):
-        ax.text(x_text + 2 / width_pt, y, line.get_label(), transform=ax.transAxes,
-                va="center", fontsize=fontsize, color=line.get_color(), alpha=line.get_alpha(),
-                fontweight="bold" if line.get_linewidth() > 2 else "normal")
+        ax.text(
+            x_text + 2 / width_pt,
+            y,
+            line.get_label(),
+            transform=ax.transAxes,
+            va="center",
+            fontsize=fontsize,
+            color=line.get_color(),
+            alpha=line.get_alpha(),
+            fontweight="bold" if line.get_linewidth() > 2 else "normal",
+        )
     # the strokes, in one collection: far cheaper to draw than an arrow per name
-    ax.add_collection(LineCollection(
-        [[end, (x_text, y)] for (_, end), y in zip(ends, heights)], transform=ax.transAxes,
-        colors=[line.get_color() for line, _ in ends], linewidths=0.6,
-        alpha=min(line.get_alpha() or 1 for line, _ in ends)), autolim=False)
+    ax.add_collection(
+        LineCollection(
+            [[end, (x_text, y)] for (_, end), y in zip(ends, heights)],
+            transform=ax.transAxes,
+            colors=[line.get_color() for line, _ in ends],
+            linewidths=0.6,
+            alpha=min(line.get_alpha() or 1 for line, _ in ends),
+        ),
+        autolim=False,
+    )
 
 
 def widen_x(ax: Axes, share: float) -> None:
@@ -93,18 +111,26 @@ def log_ticks(axis: Axis, percent: bool = False) -> None:
     """Label a log axis in plain numbers: 1, 2 and 5 times each power of ten over a short
     range (by default only the powers of ten are labelled, often just two of them)."""
     from matplotlib.ticker import FuncFormatter, LogLocator
+
     low, high = axis.get_view_interval()
     short = math.log10(high / low) <= 2.5
     axis.set_major_locator(LogLocator(subs=(1, 2, 5) if short else (1,)))
     axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}" + "%" * percent))
 
 
-def extra_figure(results: dict[str, Any], key: str, label: str, task: str, titles: Sequence[str],
-                 figsize: tuple[float, float]) -> tuple[Figure, Any, dict[str, Any] | None]:
+def extra_figure(
+    results: dict[str, Any],
+    key: str,
+    label: str,
+    task: str,
+    titles: Sequence[str],
+    figsize: tuple[float, float],
+) -> tuple[Figure, Any, dict[str, Any] | None]:
     """A figure of its own for the experiment `key` (named `label`, needing Task `task`):
     (fig, its panels, the result or None). Each panel gets its title; an experiment that
     did not run leaves placeholders."""
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=figsize)
     axes = list(fig.subplots(1, len(titles))) if len(titles) > 1 else [fig.subplots()]
     for ax, title in zip(axes, titles):

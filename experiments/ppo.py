@@ -21,6 +21,7 @@ engine's logits theta_tag + m * b):
 J is exact (training.expected_rewards) and read at the end time of each update; the KL an
 update moves, KL(pi_u || pi_u+1) per token, is exact too (training.update_kls).
 """
+
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -30,10 +31,10 @@ import toy
 from experiments import training
 
 V, T = toy.V, toy.T
-CLIP = 0.2        # eps: AReaL's eps_clip and verl's clip_ratio default (docs/staleness.md)
-EPOCHS = 4        # passes over each batch
-MINIBATCHES = 4   # of B / 4 responses each, in the batch's order
-ADV_EPS = 1e-6    # added to the group's standard deviation, as verl's GRPO advantage does
+CLIP = 0.2  # eps: AReaL's eps_clip and verl's clip_ratio default (docs/staleness.md)
+EPOCHS = 4  # passes over each batch
+MINIBATCHES = 4  # of B / 4 responses each, in the batch's order
+ADV_EPS = 1e-6  # added to the group's standard deviation, as verl's GRPO advantage does
 # Chosen on the synchronous run alone (k = 0, no mismatch), and fixed before any stale run
 # was trained, so that J >= 0.9 takes 20 to 40 updates there: 29.84 +- 0.19 updates over the
 # 200 seeds (tools/ppo_learning_rate.py prints the table it was read from).
@@ -48,23 +49,39 @@ class Objective(NamedTuple):
     weight: "" (1), a Task 3a scheme of importance_weights for the ratio proximal /
     behaviour ("token", "token_tis", "seq_tis"), or "cap": Task 3c's masked_weights at the
     token level with the band [0, C] (a token whose ratio passes C gets 0)."""
+
     name: str
     centre: str
     weight: str
-    task: str    # the task whose function it needs ("" for none)
-    label: str   # the systems that run it
+    task: str  # the task whose function it needs ("" for none)
+    label: str  # the systems that run it
 
 
 OBJECTIVES = (
     Objective("naive", "behaviour", "", "", "naive PPO (AReaL's baseline)"),
     Objective("recomputed", "proximal", "", "", "verl's default (old log-probs recomputed)"),
     Objective("decoupled", "proximal", "token", "3a", "AReaL decoupled, untruncated"),
-    Objective("decoupled_tis", "proximal", "token_tis", "3a",
-              "AReaL decoupled truncated at C = verl rollout correction (token TIS)"),
-    Objective("decoupled_cap", "proximal", "cap", "3c",
-              "AReaL decoupled with behav_imp_weight_cap = C (3c's mask)"),
-    Objective("decoupled_seq_tis", "proximal", "seq_tis", "3a",
-              "decoupled, sequence-level truncated weight (sensitivity)"),
+    Objective(
+        "decoupled_tis",
+        "proximal",
+        "token_tis",
+        "3a",
+        "AReaL decoupled truncated at C = verl rollout correction (token TIS)",
+    ),
+    Objective(
+        "decoupled_cap",
+        "proximal",
+        "cap",
+        "3c",
+        "AReaL decoupled with behav_imp_weight_cap = C (3c's mask)",
+    ),
+    Objective(
+        "decoupled_seq_tis",
+        "proximal",
+        "seq_tis",
+        "3a",
+        "decoupled, sequence-level truncated weight (sensitivity)",
+    ),
 )
 OBJECTIVE = {o.name: o for o in OBJECTIVES}
 
@@ -73,6 +90,7 @@ OBJECTIVE = {o.name: o for o in OBJECTIVES}
 class Ppo:
     """How train_ppo trains: C (truncation, and the cap of "cap"), the engine's noise, the
     target J (a run stops once it reaches it), and PPO's clip, epochs and minibatches."""
+
     C: float = 2.0
     noise: str = "student_t"
     target: float | None = None
@@ -83,8 +101,9 @@ class Ppo:
 
 class PpoRuns(NamedTuple):
     """train_ppo's answer, each (n_settings, n_objectives, n_lrs, n_seeds, ...)."""
-    J: np.ndarray              # (..., n_updates + 1): J(THETA), then after each update
-    kl: np.ndarray             # (..., n_updates): KL(pi_u || pi_u+1) per token
+
+    J: np.ndarray  # (..., n_updates + 1): J(THETA), then after each update
+    kl: np.ndarray  # (..., n_updates): KL(pi_u || pi_u+1) per token
     clip_fraction: np.ndarray  # (..., n_updates): share of token terms the clip held still
 
 
@@ -119,6 +138,7 @@ class Minibatch(NamedTuple):
     """A minibatch as the gradient reads it, each (r, n, T): every token's pair number in
     its run's theta, flat ((run * (V + 1) + previous) * V + token), the sign of its
     advantage, w A, and the centre's log-probability."""
+
     pairs: np.ndarray
     sign: np.ndarray
     weighted: np.ndarray
@@ -127,8 +147,7 @@ class Minibatch(NamedTuple):
     @classmethod
     def of(cls, tokens, previous, A, logp_centre, weights):
         run = np.arange(len(tokens))[:, None, None]
-        return cls((run * (V + 1) + previous) * V + tokens, np.sign(A), weights * A,
-                   logp_centre)
+        return cls((run * (V + 1) + previous) * V + tokens, np.sign(A), weights * A, logp_centre)
 
 
 def pair_gradient(thetas, mb, clip):
@@ -173,9 +192,15 @@ def ppo_update(thetas, batch, objective_weights, lr, how):
     B = tokens.shape[1]
     size = B // how.minibatches
     A = np.broadcast_to(adv[..., None], tokens.shape)
-    parts = [Minibatch.of(*(x[:, m * size:(m + 1) * size]
-                            for x in (tokens, previous, A, logp_centre, objective_weights)))
-             for m in range(how.minibatches)]
+    parts = [
+        Minibatch.of(
+            *(
+                x[:, m * size : (m + 1) * size]
+                for x in (tokens, previous, A, logp_centre, objective_weights)
+            )
+        )
+        for m in range(how.minibatches)
+    ]
     held = np.zeros(len(thetas))
     for _ in range(how.epochs):
         for mb in parts:
@@ -214,12 +239,19 @@ def train_ppo(tis, tags, objectives, lrs, draws, mismatch=0.0, how=Ppo()) -> Ppo
             break
         here = theta[runs]
         tokens, previous, logp_behaviour = recent.sampled_batch(
-            u, runs, here + engine[runs], tags[setting[runs], u], draws[seed[runs], u])
+            u, runs, here + engine[runs], tags[setting[runs], u], draws[seed[runs], u]
+        )
         logp_prox = token_logp(here, tokens, previous)
         adv = advantages(toy.reward(tokens.reshape(-1, T)).reshape(len(runs), B))
         new, held[runs, u] = update_each_objective(
-            tis, [OBJECTIVE[name] for name in objectives], objective[runs], here,
-            (tokens, previous, adv, logp_prox, logp_behaviour), rate[runs], how)
+            tis,
+            [OBJECTIVE[name] for name in objectives],
+            objective[runs],
+            here,
+            (tokens, previous, adv, logp_prox, logp_behaviour),
+            rate[runs],
+            how,
+        )
         theta[runs] = new
         J[runs, u + 1] = training.expected_rewards(new)
         KL[runs, u] = training.update_kls(here, new)
@@ -239,5 +271,6 @@ def update_each_objective(tis, objectives, objective_of_run, thetas, batch, lr, 
         centre = (logp_behaviour if objective.centre == "behaviour" else logp_prox)[mine]
         w = behaviour_weights(tis, objective, logp_prox[mine], logp_behaviour[mine], how.C)
         new[mine], held[mine] = ppo_update(
-            thetas[mine], (tokens[mine], previous[mine], adv[mine], centre), w, lr[mine], how)
+            thetas[mine], (tokens[mine], previous[mine], adv[mine], centre), w, lr[mine], how
+        )
     return new, held

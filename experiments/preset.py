@@ -9,6 +9,7 @@ panels of their own (the bound, each cost of the walk up to the point prediction
 shaded, the published hours a marker across the panel); on the right AReaL's Fig. 7
 throughput over k (bound, predicted, published), verl's seconds per phase, or the hours.
 """
+
 import grading
 from experiments.gpu_components import gpu_components
 from experiments.gpu_model import gpu_comparison
@@ -22,9 +23,13 @@ SECONDS = 25.0  # per preset (with the components and the band: 76-79 s for all 
 
 
 def arguments(p):
-    p.add_argument("--preset", choices=[*PRESETS, "all"], default=None,
-                   help="a published run on the GPU model: the bound, each cost of the walk "
-                        "down, the published numbers (docs/gpu-model.md); all: the three presets")
+    p.add_argument(
+        "--preset",
+        choices=[*PRESETS, "all"],
+        default=None,
+        help="a published run on the GPU model: the bound, each cost of the walk "
+        "down, the published numbers (docs/gpu-model.md); all: the three presets",
+    )
 
 
 def names(settings):
@@ -51,8 +56,10 @@ def show(runs):
         print()
         show_preset(g)
     print()
-    print("Sources, once for every preset above (experiments/gpu_sources.py and "
-          "docs/gpu-model.md give each in full):")
+    print(
+        "Sources, once for every preset above (experiments/gpu_sources.py and "
+        "docs/gpu-model.md give each in full):"
+    )
     lines: dict[str, None] = {}  # each cost's and configuration's source once, in order
     for g in runs.values():
         lines |= {f"{w['name']}: {w['source']}": None for w in g["walk"][1:]}
@@ -62,53 +69,73 @@ def show(runs):
 
 
 def show_components(rows):
-    say("GPU model, components: generation throughput against AReaL v0.3's Fig. 2 and Fig. 5, "
-        "thousands of tokens/s (range: each unpublished setting at the other end of its range)")
-    print(f"  {'component':<42}{'predicted':>10}{'low':>9}{'high':>9}{'published':>10}"
-          f"{'ratio':>7}")
+    say(
+        "GPU model, components: generation throughput against AReaL v0.3's Fig. 2 and Fig. 5, "
+        "thousands of tokens/s (range: each unpublished setting at the other end of its range)"
+    )
+    print(f"  {'component':<42}{'predicted':>10}{'low':>9}{'high':>9}{'published':>10}{'ratio':>7}")
     for r in rows:
-        print(f"  {r['name']:<42}{r['predicted'] / 1e3:>10.1f}{r['low'] / 1e3:>9.1f}"
-              f"{r['high'] / 1e3:>9.1f}{r['published'] / 1e3:>10.1f}{r['ratio']:>7.2f}")
+        print(
+            f"  {r['name']:<42}{r['predicted'] / 1e3:>10.1f}{r['low'] / 1e3:>9.1f}"
+            f"{r['high'] / 1e3:>9.1f}{r['published'] / 1e3:>10.1f}{r['ratio']:>7.2f}"
+        )
 
 
 def show_preset(g):
-    say(f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}: a bound, "
-        "walked down, and the band its ranged costs give")
-    say(f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
+    say(
+        f"GPU model, {g['preset']}: {g['system']}; {g['gpus']} x {g['gpu']}: a bound, "
+        "walked down, and the band its ranged costs give"
+    )
+    say(
+        f"  {g['prompts']} prompts x {g['group_size']}, cap {g['max_len']:,} tokens, mean "
         f"length {g['mean_len']:,.0f} (sigma {g['sigma']:.2f}), {g['slots']} responses per "
         f"engine at most; {g['n_steps']} batches; synchronous on {g['sync_gpus'][0]}:"
-        f"{g['sync_gpus'][1]}")
+        f"{g['sync_gpus'][1]}"
+    )
     say(f"  fit set: {g['set_number']}")
     for row in g["set"]:  # GivenBack
-        print(f"    given back: {row.what} {row.model:,.2f} against {row.target:,.2f} "
-              f"({row.ratio:.3f})")
-    print(f"  {'walk down (cumulative)':<44}{'sync s':>9}{'sync h':>8}{'async s':>9}"
-          f"{'async h':>8}")
+        print(
+            f"    given back: {row.what} {row.model:,.2f} against {row.target:,.2f} "
+            f"({row.ratio:.3f})"
+        )
+    print(f"  {'walk down (cumulative)':<44}{'sync s':>9}{'sync h':>8}{'async s':>9}{'async h':>8}")
     for w in g["walk"]:
-        print(f"  {w['name']:<44}{w['sync_seconds']:>9.1f}{w['sync_hours']:>8.2f}"
-              f"{w['seconds']:>9.1f}{w['hours']:>8.2f}")
+        print(
+            f"  {w['name']:<44}{w['sync_seconds']:>9.1f}{w['sync_hours']:>8.2f}"
+            f"{w['seconds']:>9.1f}{w['hours']:>8.2f}"
+        )
     for what, hours in g["sensitivity"].items():
         print(f"  sensitivity: {what} {hours:.2f}")
     bound = {row.what: row.bound for row in g["held_out"]}
-    print(f"  {'published number':<36}{'bound':>8}{'low':>9}{'point':>9}{'high':>9}"
-          f"{'published':>10}{'ratio':>7}  band")
+    print(
+        f"  {'published number':<36}{'bound':>8}{'low':>9}{'point':>9}{'high':>9}"
+        f"{'published':>10}{'ratio':>7}  band"
+    )
     for c in g["checks"]:
         b = bound.get(c["name"])
         width = c["high"] / c["low"]
         inside = "inside" if c["low"] <= c["published"] <= c["high"] else "outside"
         kind = f"{inside}, {width:.2f}x" if width <= 2 else f"unconstrained ({width:.1f}x)"
-        print(f"  {c['name']:<36}{'' if b is None else f'{b:.2f}':>8}{c['low']:>9.2f}"
-              f"{c['point']:>9.2f}{c['high']:>9.2f}{c['published']:>10.2f}"
-              f"{c['point'] / c['published']:>7.2f}  {kind}"
-              f"{'' if c['held_out'] else ', not held out'}")
-    say(f"  the residual (published - point) is what the walk leaves unpriced; likeliest: "
-        f"{g['residual_causes']}")
-    print(f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
-          f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
-          f"{g['sync']['tail_share']:.0%} of it")
+        print(
+            f"  {c['name']:<36}{'' if b is None else f'{b:.2f}':>8}{c['low']:>9.2f}"
+            f"{c['point']:>9.2f}{c['high']:>9.2f}{c['published']:>10.2f}"
+            f"{c['point'] / c['published']:>7.2f}  {kind}"
+            f"{'' if c['held_out'] else ', not held out'}"
+        )
+    say(
+        f"  the residual (published - point) is what the walk leaves unpriced; likeliest: "
+        f"{g['residual_causes']}"
+    )
+    print(
+        f"  one synchronous step: generation {g['sync']['generation_seconds']:.0f} s of "
+        f"{g['sync']['seconds']:.0f} s; the last 10% of responses take "
+        f"{g['sync']['tail_share']:.0%} of it"
+    )
     a = g["asynchronous"]
-    print(f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
-          f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)")
+    print(
+        f"  lag at k = {a['k']}: head {a['mean_lag']:.2f} per group, {a['head_token_lag']:.2f} "
+        f"per token; by token {a['token_lag']:.2f} (weights swapped mid-response)"
+    )
 
 
 PREDICTED, PUBLISHED = "tab:blue", "tab:orange"
@@ -123,14 +150,20 @@ def figure(results):
     """A row per preset, the synchronous and the asynchronous walk in panels of their own,
     then the preset's published curve, phases or hours."""
     from matplotlib.figure import Figure
+
     runs = results["gpu_model"]
     rows = len(runs) if runs else 1
     fig = Figure(figsize=(17, 4.6 * rows))
     axes = fig.subplots(rows, 3, squeeze=False, gridspec_kw={"width_ratios": (1, 1, 1)})
     if not runs:
-        for ax, title in zip(axes[0], ("GPU model: the synchronous run, walked down",
-                                       "GPU model: the asynchronous run, walked down",
-                                       "GPU model: predicted against published")):
+        for ax, title in zip(
+            axes[0],
+            (
+                "GPU model: the synchronous run, walked down",
+                "GPU model: the asynchronous run, walked down",
+                "GPU model: predicted against published",
+            ),
+        ):
             placeholder(ax, results["unavailable"][LABEL])
             ax.set_title(f"{title} (Tasks 1 and 2)", fontsize=10)
     for (ax_sync, ax_async, ax_right), g in zip(axes, (runs or {}).values()):
@@ -147,8 +180,10 @@ def figure(results):
 
 
 # (the walk's hours key, the published hours key, the check's name, the mode, its colour)
-WALKS = (("sync_hours", "sync_hours", "synchronous hours", "sync", "tab:cyan"),
-         ("hours", "async_hours", "asynchronous hours", "async", PREDICTED))
+WALKS = (
+    ("sync_hours", "sync_hours", "synchronous hours", "sync", "tab:cyan"),
+    ("hours", "async_hours", "asynchronous hours", "async", PREDICTED),
+)
 
 
 def waterfall_panel(g, ax, mode):
@@ -163,8 +198,13 @@ def waterfall_panel(g, ax, mode):
     for i in range(1, len(values)):
         ax.barh(i, values[i] - values[i - 1], 0.6, left=values[i - 1], color=colour)
     band = next(c for c in g["checks"] if c["name"] == check)
-    ax.axvspan(band["low"], band["high"], color="0.85", zorder=0,
-               label=f"band {band['low']:.1f}-{band['high']:.1f} h")
+    ax.axvspan(
+        band["low"],
+        band["high"],
+        color="0.85",
+        zorder=0,
+        label=f"band {band['low']:.1f}-{band['high']:.1f} h",
+    )
     published = g["published"][published_key]
     ax.axvline(published, color=PUBLISHED, lw=3, label=f"published {published:.1f} h")
     ax.plot([published], [len(values) - 1], "D", color=PUBLISHED, markersize=9)
@@ -181,8 +221,9 @@ def curve_panel(g, ax):
     labels = [k for k, _ in g["published"]["curve"]]
     published = [v / 1e3 for _, v in g["published"]["curve"]]
     predicted = [g["sync"]["throughput"] / 1e3] + [r["throughput"] / 1e3 for r in g["by_k"]]
-    bound = [g["bound"]["sync_throughput"] / 1e3] + [r["throughput"] / 1e3
-                                                     for r in g["bound"]["by_k"]]
+    bound = [g["bound"]["sync_throughput"] / 1e3] + [
+        r["throughput"] / 1e3 for r in g["bound"]["by_k"]
+    ]
     x = range(len(labels))
     ax.plot(x, bound, "^:", color="0.5", label="bound (perfect pipeline)")
     ax.plot(x, predicted, "o-", color=PREDICTED, label="walked down (predicted)")
@@ -191,8 +232,11 @@ def curve_panel(g, ax):
     ax.set_xlabel("staleness bound k")
     ax.set_ylabel("trained tokens per second (thousands)")
     ax.set_ylim(0, None)
-    ax.set_title(f"{g['preset']}: throughput over k, {g['gen_gpus']} generate, "
-                 f"{g['gpus'] - g['gen_gpus']} train", fontsize=10)
+    ax.set_title(
+        f"{g['preset']}: throughput over k, {g['gen_gpus']} generate, "
+        f"{g['gpus'] - g['gen_gpus']} train",
+        fontsize=10,
+    )
     ax.legend(fontsize=8, loc="lower right")
 
 
@@ -206,13 +250,15 @@ def hours_panel(g, ax):
     ax.bar([i + 0.2 for i in x], published, 0.4, color=PUBLISHED, label="published")
     ax.set_xticks(list(x), labels)
     ax.set_ylabel(f"hours for {g['n_steps']} batches")
-    ax.set_title(f"{g['preset']}: hours\nspeedup {g['speedup']:.2f}x predicted, "
-                 f"{g['published']['speedup']:.2f}x published", fontsize=10)
+    ax.set_title(
+        f"{g['preset']}: hours\nspeedup {g['speedup']:.2f}x predicted, "
+        f"{g['published']['speedup']:.2f}x published",
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
 
 
-PHASES = (("gen", "generation"), ("old_log_prob", "old_log_prob"),
-          ("update_actor", "update_actor"))
+PHASES = (("gen", "generation"), ("old_log_prob", "old_log_prob"), ("update_actor", "update_actor"))
 
 
 def phase_panel(g, ax):
@@ -225,20 +271,38 @@ def phase_panel(g, ax):
             if row["mode"] == "colocated":
                 bottom = 0.0
                 for (key, label), colour in zip(PHASES, colours):
-                    ax.bar(i + dx, values[key], 0.38, bottom=bottom, color=colour, hatch=hatch,
-                           edgecolor="white", label=label if i == 0 and not hatch else None)
+                    ax.bar(
+                        i + dx,
+                        values[key],
+                        0.38,
+                        bottom=bottom,
+                        color=colour,
+                        hatch=hatch,
+                        edgecolor="white",
+                        label=label if i == 0 and not hatch else None,
+                    )
                     bottom += values[key]
             else:
-                ax.bar(i + dx, values["step"], 0.38, color="tab:gray", hatch=hatch,
-                       edgecolor="white", label="asynchronous step" if i == 3 and not hatch
-                       else None)
-    ax.set_xticks(range(len(g["scaling"])),
-                  [f"{r['gpus']}\n{'coloc.' if r['mode'] == 'colocated' else r['mode']}"
-                   for r in g["scaling"]], fontsize=8)
+                ax.bar(
+                    i + dx,
+                    values["step"],
+                    0.38,
+                    color="tab:gray",
+                    hatch=hatch,
+                    edgecolor="white",
+                    label="asynchronous step" if i == 3 and not hatch else None,
+                )
+    ax.set_xticks(
+        range(len(g["scaling"])),
+        [
+            f"{r['gpus']}\n{'coloc.' if r['mode'] == 'colocated' else r['mode']}"
+            for r in g["scaling"]
+        ],
+        fontsize=8,
+    )
     ax.set_xlabel("GPUs, and colocated (coloc.) or generating:training")
     ax.set_ylabel("seconds per step")
-    ax.set_title(f"{g['preset']}: per phase\nmodel (plain) beside README (hatched)",
-                 fontsize=10)
+    ax.set_title(f"{g['preset']}: per phase\nmodel (plain) beside README (hatched)", fontsize=10)
     ax.legend(fontsize=7, ncol=2)
 
 
@@ -246,5 +310,7 @@ def published_scaling(g):
     """The README's numbers for each row of g['scaling'], read from the preset's published
     tables: colocated rows by their GPUs, g:g rows by their g generating GPUs (half)."""
     colocated, asynchronous = PRESETS[g["preset"]].scaling
-    return [colocated[r["gpus"]] if r["mode"] == "colocated" else asynchronous[r["gpus"] // 2]
-            for r in g["scaling"]]
+    return [
+        colocated[r["gpus"]] if r["mode"] == "colocated" else asynchronous[r["gpus"] // 2]
+        for r in g["scaling"]
+    ]

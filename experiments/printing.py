@@ -1,4 +1,5 @@
 """Printing helpers that several experiments share (given)."""
+
 import textwrap
 from typing import Any
 
@@ -10,8 +11,15 @@ def say(text: str) -> None:
     further in than the line. (The tables are laid out to fit.)"""
     for line in text.split("\n"):
         indent = " " * (len(line) - len(line.lstrip()) + 2)
-        print(textwrap.fill(line, WIDTH, subsequent_indent=indent, break_long_words=False,
-                            break_on_hyphens=False))
+        print(
+            textwrap.fill(
+                line,
+                WIDTH,
+                subsequent_indent=indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
 
 
 def row_name(row: dict[str, Any]) -> str:

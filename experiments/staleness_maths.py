@@ -32,6 +32,7 @@ l versions ago. Here the toy's policy moves, so that lag has a price:
     sampled batches, and the per-token KL such a noisy update actually moves (more than
     `step` was sized for: the older versions above are closer than a real run's).
 """
+
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -136,36 +137,49 @@ def batch_lags(trace: list[dict[str, Any]], B: int) -> np.ndarray:
     for update, lag in trained:
         counts[update, lag] += 1
     if not (counts.sum(axis=1) == B).all():
-        raise ValueError(f"every update must train B = {B} responses; the trace's updates "
-                         f"trained {sorted(set(counts.sum(axis=1).tolist()))}")
+        raise ValueError(
+            f"every update must train B = {B} responses; the trace's updates "
+            f"trained {sorted(set(counts.sum(axis=1).tolist()))}"
+        )
     return counts
 
 
-def lag_estimates(importance_weights: Callable[..., np.ndarray],
-                  pg_estimate: Callable[..., np.ndarray], scheme: str,
-                  versions: Sequence[np.ndarray], mismatch: float = 0.0, C: float = 2.0,
-                  noise: str = "student_t") -> list[tuple[np.ndarray, np.ndarray]]:
+def lag_estimates(
+    importance_weights: Callable[..., np.ndarray],
+    pg_estimate: Callable[..., np.ndarray],
+    scheme: str,
+    versions: Sequence[np.ndarray],
+    mismatch: float = 0.0,
+    C: float = 2.0,
+    noise: str = "student_t",
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """For each lag l = 0 .. len(versions) - 1, (q_l, g_l): the sampling probabilities of
     the rewarded responses when version v - l samples (plus an engine mismatch) and their
     one-response estimates when version v trains with `scheme` (toy.response_estimates).
     A response with reward 0 has the estimate 0."""
-    return [toy.response_estimates(importance_weights, pg_estimate, scheme,
-                                   theta + mismatch * toy.PERTURBATIONS[noise], C)
-            for theta in versions]
+    return [
+        toy.response_estimates(
+            importance_weights, pg_estimate, scheme, theta + mismatch * toy.PERTURBATIONS[noise], C
+        )
+        for theta in versions
+    ]
 
 
-def lag_moments(estimates: Sequence[tuple[np.ndarray, np.ndarray]],
-                H: np.ndarray) -> dict[str, np.ndarray]:
+def lag_moments(
+    estimates: Sequence[tuple[np.ndarray, np.ndarray]], H: np.ndarray
+) -> dict[str, np.ndarray]:
     """The one-response estimate's moments at each lag, exact sums over the responses, from
     lag_estimates: mean mu_l (L, D), E||g||^2 (L,) and E[g' H g] (L,)."""
-    return dict(mean=np.array([q @ g for q, g in estimates]),
-                square=np.array([q @ (g**2).sum(axis=1) for q, g in estimates]),
-                quadratic=np.array([q @ np.einsum("nd,de,ne->n", g, H, g)
-                                    for q, g in estimates]))
+    return dict(
+        mean=np.array([q @ g for q, g in estimates]),
+        square=np.array([q @ (g**2).sum(axis=1) for q, g in estimates]),
+        quadratic=np.array([q @ np.einsum("nd,de,ne->n", g, H, g) for q, g in estimates]),
+    )
 
 
-def staleness_stats(moments: dict[str, np.ndarray], counts: np.ndarray, step: float,
-                    H: np.ndarray) -> dict[str, Any]:
+def staleness_stats(
+    moments: dict[str, np.ndarray], counts: np.ndarray, step: float, H: np.ndarray
+) -> dict[str, Any]:
     """Bias, variance, RMSE and cosine of the batch estimate, and the expected gain of J per
     update, over the run's batches (each update equally likely), from lag_moments and
     batch_lags:
@@ -180,37 +194,49 @@ def staleness_stats(moments: dict[str, np.ndarray], counts: np.ndarray, step: fl
     """
     g = toy.TRUE_GRAD
     B = counts[0].sum()
-    mu = moments["mean"][:counts.shape[1]]
+    mu = moments["mean"][: counts.shape[1]]
     means = counts @ mu / B  # (n_batches, D)
-    noise = counts @ (moments["square"][:len(mu)] - (mu**2).sum(axis=1)) / B**2
-    noise_h = counts @ (moments["quadratic"][:len(mu)] - np.einsum("ld,de,le->l", mu, H, mu)) / B**2
-    mse = ((means - g)**2).sum(axis=1) + noise
+    noise = counts @ (moments["square"][: len(mu)] - (mu**2).sum(axis=1)) / B**2
+    noise_h = (
+        counts @ (moments["quadratic"][: len(mu)] - np.einsum("ld,de,le->l", mu, H, mu)) / B**2
+    )
+    mse = ((means - g) ** 2).sum(axis=1) + noise
     gain = step * means @ g + step**2 / 2 * (noise_h + np.einsum("bd,de,be->b", means, H, means))
     mean = means.mean(axis=0)
     bias = float(np.linalg.norm(mean - g))
     rmse = float(np.sqrt(mse.mean()))
-    return dict(bias=bias, variance=rmse**2 - bias**2, rmse=rmse, cosine=toy.cosine(mean, g),
-                gain_per_update=float(gain.mean()), noise_term=float(step**2 / 2 * noise_h.mean()))
+    return dict(
+        bias=bias,
+        variance=rmse**2 - bias**2,
+        rmse=rmse,
+        cosine=toy.cosine(mean, g),
+        gain_per_update=float(gain.mean()),
+        noise_term=float(step**2 / 2 * noise_h.mean()),
+    )
 
 
 # ---------------------------------------------------------------- the exact one-step gain
 
 ONE_STEP_BATCHES = 4000  # Monte Carlo batches per row and scheme
-ONE_STEP_SEED = 2        # their seed (the same in every row and scheme)
+ONE_STEP_SEED = 2  # their seed (the same in every row and scheme)
 
 
-def sample_batch_estimates(estimates: Sequence[tuple[np.ndarray, np.ndarray]],
-                           counts: np.ndarray, n: int,
-                           rng: np.random.Generator) -> np.ndarray:
+def sample_batch_estimates(
+    estimates: Sequence[tuple[np.ndarray, np.ndarray]],
+    counts: np.ndarray,
+    n: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """n batch estimates g_hat (n, D), Monte Carlo: batch i has the lag counts of the run's
     batch i mod len(counts) (each update equally likely), and each of its responses at lag
     l is drawn from version v - l's sampler (a reward-0 draw has the estimate 0)."""
     B = counts[0].sum()
     n_rewarded = len(estimates[0][1])
     lags = np.array([np.repeat(np.arange(counts.shape[1]), c) for c in counts])[
-        np.arange(n) % len(counts)]  # (n, B)
+        np.arange(n) % len(counts)
+    ]  # (n, B)
     draws = rng.random((n, B))
-    used = estimates[:counts.shape[1]]
+    used = estimates[: counts.shape[1]]
     table = np.concatenate([np.vstack([g, np.zeros(toy.D)]) for _, g in used])
     index = np.zeros((n, B), dtype=int)
     for lag, (q, _) in enumerate(used):
@@ -219,16 +245,16 @@ def sample_batch_estimates(estimates: Sequence[tuple[np.ndarray, np.ndarray]],
     return table[index].sum(axis=1) / B
 
 
-def one_step_gains(g_hats: np.ndarray, step: float,
-                   H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def one_step_gains(g_hats: np.ndarray, step: float, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each batch estimate g_hat (n, D), the gain of one update theta = THETA + step g_hat:
     exact, J(theta) - J(THETA) with the exact J, and to second order,
     step g . g_hat + step**2 / 2 g_hat' H g_hat (whose mean is staleness_stats's gain).
     Returns (exact (n,), second_order (n,))."""
     thetas = toy.THETA + step * g_hats.reshape(-1, *toy.THETA.shape)
     exact = expected_rewards(thetas) - expected_reward(toy.THETA)
-    second = step * g_hats @ toy.TRUE_GRAD + step**2 / 2 * np.einsum("nd,de,ne->n", g_hats, H,
-                                                                    g_hats)
+    second = step * g_hats @ toy.TRUE_GRAD + step**2 / 2 * np.einsum(
+        "nd,de,ne->n", g_hats, H, g_hats
+    )
     return exact, second
 
 
@@ -245,9 +271,14 @@ def update_kls(g_hats: np.ndarray, step: float) -> np.ndarray:
     return row_kl @ visits / toy.T
 
 
-def exact_gain_stats(estimates: Sequence[tuple[np.ndarray, np.ndarray]],
-                     counts: np.ndarray, step: float, H: np.ndarray,
-                     n: int = ONE_STEP_BATCHES, seed: int = ONE_STEP_SEED) -> dict[str, Any]:
+def exact_gain_stats(
+    estimates: Sequence[tuple[np.ndarray, np.ndarray]],
+    counts: np.ndarray,
+    step: float,
+    H: np.ndarray,
+    n: int = ONE_STEP_BATCHES,
+    seed: int = ONE_STEP_SEED,
+) -> dict[str, Any]:
     """The expected one-step gain of J over the run's batches, exactly in J and Monte Carlo
     over n batches (mean and standard error); the same batches' second-order gain; and the
     per-token KL an update actually moves (mean and standard error)."""
@@ -255,7 +286,11 @@ def exact_gain_stats(estimates: Sequence[tuple[np.ndarray, np.ndarray]],
     exact, second = one_step_gains(g_hats, step, H)
     kl = update_kls(g_hats, step)
     root = np.sqrt(n)
-    return dict(exact_gain=float(exact.mean()), exact_gain_se=float(exact.std(ddof=1) / root),
-                second_order_mc=float(second.mean()),
-                second_order_mc_se=float(second.std(ddof=1) / root),
-                update_kl=float(kl.mean()), update_kl_se=float(kl.std(ddof=1) / root))
+    return dict(
+        exact_gain=float(exact.mean()),
+        exact_gain_se=float(exact.std(ddof=1) / root),
+        second_order_mc=float(second.mean()),
+        second_order_mc_se=float(second.std(ddof=1) / root),
+        update_kl=float(kl.mean()),
+        update_kl_se=float(kl.std(ddof=1) / root),
+    )

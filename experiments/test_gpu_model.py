@@ -5,23 +5,51 @@ degenerate case in which the GPU model must be Part 2's lane model exactly, and
 the presets' arithmetic. The tests that need Task 1's or 2's functions run on yours
 once those tasks are done (test_given.Tasks), and are skipped until then.
 """
+
 import itertools
 import math
 
 import numpy as np
 import pytest
 
-from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation, steps_before, steps_time
-from experiments.gpu_model import (SYNC, GpuRun, costs, gpu_comparison, lengths, mean_len, run,
-                                   sync_walked, walk_costs)
+from experiments.gpu_model import (
+    SYNC,
+    GpuRun,
+    costs,
+    gpu_comparison,
+    lengths,
+    mean_len,
+    run,
+    sync_walked,
+    walk_costs,
+)
+from experiments.gpu_sources import (
+    AREAL_MEAN_LEN,
+    CHECKPOINT_EVERY,
+    INPUT_EMBEDDING,
+    MATH_7B,
+    MFU,
+    PRESETS,
+    PROMPT_TOKENS,
+    R1_15B,
+    STEP_OVERHEAD,
+    VERL_ASYNC_UPDATE,
+    Costs,
+    Trainer,
+    capped_moment,
+    context,
+    flops_per_token,
+    forward_flops,
+    median_for_mean,
+    multiplied,
+    passes,
+    phi,
+    shape_for_tail,
+)
 from experiments.gpu_sweep import memgap_reread
-from experiments.gpu_sources import (AREAL_MEAN_LEN, CHECKPOINT_EVERY, INPUT_EMBEDDING, MATH_7B,
-                                     MFU, PRESETS, PROMPT_TOKENS, R1_15B, STEP_OVERHEAD,
-                                     VERL_ASYNC_UPDATE, Costs, Trainer, capped_moment, context,
-                                     flops_per_token, forward_flops, median_for_mean, multiplied,
-                                     passes, phi, shape_for_tail)
-from test_given import MEMORY, SCHEDULER, newest_first
+from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation, steps_before, steps_time
 from scheduler_core import LaneSettings, run_simulation
+from test_given import MEMORY, SCHEDULER, newest_first
 
 
 def task_2():
@@ -29,17 +57,18 @@ def task_2():
     return SCHEDULER.may_start, SCHEDULER.take_batch
 
 
-def gpu_run(n_engines, S, B, k, n_steps, group_size, step, train, lengths, may_start,
-            take_batch, **options):
+def gpu_run(
+    n_engines, S, B, k, n_steps, group_size, step, train, lengths, may_start, take_batch, **options
+):
     """run_gpu_simulation with its settings written out in order, as the tests give them."""
     settings = GpuSettings(n_engines, S, B, k, n_steps, group_size, step, train, **options)
     return run_gpu_simulation(settings, lengths, may_start, take_batch)
 
 
-def simulate(lengths, S=2, B=2, k=0, n_steps=1, step=Step(1.0, 0.5), train=Linear(0.0, 0.1),
-             **options):
-    return gpu_run(1, S, B, k, n_steps, 1, step, train, iter(lengths), *task_2(),
-                              **options)
+def simulate(
+    lengths, S=2, B=2, k=0, n_steps=1, step=Step(1.0, 0.5), train=Linear(0.0, 0.1), **options
+):
+    return gpu_run(1, S, B, k, n_steps, 1, step, train, iter(lengths), *task_2(), **options)
 
 
 def test_gpu_two_responses_by_hand():
@@ -68,12 +97,12 @@ def test_gpu_prompt_tokens_are_read_too():
 def test_gpu_response_joins_at_the_next_step_boundary():
     """B = 1, k = 1, S = 2, lengths 1, 4, 1; a step costs 1 + 0.5 * C, an update 0.5 s.
 
-      t = 0:   both first responses start (k = 1 allows 2 groups before update 1).
-      step 1:  C = 0 -> 1.0 s; at t = 1 the 1-token response ends and trains to t = 1.5.
-      step 2:  C = 1 -> 1.5 s, from 1.0 to 2.5. At 1.5 the update admits the third
-               response, which waits for the boundary at 2.5 (continuous batching).
-      step 3:  C = 2 (two tokens of the long one, none of the new) -> 2.0 s: ends at 4.5.
-      update 2 runs from 4.5 to 5.0, and the run ends.
+    t = 0:   both first responses start (k = 1 allows 2 groups before update 1).
+    step 1:  C = 0 -> 1.0 s; at t = 1 the 1-token response ends and trains to t = 1.5.
+    step 2:  C = 1 -> 1.5 s, from 1.0 to 2.5. At 1.5 the update admits the third
+             response, which waits for the boundary at 2.5 (continuous batching).
+    step 3:  C = 2 (two tokens of the long one, none of the new) -> 2.0 s: ends at 4.5.
+    update 2 runs from 4.5 to 5.0, and the run ends.
     """
     run = simulate([1, 4, 1], B=1, k=1, n_steps=2, train=Linear(0.5, 0.0))
     assert [g["start"] for g in run["groups"]] == [0.0, 0.0, 1.5]
@@ -109,23 +138,42 @@ def test_gpu_steps_in_closed_form():
         assert m == 0 or steps_time(step, n, C0, m - 1) < seconds
 
 
-@pytest.mark.parametrize("k, drop_stale, oldest", [(0, False, True), (1, False, True),
-                                                   (3, True, True), (2, False, False)])
+@pytest.mark.parametrize(
+    "k, drop_stale, oldest",
+    [(0, False, True), (1, False, True), (3, True, True), (2, False, False)],
+)
 def test_gpu_model_is_the_lane_model_in_the_degenerate_case(k, drop_stale, oldest):
     """S = 1, no KV term, no overhead, a step of 1.0, groups of 1, no cap, a constant
     update time: every time, tag and lag is the lane model's on the same lengths."""
     lengths = np.ceil(np.random.default_rng(5).lognormal(1.0, 1.25, 5000)).astype(int).tolist()
     admit, take = task_2() if oldest else (SCHEDULER.may_start, newest_first)
-    lanes = run_simulation(LaneSettings(6, 4, k, 10, 7.0, drop_stale), iter(map(float, lengths)),
-                           admit, take)
-    gpus = gpu_run(6, 1, 4, k, 10, 1, Step(1.0, 0.0), Linear(7.0, 0.0),
-                              iter(lengths), admit, take, drop_stale=drop_stale)
+    lanes = run_simulation(
+        LaneSettings(6, 4, k, 10, 7.0, drop_stale), iter(map(float, lengths)), admit, take
+    )
+    gpus = gpu_run(
+        6,
+        1,
+        4,
+        k,
+        10,
+        1,
+        Step(1.0, 0.0),
+        Linear(7.0, 0.0),
+        iter(lengths),
+        admit,
+        take,
+        drop_stale=drop_stale,
+    )
     assert gpus["time"] == lanes["time"] and gpus["updates"] == lanes["updates"]
     n = len(gpus["groups"])
     assert n == len(lanes["trace"])
     for g, r in zip(gpus["groups"], lanes["trace"]):
-        assert (g["tag"], g["start"], g["lag"], g["dropped"]) == \
-            (r["tag"], r["start"], r["lag"], r["dropped"])
+        assert (g["tag"], g["start"], g["lag"], g["dropped"]) == (
+            r["tag"],
+            r["start"],
+            r["lag"],
+            r["dropped"],
+        )
         assert g["end"] in (None, r["end"])  # None: still running when the run ended
     assert gpus["mean_lag"] == lanes["mean_lag"] and gpus["max_lag"] == lanes["max_lag"]
 
@@ -135,18 +183,39 @@ def test_gpu_groups_finish_with_their_last_response_and_filtering_frees_their_pl
     filter_p = 0.5 a group of 4 is discarded with probability 2 / 16, and each discarded
     group is replaced. At filter_p 0 or 1 every group would be, so it is refused."""
     lengths = itertools.cycle([1, 5, 2, 3])
-    run = gpu_run(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0), lengths,
-                             *task_2())
+    run = gpu_run(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0), lengths, *task_2())
     assert [g["end"] for g in run["groups"]] == [5.0, 10.0, 15.0]
     assert [g["tokens"] for g in run["groups"]] == [11] * 3
-    half = gpu_run(2, 2, 1, 0, 20, 4, Step(1.0, 0.0), Linear(0.0, 0.0),
-                              itertools.cycle([1, 5, 2, 3]), *task_2(), filter_p=0.5)
+    half = gpu_run(
+        2,
+        2,
+        1,
+        0,
+        20,
+        4,
+        Step(1.0, 0.0),
+        Linear(0.0, 0.0),
+        itertools.cycle([1, 5, 2, 3]),
+        *task_2(),
+        filter_p=0.5,
+    )
     dropped = sum(g["dropped"] for g in half["groups"])
     assert dropped > 0 and len(half["groups"]) == 20 + dropped
     for p in (0.0, 1.0):
         with pytest.raises(ValueError, match="filter_p must be"):
-            gpu_run(2, 2, 1, 0, 3, 4, Step(1.0, 0.0), Linear(0.0, 0.0),
-                               itertools.cycle([1]), *task_2(), filter_p=p)
+            gpu_run(
+                2,
+                2,
+                1,
+                0,
+                3,
+                4,
+                Step(1.0, 0.0),
+                Linear(0.0, 0.0),
+                itertools.cycle([1]),
+                *task_2(),
+                filter_p=p,
+            )
 
 
 def test_gpu_cap_limits_the_groups_in_flight():
@@ -156,38 +225,75 @@ def test_gpu_cap_limits_the_groups_in_flight():
     lengths = itertools.cycle([1, 7, 3, 2, 9, 4])
 
     def most_in_flight(run):
-        events = sorted([(g["start"], 1) for g in run["groups"]]
-                        + [(g["end"], -1) for g in run["groups"] if g["end"] is not None])
+        events = sorted(
+            [(g["start"], 1) for g in run["groups"]]
+            + [(g["end"], -1) for g in run["groups"] if g["end"] is not None]
+        )
         level = peak = 0
         for _, change in events:  # an end before a start at the same time
             level += change
             peak = max(peak, level)
         return peak
 
-    capped = gpu_run(3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths,
-                                *task_2(), max_running=2)
-    free = gpu_run(3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0),
-                              itertools.cycle([1, 7, 3, 2, 9, 4]), *task_2())
+    capped = gpu_run(
+        3, 4, 1, 3, 12, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths, *task_2(), max_running=2
+    )
+    free = gpu_run(
+        3,
+        4,
+        1,
+        3,
+        12,
+        2,
+        Step(1.0, 0.0),
+        Linear(0.5, 0.0),
+        itertools.cycle([1, 7, 3, 2, 9, 4]),
+        *task_2(),
+    )
     assert most_in_flight(capped) == 2 and most_in_flight(free) > 2
     with pytest.raises(ValueError, match="max_running must be"):
-        gpu_run(3, 4, 1, 3, 2, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths,
-                           *task_2(), max_running=0)
+        gpu_run(
+            3, 4, 1, 3, 2, 2, Step(1.0, 0.0), Linear(0.5, 0.0), lengths, *task_2(), max_running=0
+        )
 
 
 def test_gpu_pinning_sends_a_group_to_one_engine_round_robin():
     """pin=True (AReaL's gserver manager): all 4 responses of a group on one engine, the
     engines taken in turn 0, 1, 2, 0, ... while each has room; unpinned, a group of 4
     spreads over the least-loaded engines."""
-    pinned = gpu_run(3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
-                                itertools.cycle([3, 1, 2, 5]), *task_2(), pin=True)
+    pinned = gpu_run(
+        3,
+        8,
+        3,
+        1,
+        4,
+        4,
+        Step(1.0, 0.0),
+        Linear(0.5, 0.0),
+        itertools.cycle([3, 1, 2, 5]),
+        *task_2(),
+        pin=True,
+    )
     assert all(len(g["engines"]) == 1 for g in pinned["groups"])
     assert [g["engines"][0] for g in pinned["groups"][:6]] == [0, 1, 2, 0, 1, 2]
-    spread = gpu_run(3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
-                                itertools.cycle([3, 1, 2, 5]), *task_2())
+    spread = gpu_run(
+        3, 8, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0), itertools.cycle([3, 1, 2, 5]), *task_2()
+    )
     assert len(spread["groups"][0]["engines"]) == 3
     with pytest.raises(ValueError, match="group_size must be at most S"):
-        gpu_run(3, 2, 3, 1, 4, 4, Step(1.0, 0.0), Linear(0.5, 0.0),
-                           itertools.cycle([1]), *task_2(), pin=True)
+        gpu_run(
+            3,
+            2,
+            3,
+            1,
+            4,
+            4,
+            Step(1.0, 0.0),
+            Linear(0.5, 0.0),
+            itertools.cycle([1]),
+            *task_2(),
+            pin=True,
+        )
 
 
 def test_gpu_weight_swap_pauses_the_engines():
@@ -196,15 +302,32 @@ def test_gpu_weight_swap_pauses_the_engines():
     response runs from 3.5 to 4.5. At k = 1 with lengths 1 and 4 the long response has
     made 2 tokens when update 1 ends at 1.5 (the step under way ends at 2.0): it pauses
     2 + 0.25 * 2 = 2.5 s there and ends at 2.0 + 2.5 + 2 = 6.5."""
-    run = simulate([1, 1], S=1, B=1, k=0, n_steps=2, step=Step(1.0, 0.0),
-                   train=Linear(0.5, 0.0), swap=Linear(2.0, 0.25))
+    run = simulate(
+        [1, 1],
+        S=1,
+        B=1,
+        k=0,
+        n_steps=2,
+        step=Step(1.0, 0.0),
+        train=Linear(0.5, 0.0),
+        swap=Linear(2.0, 0.25),
+    )
     assert run["updates"] == [(1.0, 1.5), (4.5, 5.0)]
-    run = simulate([1, 4], S=2, B=1, k=1, n_steps=2, step=Step(1.0, 0.0),
-                   train=Linear(0.5, 0.0), swap=Linear(2.0, 0.25))
+    run = simulate(
+        [1, 4],
+        S=2,
+        B=1,
+        k=1,
+        n_steps=2,
+        step=Step(1.0, 0.0),
+        train=Linear(0.5, 0.0),
+        swap=Linear(2.0, 0.25),
+    )
     assert run["groups"][1]["end"] == 6.5
 
 
 # ---------------------------------------------------------------- presets and their costs
+
 
 def test_gpu_costs_follow_the_roofline():
     """verl-7b under its last walk costs: an engine of 4 H20s reads the weights without the
@@ -221,13 +344,16 @@ def test_gpu_costs_follow_the_roofline():
     assert step.overhead == pytest.approx(STEP_OVERHEAD + 2 * 28 * 10e-6)
     assert step.per_token == pytest.approx(57_344 / 16e12)
     assert step.per_response == pytest.approx(2 * N / (4 * 148e12))
-    assert step(1000, 100) == pytest.approx(step.overhead + 100 * 2 * N / (4 * 148e12)
-                                            + 1000 * 57_344 / 16e12)
+    assert step(1000, 100) == pytest.approx(
+        step.overhead + 100 * 2 * N / (4 * 148e12) + 1000 * 57_344 / 16e12
+    )
     ctx = context(preset.median_len, preset.sigma, preset.max_len)
     assert train.per_token == pytest.approx(
-        4 * (2 * N + 2 * 28 * 28 * 128 * ctx) / (64 * 148e12 * MFU))
+        4 * (2 * N + 2 * 28 * 28 * 128 * ctx) / (64 * 148e12 * MFU)
+    )
     assert swap.fixed == 0.02 and swap.per_token == pytest.approx(
-        (2 * N + 2 * 28 * 28 * 128 * ctx) / (4 * 148e12 * 0.5))
+        (2 * N + 2 * 28 * 28 * 128 * ctx) / (4 * 148e12 * 0.5)
+    )
     assert slots == 1024  # the KV memory would allow more
     # the bound: no overhead, no all-reduce, the trainer at peak, no pause
     step0, train0, _, swap0 = costs(MEMORY, preset, 64, preset.async_trainer)
@@ -235,8 +361,9 @@ def test_gpu_costs_follow_the_roofline():
     assert swap0 == (0.0, 0.0)
     # one GPU per engine: no all-reduce; the input embedding is not read, but it is held
     areal = PRESETS["areal-1.5b"]
-    step1, _, slots1, _ = costs(MEMORY, areal, 32, areal.sync_trainer,
-                                Costs(overhead=STEP_OVERHEAD, all_reduce=1.0))
+    step1, _, slots1, _ = costs(
+        MEMORY, areal, 32, areal.sync_trainer, Costs(overhead=STEP_OVERHEAD, all_reduce=1.0)
+    )
     assert step1.weights == pytest.approx(2 * (R1_15B.params - 151_936 * 1536) / 3.35e12)
     assert step1.overhead == STEP_OVERHEAD
     free = 0.8 * 80e9 - 2 * R1_15B.params
@@ -251,8 +378,7 @@ def test_gpu_memgap_read_back_from_its_own_step_times():
     a peak of 1.63 TB/s: the GPU it ran on is far below an H100 SXM's 3.35 TB/s."""
     rows = {r["batch"]: r for r in memgap_reread(MEMORY)}
     assert rows[512]["step_ms"] == pytest.approx(51.02, abs=0.01)
-    assert rows[512]["bytes_gb"] == pytest.approx(
-        (2.4509 * 2**30 + 512 * 329.5 * 196_608) / 1e9)
+    assert rows[512]["bytes_gb"] == pytest.approx((2.4509 * 2**30 + 512 * 329.5 * 196_608) / 1e9)
     assert rows[512]["delivered_tb_s"] == pytest.approx(0.70, abs=0.01)
     assert rows[512]["implied_peak_tb_s"] == pytest.approx(1.39, abs=0.01)
     assert rows[1]["step_ms"] == pytest.approx(4.03, abs=0.01)
@@ -269,12 +395,18 @@ def test_gpu_trainer_flops_follow_the_configuration_flags():
     assert N == pytest.approx(1.544e9)
     assert forward_flops(R1_15B, 0) == 2 * N
     assert forward_flops(R1_15B, 10_000) == pytest.approx(2 * N + attention * 10_000)
-    for checkpointing, log_probs, n_passes in ((False, 0, 3), (True, 0, 4), (True, 1, 5),
-                                               (False, 2, 5), (True, 2, 6)):
+    for checkpointing, log_probs, n_passes in (
+        (False, 0, 3),
+        (True, 0, 4),
+        (True, 1, 5),
+        (False, 2, 5),
+        (True, 2, 6),
+    ):
         trainer = Trainer(checkpointing, log_probs, MFU, "")
         assert passes(trainer) == n_passes
         assert flops_per_token(R1_15B, trainer, 10_000) == pytest.approx(
-            n_passes * (2 * N + attention * 10_000))
+            n_passes * (2 * N + attention * 10_000)
+        )
     # the presets as configured: AReaL's synchronous config recomputes no log-probs, its
     # asynchronous one does (decoupled loss); verl's colocated trainer runs old_log_prob,
     # its asynchronous one uses the rollout's; all four checkpoint gradients
@@ -285,8 +417,11 @@ def test_gpu_trainer_flops_follow_the_configuration_flags():
         assert p.sync_trainer.checkpointing and p.async_trainer.checkpointing
     # no trainer has a fitted efficiency: every one is the median of the six sourced RL
     # trainers' MFUs (0.34), and the walk's range spans them (0.17 to 0.5)
-    assert {t.efficiency for p in PRESETS.values() for t in (p.sync_trainer, p.async_trainer)} \
-        == {MFU} == {0.34}
+    assert (
+        {t.efficiency for p in PRESETS.values() for t in (p.sync_trainer, p.async_trainer)}
+        == {MFU}
+        == {0.34}
+    )
     for p in PRESETS.values():
         cost = next(c for c in p.walk if c.field == "efficiency")
         assert (cost.cheap, cost.value, cost.dear) == (0.5, MFU, 0.17)
@@ -318,8 +453,9 @@ def test_gpu_set_numbers_come_from_one_published_number_each():
                 low, high = sorted((cost.cheap, cost.dear))
                 assert low <= cost.value <= high, cost.name
     for efficiency in (0.17, 0.5):
-        q = verl._replace(median_len=median_for_mean(verl.lengths_at(efficiency), verl.sigma,
-                                                     verl.max_len))
+        q = verl._replace(
+            median_len=median_for_mean(verl.lengths_at(efficiency), verl.sigma, verl.max_len)
+        )
         tokens = q.prompts * q.group_size * (PROMPT_TOKENS + mean_len(q))
         _, train, _, _ = costs(MEMORY, q, 64, q.async_trainer, Costs(efficiency=efficiency))
         assert train(tokens) == pytest.approx(VERL_ASYNC_UPDATE, rel=1e-6)
@@ -336,13 +472,23 @@ def test_gpu_length_distribution_has_its_moments():
     assert np.mean(draws == preset.max_len) == pytest.approx(0.05, abs=0.003)
     for r in (1, 2):
         assert np.mean(draws**r) == pytest.approx(
-            capped_moment(preset.median_len, preset.sigma, preset.max_len, r), rel=0.02)
-    assert capped_moment(median_for_mean(2000, 1.5, 28_672), 1.5, 28_672) == \
-        pytest.approx(2000)
+            capped_moment(preset.median_len, preset.sigma, preset.max_len, r), rel=0.02
+        )
+    assert capped_moment(median_for_mean(2000, 1.5, 28_672), 1.5, 28_672) == pytest.approx(2000)
 
 
-SMALL = dict(name="small", gpus=8, gen_gpus=4, prompts=8, group_size=2, max_len=64,
-             median_len=10.0, n_steps=100, sync_hours=1.0, async_hours=0.5)
+SMALL = dict(
+    name="small",
+    gpus=8,
+    gen_gpus=4,
+    prompts=8,
+    group_size=2,
+    max_len=64,
+    median_len=10.0,
+    n_steps=100,
+    sync_hours=1.0,
+    async_hours=0.5,
+)
 
 
 def test_gpu_walk_costs_change_the_step_by_their_stated_amount(monkeypatch):
@@ -356,18 +502,21 @@ def test_gpu_walk_costs_change_the_step_by_their_stated_amount(monkeypatch):
     monkeypatch.setitem(PRESETS, "small", p)
     gpus = (p.gen_gpus, p.gpus - p.gen_gpus)
     decode = Costs(overhead=STEP_OVERHEAD)
-    base, _ = run(SCHEDULER, MEMORY, GpuRun(p, *gpus, 0, p.sync_trainer, decode,
-                                                          **SYNC))
+    base, _ = run(SCHEDULER, MEMORY, GpuRun(p, *gpus, 0, p.sync_trainer, decode, **SYNC))
     train0 = base["train_seconds"]
-    for change, added in ((dict(save=3.0), 3.0), (dict(reload=2.0), 2.0),
-                          (dict(realloc=1.5), 1.5), (dict(transfer=3.0), 3.0),
-                          (dict(node_read=4.0), 4.0), (dict(poll=2.5), 0.0),
-                          (dict(reward=10.0), 10.0),
-                          (dict(efficiency=0.5), train0)):
+    for change, added in (
+        (dict(save=3.0), 3.0),
+        (dict(reload=2.0), 2.0),
+        (dict(realloc=1.5), 1.5),
+        (dict(transfer=3.0), 3.0),
+        (dict(node_read=4.0), 4.0),
+        (dict(poll=2.5), 0.0),
+        (dict(reward=10.0), 10.0),
+        (dict(efficiency=0.5), train0),
+    ):
         c = decode._replace(**change)
         walked = sync_walked(MEMORY, p, gpus, base, decode, c)
-        full, _ = run(SCHEDULER, MEMORY, GpuRun(p, *gpus, 0, p.sync_trainer, c,
-                                                              **SYNC))
+        full, _ = run(SCHEDULER, MEMORY, GpuRun(p, *gpus, 0, p.sync_trainer, c, **SYNC))
         assert walked["seconds"] - base["seconds"] == pytest.approx(added)
         assert full["seconds"] == pytest.approx(walked["seconds"])
     c = decode._replace(checkpoint=60.0)
@@ -407,25 +556,40 @@ def test_gpu_colocated_steps_split_into_their_phases(monkeypatch):
     update_actor, the two trainer phases in the ratio 1 : 4 (a forward against forward,
     backward and the checkpointed forward); every published row gets a prediction."""
     small = PRESETS["verl-7b"]._replace(
-        name="small", gpus=32, gen_gpus=16, prompts=4, group_size=2, max_len=64,
-        median_len=10.0, scaling=({16: dict(step=2.0, gen=1.0, old_log_prob=0.2,
-                                            update_actor=0.8, hours=1.0),
-                                   32: dict(step=1.0, gen=0.5, old_log_prob=0.1,
-                                            update_actor=0.4, hours=0.5)},
-                                  {16: dict(step=1.0, update_actor=0.5, hours=0.4)}))
+        name="small",
+        gpus=32,
+        gen_gpus=16,
+        prompts=4,
+        group_size=2,
+        max_len=64,
+        median_len=10.0,
+        scaling=(
+            {
+                16: dict(step=2.0, gen=1.0, old_log_prob=0.2, update_actor=0.8, hours=1.0),
+                32: dict(step=1.0, gen=0.5, old_log_prob=0.1, update_actor=0.4, hours=0.5),
+            },
+            {16: dict(step=1.0, update_actor=0.5, hours=0.4)},
+        ),
+    )
     monkeypatch.setitem(PRESETS, "small", small)
     g = gpu_comparison(SCHEDULER, MEMORY, "small")
     for row in g["scaling"]:
         if row["mode"] == "colocated":
-            assert row["gen"] + row["old_log_prob"] + row["update_actor"] == \
-                pytest.approx(row["step"])
+            assert row["gen"] + row["old_log_prob"] + row["update_actor"] == pytest.approx(
+                row["step"]
+            )
             assert row["update_actor"] == pytest.approx(4 * row["old_log_prob"])
     names = [what for what, *_ in g["held_out"]]
     checks = {c["name"]: c for c in g["checks"]}
     assert "colocated 16: gen s" in names and "16:16: step s" in checks
     assert [what for what, *_ in g["set"]] == ["16:16: update_actor s"]
     # the set number, its rescalings and the steps the trainer alone decides: not held out
-    for name in ("16:16: update_actor s", "16:16: step s", "colocated 16: update_actor s",
-                 "colocated 16: old_log_prob s", "asynchronous hours"):
+    for name in (
+        "16:16: update_actor s",
+        "16:16: step s",
+        "colocated 16: update_actor s",
+        "colocated 16: old_log_prob s",
+        "asynchronous hours",
+    ):
         assert name not in names and not checks[name]["held_out"]
     assert all(c["low"] <= c["point"] <= c["high"] for c in g["checks"])

@@ -2,6 +2,7 @@
 gradient pass from the start; those that weight tokens run on your importance_weights (and
 masked_weights) once Tasks 3a (and 3c) are done (test_given.Tasks), skipped until then.
 """
+
 import numpy as np
 import pytest
 
@@ -23,9 +24,17 @@ def one_response(rho, adv):
     return thetas, tokens, previous, np.array([[adv]]), logp - np.log(rho), np.ones(logp.shape)
 
 
-@pytest.mark.parametrize("rho, adv, held", [(1.5, 1.0, True), (1.5, -1.0, False),
-                                            (0.5, -1.0, True), (0.5, 1.0, False),
-                                            (1.1, 1.0, False), (0.9, -1.0, False)])
+@pytest.mark.parametrize(
+    "rho, adv, held",
+    [
+        (1.5, 1.0, True),
+        (1.5, -1.0, False),
+        (0.5, -1.0, True),
+        (0.5, 1.0, False),
+        (1.1, 1.0, False),
+        (0.9, -1.0, False),
+    ],
+)
 def test_ppo_clip_stops_the_gradient_only_in_the_direction_it_clips(rho, adv, held):
     # past 1 + eps with A > 0 (or below 1 - eps with A < 0) the update would push rho further
     # out: the clip holds it still; coming back towards 1 it is not held
@@ -69,8 +78,7 @@ def test_ppo_every_objective_gives_the_same_first_update_on_policy():
     tags = np.zeros((1, 1, 8), dtype=int)
     draws = np.random.default_rng(4).random((3, 1, 8, toy.T))
     names = [o.name for o in ppo.OBJECTIVES]
-    runs = ppo.train_ppo(WEIGHTS, tags, names, [0.5], draws, 0.0,
-                         ppo.Ppo(minibatches=2, epochs=3))
+    runs = ppo.train_ppo(WEIGHTS, tags, names, [0.5], draws, 0.0, ppo.Ppo(minibatches=2, epochs=3))
     J = runs.J[0, :, 0, :, 1]  # (objectives, seeds)
     assert (J == J[0]).all() and (J[0] != runs.J[0, 0, 0, :, 0]).all()
     assert (runs.kl[0, :, 0] == runs.kl[0, 0, 0]).all()
@@ -104,12 +112,14 @@ def test_ppo_decoupled_proximal_policy_is_the_trainer_s():
     recorder = Recorder()
     ppo.train_ppo(recorder, tags, ["decoupled"], [1.0], draws, 0.6, ppo.Ppo(minibatches=2))
     trainer = training.log_softmax_rows(toy.THETA[None])[0].ravel()
-    engine = training.log_softmax_rows(
-        toy.THETA[None] + 0.6 * toy.PERTURBATIONS["student_t"])[0].ravel()
+    engine = training.log_softmax_rows(toy.THETA[None] + 0.6 * toy.PERTURBATIONS["student_t"])[
+        0
+    ].ravel()
     (prox0, behaviour0), (prox1, behaviour1) = recorder.calls
 
     def among(values, table):
         return np.isclose(values.ravel()[:, None], table[None], rtol=0, atol=1e-15).any(axis=1)
+
     assert among(prox0, trainer).all() and not among(prox0, engine).any()
     assert among(behaviour0, engine).all()
     # update 1: version 1 is the trainer's now, while the batch was sampled by version 0
@@ -140,8 +150,9 @@ def test_ppo_verl_rollout_correction_is_the_truncated_decoupled_objective():
     moved = thetas + 0.4 * rng.normal(size=thetas.shape)  # pi_theta, some steps into it
     w = ppo.behaviour_weights(WEIGHTS, ppo.OBJECTIVE["decoupled_tis"], old, rollout, 2.0)
     ours = ppo.surrogate(moved, tokens, previous, adv, old, w)
-    verl = verl_rollout_correction_loss(ppo.token_logp(moved, tokens, previous), old, rollout,
-                                        adv, 2.0)
+    verl = verl_rollout_correction_loss(
+        ppo.token_logp(moved, tokens, previous), old, rollout, adv, 2.0
+    )
     assert ours == pytest.approx(-verl, rel=1e-12)
     assert (w > 0).all() and (w < 1).any() and (w == 2.0).any(), "both sides of C are tried"
 
@@ -150,6 +161,7 @@ def test_ppo_curves_leave_the_capped_objective_out_until_task_3c_is_done():
     class WithoutMasks:
         def masked_weights(self, *args):
             raise TaskNotDone("3c")
+
     names, skipped = ppo_curves.available_objectives(WithoutMasks(), 2.0)
     assert names == [o.name for o in ppo.OBJECTIVES if o.task != "3c"]
     assert list(skipped) == ["decoupled_cap"] and "Task 3c" in skipped["decoupled_cap"]

@@ -28,6 +28,7 @@ seeds can go on for many more updates at little cost. train can also return the 
 update moves the policy (update_kls), the measure by which learning_curves gives every
 scheme the same movement per update.
 """
+
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -58,8 +59,8 @@ def expected_rewards(thetas):
         step = np.einsum("rac,rab->rbc", at, p)  # the next token b, zeros not yet counted
         at = np.zeros_like(at)
         at[:, 1:V] = step[:, 1:]
-        at[:, 0, 1:] = step[:, 0, :2]   # a 0 adds one zero ...
-        at[:, 0, 2] += step[:, 0, 2]    # ... and two or more stay "two or more"
+        at[:, 0, 1:] = step[:, 0, :2]  # a 0 adds one zero ...
+        at[:, 0, 2] += step[:, 0, 2]  # ... and two or more stay "two or more"
     return at[:, 0, 2]
 
 
@@ -72,8 +73,10 @@ def batch_tags(trace, B, n_updates):
         if r["lag"] is not None:
             rows[r["tag"] + r["lag"]].append(r["tag"])
     if any(len(row) != B for row in rows):
-        raise ValueError(f"every update must train B = {B} responses; the trace's updates "
-                         f"trained {sorted({len(row) for row in rows})}")
+        raise ValueError(
+            f"every update must train B = {B} responses; the trace's updates "
+            f"trained {sorted({len(row) for row in rows})}"
+        )
     return np.array(rows, dtype=int)
 
 
@@ -119,13 +122,18 @@ def batch_estimates(pg_estimate, thetas, rewards, tokens, previous, weights):
     """
     R, B = rewards.shape
     pairs = previous * V + tokens
-    summed = np.bincount((np.arange(R)[:, None, None] * D + pairs).ravel(),
-                         (rewards[:, :, None] * weights).ravel() / B,
-                         minlength=R * D).reshape(R, D)
+    summed = np.bincount(
+        (np.arange(R)[:, None, None] * D + pairs).ravel(),
+        (rewards[:, :, None] * weights).ravel() / B,
+        minlength=R * D,
+    ).reshape(R, D)
     grads, pg_unchecked = pair_gradients(thetas), unchecked(pg_estimate)
-    return np.concatenate([
-        block_estimates(pg_unchecked, np.ones(len(g)), block_diagonal(g), w)
-        for g, w in ((grads[i:i + BLOCK], summed[i:i + BLOCK]) for i in range(0, R, BLOCK))])
+    return np.concatenate(
+        [
+            block_estimates(pg_unchecked, np.ones(len(g)), block_diagonal(g), w)
+            for g, w in ((grads[i : i + BLOCK], summed[i : i + BLOCK]) for i in range(0, R, BLOCK))
+        ]
+    )
 
 
 def row_visits(thetas):
@@ -161,7 +169,7 @@ def kl_steps(thetas, directions, kl, iterations=30, rtol=1e-9):
     p, visits = np.exp(logp), row_visits(thetas)
     kl = np.broadcast_to(np.asarray(kl, dtype=float), len(p))  # one kl, or one per run
     mean = (p * directions).sum(axis=-1, keepdims=True)
-    curvature = (visits * (p * (directions - mean)**2).sum(axis=-1)).sum(axis=1)  # f''(0)
+    curvature = (visits * (p * (directions - mean) ** 2).sum(axis=-1)).sum(axis=1)  # f''(0)
     moves = curvature > 1e-300
     s = np.zeros(len(p))
     s[moves] = np.sqrt(2 * kl[moves] / curvature[moves])
@@ -200,6 +208,7 @@ class Training:
     moves the policy by exactly that many nats per token, in place of the step size of
     `steps`. with_kl: train also returns the KL and the step used.
     """
+
     C: float = 2.0
     noise: str = "student_t"
     target: float | None = None
@@ -208,8 +217,9 @@ class Training:
     with_kl: bool = False
 
 
-def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch=0.0,
-          how=Training()):
+def train(
+    importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch=0.0, how=Training()
+):
     """Train the toy from toy.THETA in every combination at once; return J after each update.
 
     tags (n_settings, n_updates, B): the batches of each setting's simulate trace (from
@@ -233,8 +243,10 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
     J[:, 0] = expected_rewards(theta)
     KL, used = np.full((R, n_updates), np.nan), np.full((R, n_updates), np.nan)
     step_of_run = np.asarray(steps, dtype=float)[step]
-    kl_of_run = np.broadcast_to(np.asarray(np.nan if how.kl_per_update is None
-                                           else how.kl_per_update, dtype=float), shape[2:3])[step]
+    kl_of_run = np.broadcast_to(
+        np.asarray(np.nan if how.kl_per_update is None else how.kl_per_update, dtype=float),
+        shape[2:3],
+    )[step]
     controlled = np.isfinite(kl_of_run)
     runs = np.arange(R)  # the runs still training
     reached = np.zeros(R, dtype=bool)
@@ -244,11 +256,14 @@ def train(importance_weights, pg_estimate, tags, schemes, steps, draws, mismatch
             break
         here = theta[runs]
         tokens, previous, logp_sampler = recent.sampled_batch(
-            u, runs, here + engine[runs], tags[setting[runs], u], draws[seed[runs], u])
-        logp_train = log_softmax_rows(here)[np.arange(len(runs))[:, None, None], previous,
-                                            tokens]  # version u trains
-        weights = scheme_weights(importance_weights, schemes, scheme[runs], logp_train,
-                                 logp_sampler, how.C)
+            u, runs, here + engine[runs], tags[setting[runs], u], draws[seed[runs], u]
+        )
+        logp_train = log_softmax_rows(here)[
+            np.arange(len(runs))[:, None, None], previous, tokens
+        ]  # version u trains
+        weights = scheme_weights(
+            importance_weights, schemes, scheme[runs], logp_train, logp_sampler, how.C
+        )
         rewards = toy.reward(tokens.reshape(-1, T)).reshape(len(runs), B)
         g = batch_estimates(pg_estimate, here, rewards, tokens, previous, weights)
         g = g.reshape(-1, V + 1, V)
@@ -287,6 +302,7 @@ class Samplers(NamedTuple):
     """The samplers of each run's last L versions, version j in slot j % L (every lag of
     the trace is below L): log-probabilities (L, R, V + 1, V), and the cumulative
     next-token probabilities sample_tokens reads (V - 1, L, R, V + 1)."""
+
     logp: np.ndarray
     cdf: np.ndarray
 
@@ -305,13 +321,17 @@ class Samplers(NamedTuple):
         L, R = self.logp.shape[:2]
         self.logp[u % L, runs] = log_softmax_rows(logits)  # version u, as sampled
         self.cdf[:, u % L, runs] = np.moveaxis(
-            np.cumsum(np.exp(self.logp[u % L, runs][..., :V - 1]), axis=-1), -1, 0)
+            np.cumsum(np.exp(self.logp[u % L, runs][..., : V - 1]), axis=-1), -1, 0
+        )
         slots = tags % L  # (r, B)
         tokens, previous = sample_tokens(self.cdf, slots, runs, draws)
         # flat indices: (slot * R + run) * (V + 1) * V + previous * V + token
         at_run = runs[:, None, None] * ((V + 1) * V) + previous * V + tokens
-        return tokens, previous, self.logp.reshape(-1)[slots[..., None] * (R * (V + 1) * V)
-                                                       + at_run]
+        return (
+            tokens,
+            previous,
+            self.logp.reshape(-1)[slots[..., None] * (R * (V + 1) * V) + at_run],
+        )
 
 
 def scheme_weights(importance_weights, schemes, scheme_of_run, logp_train, logp_sampler, C):
@@ -322,8 +342,9 @@ def scheme_weights(importance_weights, schemes, scheme_of_run, logp_train, logp_
     for i, name in enumerate(schemes):
         mine = scheme_of_run == i
         if mine.any():
-            w = importance_weights(logp_train[mine].reshape(-1, T),
-                                   logp_sampler[mine].reshape(-1, T), name, C)
+            w = importance_weights(
+                logp_train[mine].reshape(-1, T), logp_sampler[mine].reshape(-1, T), name, C
+            )
             weights[mine] = np.asarray(w, dtype=float).reshape(-1, B, T)
     return weights
 
@@ -363,4 +384,6 @@ def best_step(evaluate, scales=(0.25, 0.5, 1.0), factor=2.0, max_scales=16):
         low, high = (best == 0).any(), (best == len(grid) - 1).any()
         if not (low or high) or len(grid) >= max_scales:
             return np.array(grid), np.array(times), best
-        grid, times = add(([grid[0] / factor] if low else []) + ([grid[-1] * factor] if high else []))
+        grid, times = add(
+            ([grid[0] / factor] if low else []) + ([grid[-1] * factor] if high else [])
+        )

@@ -10,6 +10,7 @@ runs:
 The rest of this room runs and grades the tests: plugin.py (pytest), harness.py (time
 limits, where an error came from), feedback.py (messages and hints), gradescope.py.
 """
+
 import importlib
 import os
 import traceback
@@ -39,8 +40,9 @@ def use_reference() -> bool:
             f"RL_SOLUTIONS must be 1 (reference solutions) or 0/unset (your files), got {value!r}"
         )
     if value == "1" and not SOLUTIONS_DIR.is_dir():
-        raise ValueError("RL_SOLUTIONS=1: the reference solutions are not part of this copy "
-                         "of the lab")
+        raise ValueError(
+            "RL_SOLUTIONS=1: the reference solutions are not part of this copy of the lab"
+        )
     return value == "1"
 
 
@@ -74,15 +76,19 @@ def load(name: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except SyntaxError as error:  # IndentationError too
-        raise TaskFileError(name, f"line {error.lineno}: {error.msg}\n    "
-                                  f"{(error.text or '').strip()}") from None
+        raise TaskFileError(
+            name, f"line {error.lineno}: {error.msg}\n    {(error.text or '').strip()}"
+        ) from None
     except Exception as error:  # noqa: BLE001 (any error at import: one line, not a traceback)
         raise TaskFileError(name, import_problem(error, name)) from None
 
 
 def import_problem(error: BaseException, name: str) -> str:
-    """"No module named 'torch' (line 3)": why importing task file `name` failed, and where."""
+    """ "No module named 'torch' (line 3)": why importing task file `name` failed, and where."""
     text = str(error) if isinstance(error, ImportError) else f"{type(error).__name__}: {error}"
-    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
-             if os.path.basename(frame.filename) == f"{name}.py"]
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(error.__traceback__)
+        if os.path.basename(frame.filename) == f"{name}.py"
+    ]
     return text + (f" (line {lines[-1]})" if lines else "")

@@ -13,6 +13,7 @@ stored: where the reference is at hand (the instructors' copy and the autograder
 they are worked out with it; in the students' copy such a test is skipped, saying
 why, and no hint is shown.
 """
+
 import base64
 import copy
 import hashlib
@@ -31,7 +32,9 @@ import grading
 DATA = Path(__file__).with_name("expected.json")
 STORED_SEED = 2026
 ORACLES = "solutions.oracles"  # the instructors' reference and mistake models
-RECORD: dict[str, dict[str, list[Any]]] | None = None  # tools/make_expected.py sets a dict: every table is worked out and kept here
+RECORD: dict[str, dict[str, list[Any]]] | None = (
+    None  # tools/make_expected.py sets a dict: every table is worked out and kept here
+)
 
 
 class StaleData(LookupError):
@@ -39,6 +42,7 @@ class StaleData(LookupError):
 
 
 # ---------------------------------------------------------------- the format
+
 
 def encode(value: Any) -> Any:
     """value as JSON that keeps what the tests' comparisons tell apart: bool, int (any size)
@@ -54,8 +58,11 @@ def encode(value: Any) -> Any:
         return {"dict": [[encode(k), encode(v)] for k, v in value.items()]}
     if isinstance(value, np.ndarray):  # its bytes, every bit of every number, compressed
         raw = zlib.compress(np.ascontiguousarray(value).tobytes(), 9)
-        return {"array": value.dtype.str, "shape": list(value.shape),
-                "zlib": base64.b64encode(raw).decode()}
+        return {
+            "array": value.dtype.str,
+            "shape": list(value.shape),
+            "zlib": base64.b64encode(raw).decode(),
+        }
     if isinstance(value, np.generic):
         return {"scalar": value.dtype.str, "value": value.item()}
     raise TypeError(f"cannot store a {type(value).__name__} as an expected value")
@@ -97,13 +104,16 @@ def digest(cases: Any) -> str:
             hasher.update(f"g{value.dtype.str}{value.item()!r};".encode())
         else:
             hasher.update(f"{type(value).__name__}{value!r};".encode())
+
     feed(cases)
     return hasher.hexdigest()[:16]
 
 
 # ---------------------------------------------------------------- the tables
 
-_STORED: dict[str, Any] = {}  # "tables" and "values" of DATA, once read; decoded tables by (name, digest)
+_STORED: dict[
+    str, Any
+] = {}  # "tables" and "values" of DATA, once read; decoded tables by (name, digest)
 
 
 def stored(name: str, key: str) -> list[Any]:
@@ -135,15 +145,17 @@ def tables(names: Sequence[str], cases: Sequence[Any]) -> dict[str, list[Any]] |
             return {name: stored(name, key) for name in names}
         except KeyError:
             if grading.test_seed() == STORED_SEED:
-                raise StaleData(f"{DATA.name} holds no expected values for these inputs of "
-                                f"{names[0]!r}: run python tools/make_expected.py --write"
-                                ) from None
+                raise StaleData(
+                    f"{DATA.name} holds no expected values for these inputs of "
+                    f"{names[0]!r}: run python tools/make_expected.py --write"
+                ) from None
     module = oracles()
     if module is None:
         return None
     with np.errstate(all="ignore"):  # a mistake's model may overflow: that is its answer
-        found = {name: [module.ORACLES[name](*copy.deepcopy(case)) for case in cases]
-                 for name in names}
+        found = {
+            name: [module.ORACLES[name](*copy.deepcopy(case)) for case in cases] for name in names
+        }
     if RECORD is not None:
         for name, values in found.items():
             RECORD.setdefault(name, {})[key] = values
@@ -156,9 +168,12 @@ def answers(name: str, cases: Sequence[Any]) -> list[Any]:
     found = tables([name], cases)
     if found is None:
         import pytest  # (only the tests get here)
-        pytest.skip(f"LAB_SEED={grading.test_seed()}: the expected values of this test's "
-                    f"random inputs are stored for LAB_SEED={STORED_SEED} only (the "
-                    "autograder's fresh-seed run works them out with the reference)")
+
+        pytest.skip(
+            f"LAB_SEED={grading.test_seed()}: the expected values of this test's "
+            f"random inputs are stored for LAB_SEED={STORED_SEED} only (the "
+            "autograder's fresh-seed run works them out with the reference)"
+        )
     return found[name]
 
 

@@ -18,6 +18,7 @@ The probes run only after a test has failed, under a short time limit: a probe
 that errors or runs too long, or probes whose fingerprints are not at hand
 (another LAB_SEED in the students' copy), mean no hint.
 """
+
 import copy
 import math
 import time
@@ -34,9 +35,9 @@ from lab.tolerances import FLOATS, Tolerance
 
 
 class Mistake(NamedTuple):
-    why: str      # the hint: what the student did, and what the rule is
-    mutant: str   # the corpus mutant it describes (tools/mutants.py, its `mistake`), which
-                  # also names its fingerprint: the table "<task>:<mutant>"
+    why: str  # the hint: what the student did, and what the rule is
+    mutant: str  # the corpus mutant it describes (tools/mutants.py, its `mistake`), which
+    # also names its fingerprint: the table "<task>:<mutant>"
 
 
 def call(function: Callable[..., Any], args: Sequence[Any]) -> Any:
@@ -59,17 +60,26 @@ class KnownMistakes:
               stored tables, expected.tables; a test of this class passes its own).
     """
 
-    def __init__(self, task: str, mistakes: Sequence[Mistake],
-                 probes: Callable[[], Sequence[Any]],
-                 observe: Callable[[Callable[..., Any], Any], Any] = call,
-                 limit: float = HINT_LIMIT,
-                 fingerprints: Callable[..., dict[str, list[Any]] | None] = expected.tables
-                 ) -> None:
+    def __init__(
+        self,
+        task: str,
+        mistakes: Sequence[Mistake],
+        probes: Callable[[], Sequence[Any]],
+        observe: Callable[[Callable[..., Any], Any], Any] = call,
+        limit: float = HINT_LIMIT,
+        fingerprints: Callable[..., dict[str, list[Any]] | None] = expected.tables,
+    ) -> None:
         self.task, self.mistakes, self.probes, self.observe = task, mistakes, probes, observe
         self.limit, self.fingerprints = limit, fingerprints
-        self._tables: dict[int, Any] = {}  # seed -> (probes, right answers, each mistake's answers) or None
-        self._hints: dict[int, tuple[Callable[..., Any], str]] = {}   # id(function) -> (function, its hint or "")
-        self._right: dict[int, tuple[Callable[..., Any], bool]] = {}   # id(function) -> (function, whether it is right on every probe)
+        self._tables: dict[
+            int, Any
+        ] = {}  # seed -> (probes, right answers, each mistake's answers) or None
+        self._hints: dict[
+            int, tuple[Callable[..., Any], str]
+        ] = {}  # id(function) -> (function, its hint or "")
+        self._right: dict[
+            int, tuple[Callable[..., Any], bool]
+        ] = {}  # id(function) -> (function, whether it is right on every probe)
 
     def tables(self) -> tuple[Sequence[Any], list[Any], dict[Mistake, list[Any]]] | None:
         """(probes, right answers, {mistake: its answers}), the same for every student, so
@@ -79,8 +89,15 @@ class KnownMistakes:
             probes = self.probes()
             names = {m: f"{self.task}:{m.mutant}" for m in self.mistakes}
             found = self.fingerprints([f"{self.task}:right", *names.values()], probes)
-            self._tables[seed] = None if found is None else (
-                probes, found[f"{self.task}:right"], {m: found[names[m]] for m in self.mistakes})
+            self._tables[seed] = (
+                None
+                if found is None
+                else (
+                    probes,
+                    found[f"{self.task}:right"],
+                    {m: found[names[m]] for m in self.mistakes},
+                )
+            )
         return self._tables[seed]
 
     def matches(self, function: Callable[..., Any]) -> list[Mistake]:
@@ -99,8 +116,12 @@ class KnownMistakes:
             with shorter_limit(self.limit), np.errstate(all="ignore"):
                 for i, args in enumerate(probes):
                     got = self.observe(function, args)
-                    left = [m for m in left if same(got, answers[m][i])
-                            and (same(answers[m][i], right[i]) or not same(got, right[i]))]
+                    left = [
+                        m
+                        for m in left
+                        if same(got, answers[m][i])
+                        and (same(answers[m][i], right[i]) or not same(got, right[i]))
+                    ]
                     if not left or time.monotonic() - start > self.limit:  # (no alarm: Windows)
                         return []
         except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (no hint, that's all)
@@ -116,8 +137,10 @@ class KnownMistakes:
             if found is not None:
                 try:
                     with shorter_limit(self.limit), np.errstate(all="ignore"):
-                        right = all(same(self.observe(function, args), want)
-                                    for args, want in zip(found[0], found[1]))
+                        right = all(
+                            same(self.observe(function, args), want)
+                            for args, want in zip(found[0], found[1])
+                        )
                 except (Exception, TimeLimitExceeded, StudentExit):  # noqa: BLE001 (not right)
                     right = False
             cached = self._right[id(function)] = (function, right)
@@ -149,19 +172,26 @@ def same(got: Any, expected: Any, tolerance: Tolerance = FLOATS) -> bool:
         if got == expected or (got != got and expected != expected):  # (NaN equals NaN)
             return True
         try:  # np.allclose's test; never true for inf (an int too big for a float: False)
-            return math.isfinite(got) and math.isfinite(expected) and \
-                abs(got - expected) <= atol + rtol * abs(expected)
+            return (
+                math.isfinite(got)
+                and math.isfinite(expected)
+                and abs(got - expected) <= atol + rtol * abs(expected)
+            )
         except OverflowError:
             return False
-    if type(got) is type(expected) is np.ndarray and got.shape == expected.shape \
-            and got.dtype == expected.dtype == np.float64:
+    if (
+        type(got) is type(expected) is np.ndarray
+        and got.shape == expected.shape
+        and got.dtype == expected.dtype == np.float64
+    ):
         # The usual arrays, quickly: np.allclose's test without its set-up, which takes most
         # of its time. Only a pass is decided here, where every expected number is finite (a
         # finite answer where inf is expected is within any tolerance, yet wrong); inf, NaN or
         # a difference go on to np.allclose below.
         with np.errstate(all="ignore"):
-            if (np.abs(got - expected) <= atol + rtol * np.abs(expected)).all() \
-                    and np.isfinite(expected).all():
+            if (np.abs(got - expected) <= atol + rtol * np.abs(expected)).all() and np.isfinite(
+                expected
+            ).all():
                 return True
     try:
         if np.shape(got) != np.shape(expected):  # before copying what may be a large answer
@@ -173,7 +203,8 @@ def same(got: Any, expected: Any, tolerance: Tolerance = FLOATS) -> bool:
         except Exception:  # noqa: BLE001 (a value that cannot even be compared is not equal)
             return False
     return got_array.shape == expected_array.shape and bool(
-        np.allclose(got_array, expected_array, rtol=rtol, atol=atol, equal_nan=True))
+        np.allclose(got_array, expected_array, rtol=rtol, atol=atol, equal_nan=True)
+    )
 
 
 WIDTH = 100  # characters of one value in a message, at most
@@ -188,8 +219,9 @@ def show(value: Any, exact: bool = False) -> str:
     if isinstance(value, (list, tuple)) and len(repr(value)) <= WIDTH:
         return repr(value)
     if not isinstance(value, (list, tuple, np.ndarray)):
-        return repr(float(value)) if exact and isinstance(value, (float, np.floating)) \
-            else repr(value)
+        return (
+            repr(float(value)) if exact and isinstance(value, (float, np.floating)) else repr(value)
+        )
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):  # not numbers (response dicts, say)
@@ -197,8 +229,10 @@ def show(value: Any, exact: bool = False) -> str:
     if array.size > 16:
         finite = array[np.isfinite(array)]
         values = f"from {finite.min():.4g} to {finite.max():.4g}" if finite.size else "none finite"
-        return (f"an array of shape {array.shape}, values {values}, "
-                f"{np.isnan(array).sum()} NaN, {np.isinf(array).sum()} inf")
+        return (
+            f"an array of shape {array.shape}, values {values}, "
+            f"{np.isnan(array).sum()} NaN, {np.isinf(array).sum()} inf"
+        )
     return f"array({(array if exact else np.round(array, 6)).tolist()})"
 
 
@@ -221,16 +255,19 @@ def expected_got(expected: Any, got: Any, tolerance: Tolerance = FLOATS) -> str:
     numbers = "b" not in (e.dtype.kind + g.dtype.kind)  # (True and False have no difference)
     with np.errstate(all="ignore"):
         ef, gf = e.astype(float), g.astype(float)
-        alike = show(expected) == show(got) or np.array_equal(np.round(ef, 6), np.round(gf, 6),
-                                                               equal_nan=True)
+        alike = show(expected) == show(got) or np.array_equal(
+            np.round(ef, 6), np.round(gf, 6), equal_nan=True
+        )
         text = f"expected {show(expected, alike)}, got {show(got, alike)}"
         wrong = ~np.isclose(gf, ef, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
         if not wrong.any() or not (alike or e.size > 1):
             return text
         if e.size > 1:
             at = tuple(int(i) for i in np.argwhere(wrong)[0])
-            text += (f"; first difference at index {list(at)}: expected {e[at].item()!r}, "
-                     f"got {g[at].item()!r}")
+            text += (
+                f"; first difference at index {list(at)}: expected {e[at].item()!r}, "
+                f"got {g[at].item()!r}"
+            )
         finite = wrong & np.isfinite(gf) & np.isfinite(ef)
         if numbers and finite.any():
             gap, scale = np.abs(gf - ef)[finite], np.abs(ef)[finite]
@@ -240,8 +277,14 @@ def expected_got(expected: Any, got: Any, tolerance: Tolerance = FLOATS) -> str:
     return text
 
 
-def check(got: Any, expected: Any, what: str, hint: Callable[[], str] | None = None,
-          where: Callable[[Any, Any], str] | None = None, tolerance: Tolerance = FLOATS) -> None:
+def check(
+    got: Any,
+    expected: Any,
+    what: str,
+    hint: Callable[[], str] | None = None,
+    where: Callable[[Any, Any], str] | None = None,
+    tolerance: Tolerance = FLOATS,
+) -> None:
     """Assert got == expected (within `tolerance`), with a message a student can act on.
 
     hint:  KnownMistakes.about(function), asked only when the check fails.
@@ -255,9 +298,15 @@ def check(got: Any, expected: Any, what: str, hint: Callable[[], str] | None = N
     raise AssertionError(f"{what}: {expected_got(expected, got, tolerance)}.{found}")
 
 
-def check_cases(cases: Sequence[Any], got: Sequence[Any], expected: Sequence[Any], what: str,
-                rule: str, hint: Callable[[], str] | None = None,
-                shown: Callable[[Any], str] = str) -> None:
+def check_cases(
+    cases: Sequence[Any],
+    got: Sequence[Any],
+    expected: Sequence[Any],
+    what: str,
+    rule: str,
+    hint: Callable[[], str] | None = None,
+    shown: Callable[[Any], str] = str,
+) -> None:
     """Assert a function gave the expected answer on every case, showing the smallest wrong one.
 
     cases:    the inputs, smallest first: the first wrong one is the counter-example shown.
@@ -277,4 +326,5 @@ def check_cases(cases: Sequence[Any], got: Sequence[Any], expected: Sequence[Any
     raise AssertionError(
         f"{what}: {len(wrong)} of {len(cases)} cases wrong. The rule: {rule}\n"
         f"  smallest wrong case: {shown(cases[first])}: "
-        f"{expected_got(expected[first], got[first])}{found}")
+        f"{expected_got(expected[first], got[first])}{found}"
+    )

@@ -9,6 +9,7 @@
 A task's points are split over its tests collected (`shares`), so a test that did
 not run (or a -k that left it out) never moves points to another test.
 """
+
 import xml.etree.ElementTree as ET
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -48,9 +49,14 @@ class ReportError(Exception):
     written it did not finish."""
 
 
-def results(tests: dict[str, str], failures: dict[str, str | None],
-            locked: dict[str, str] | None = None, checks: dict[str, str | None] | None = None,
-            details: str = "after_due_date", notes: Sequence[str] = ()) -> dict[str, Any]:
+def results(
+    tests: dict[str, str],
+    failures: dict[str, str | None],
+    locked: dict[str, str] | None = None,
+    checks: dict[str, str | None] | None = None,
+    details: str = "after_due_date",
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
     """Gradescope's results.json, as a dict.
 
     tests:    {graded test: task} for every graded test collected, in the order they ran.
@@ -80,36 +86,59 @@ def results(tests: dict[str, str], failures: dict[str, str | None],
         entries = entries_of_tests(task, mine, failures, locked.get(task))
         own_checks = [name for name in checks if lab.task_of(name) == task]
         for name in own_checks:
-            entries += check_entries(task, name, checks[name], f"{task}.{len(entries) + 2}",
-                                     details)
+            entries += check_entries(
+                task, name, checks[name], f"{task}.{len(entries) + 2}", details
+            )
         for i, one in enumerate(entries, 1):
             one["number"] = f"{task}.{i}"
         out += entries
-        unseen = ("" if not own_checks else
-                  "failed" if any(checks[name] is not None for name in own_checks) else "passed")
-        rows.append(Row(task, what, sum(failures.get(name, DID_NOT_RUN) is None for name in mine),
-                        len(mine), unseen, sum(e["score"] for e in entries), points, extra))
+        unseen = (
+            ""
+            if not own_checks
+            else "failed"
+            if any(checks[name] is not None for name in own_checks)
+            else "passed"
+        )
+        rows.append(
+            Row(
+                task,
+                what,
+                sum(failures.get(name, DID_NOT_RUN) is None for name in mine),
+                len(mine),
+                unseen,
+                sum(e["score"] for e in entries),
+                points,
+                extra,
+            )
+        )
     score = sum(t["score"] for t in out)  # exact: quarters
-    return dict(score=score, output=summary(rows, notes, bool(checks)), output_format="md",
-                visibility="visible", stdout_visibility="hidden",
-                extra_data=dict(tasks={row.task: row.score for row in rows}, notes=list(notes)),
-                tests=out)
+    return dict(
+        score=score,
+        output=summary(rows, notes, bool(checks)),
+        output_format="md",
+        visibility="visible",
+        stdout_visibility="hidden",
+        extra_data=dict(tasks={row.task: row.score for row in rows}, notes=list(notes)),
+        tests=out,
+    )
 
 
 class Row(NamedTuple):
     """One task's line of the report's table."""
+
     task: str
     what: str
-    passed: int       # its tests that passed (in every run)
-    tests: int        # its tests collected
-    unseen: str       # its unseen-input check: "passed", "failed", or "" where there is none
-    score: float      # its points earned
-    points: float     # its points (lab.TASKS)
-    extra: bool       # extra credit
+    passed: int  # its tests that passed (in every run)
+    tests: int  # its tests collected
+    unseen: str  # its unseen-input check: "passed", "failed", or "" where there is none
+    score: float  # its points earned
+    points: float  # its points (lab.TASKS)
+    extra: bool  # extra credit
 
 
-def entries_of_tests(task: str, names: list[str], failures: dict[str, str | None],
-                     locked: str | None) -> list[dict[str, Any]]:
+def entries_of_tests(
+    task: str, names: list[str], failures: dict[str, str | None], locked: str | None
+) -> list[dict[str, Any]]:
     """The entries of one task's tests (`locked`: why its passing tests earn nothing, or None)."""
     _, what, points, extra = lab.TASKS[task]
     share_of = shares(points, names)
@@ -118,60 +147,98 @@ def entries_of_tests(task: str, names: list[str], failures: dict[str, str | None
         why = failures.get(name, DID_NOT_RUN)
         if why is None:
             why = locked
-        out.append(dict(name=f"{'Extra credit: ' if extra else ''}Task {task} {what} "
-                             f"({lab.file_of(task)}): {name}",
-                        score=share_of[name] if why is None else 0.0,
-                        max_score=0.0 if extra else share_of[name],
-                        status="passed" if why is None else "failed", output=why or "",
-                        output_format="text", visibility="visible"))
+        out.append(
+            dict(
+                name=f"{'Extra credit: ' if extra else ''}Task {task} {what} "
+                f"({lab.file_of(task)}): {name}",
+                score=share_of[name] if why is None else 0.0,
+                max_score=0.0 if extra else share_of[name],
+                status="passed" if why is None else "failed",
+                output=why or "",
+                output_format="text",
+                visibility="visible",
+            )
+        )
     return out
 
 
-SHOWN = {"visible": "in entry {} below", "after_due_date": "in entry {}, shown after the due date",
-         "after_published": "in entry {}, shown once grades are published",
-         "hidden": "with your instructor (entry {} is hidden)"}
+SHOWN = {
+    "visible": "in entry {} below",
+    "after_due_date": "in entry {}, shown after the due date",
+    "after_published": "in entry {}, shown once grades are published",
+    "hidden": "with your instructor (entry {} is hidden)",
+}
 
 
-def check_entries(task: str, name: str, why: str | None, details_number: str,
-                  details: str) -> list[dict[str, Any]]:
+def check_entries(
+    task: str, name: str, why: str | None, details_number: str, details: str
+) -> list[dict[str, Any]]:
     """The two entries of an unseen-input check: passed or failed (visible), and what it
     tried (`details`: its visibility)."""
     where = f"Task {task} on unseen inputs ({lab.file_of(task)})"
     if why is None:
         verdict = f"passed: Task {task}'s tests count."
     else:
-        verdict = (f"failed: Task {task}'s tests earn nothing until it passes. What it tried, "
-                   f"what your code gave and what was expected are "
-                   f"{SHOWN[details].format(details_number)}.")
+        verdict = (
+            f"failed: Task {task}'s tests earn nothing until it passes. What it tried, "
+            f"what your code gave and what was expected are "
+            f"{SHOWN[details].format(details_number)}."
+        )
     status = "passed" if why is None else "failed"
-    return [dict(name=f"{where}: {name}", score=0.0, max_score=0.0, status=status,
-                 output=verdict, output_format="text", visibility="visible"),
-            dict(name=f"{where}, what it tried: {name}", score=0.0, max_score=0.0, status=status,
-                 output=why or "passed on every input it tried.", output_format="text",
-                 visibility=details)]
+    return [
+        dict(
+            name=f"{where}: {name}",
+            score=0.0,
+            max_score=0.0,
+            status=status,
+            output=verdict,
+            output_format="text",
+            visibility="visible",
+        ),
+        dict(
+            name=f"{where}, what it tried: {name}",
+            score=0.0,
+            max_score=0.0,
+            status=status,
+            output=why or "passed on every input it tried.",
+            output_format="text",
+            visibility=details,
+        ),
+    ]
 
 
 def summary(rows: Sequence[Row], notes: Sequence[str], checked: bool) -> str:
     """The report's Markdown: the notes, a title with the score, and a table of the tasks
     (`rows`, with a column for the unseen-input checks if `checked`)."""
     main = [row for row in rows if not row.extra]
-    title = (f"**Lab 20: {sum(r.score for r in main):g} of {sum(r.points for r in main):g} "
-             "points**")
+    title = f"**Lab 20: {sum(r.score for r in main):g} of {sum(r.points for r in main):g} points**"
     extra = [row for row in rows if row.extra]
     if extra:
-        title += (f", and {sum(r.score for r in extra):g} of {sum(r.points for r in extra):g} "
-                  "extra credit")
-    lines = [title, "", "| task | what | file | tests passed | "
-             + ("unseen inputs | " if checked else "") + "points |",
-             "|---|---|---|---|" + ("---|" if checked else "") + "---|"]
+        title += (
+            f", and {sum(r.score for r in extra):g} of {sum(r.points for r in extra):g} "
+            "extra credit"
+        )
+    lines = [
+        title,
+        "",
+        "| task | what | file | tests passed | "
+        + ("unseen inputs | " if checked else "")
+        + "points |",
+        "|---|---|---|---|" + ("---|" if checked else "") + "---|",
+    ]
     for row in rows:
-        lines.append(f"| {row.task}{' (extra credit)' if row.extra else ''} | {row.what} | "
-                     f"{lab.file_of(row.task)} | {row.passed} of {row.tests} | "
-                     + (f"{row.unseen} | " if checked else "")
-                     + f"{row.score:g} of {row.points:g} |")
+        lines.append(
+            f"| {row.task}{' (extra credit)' if row.extra else ''} | {row.what} | "
+            f"{lab.file_of(row.task)} | {row.passed} of {row.tests} | "
+            + (f"{row.unseen} | " if checked else "")
+            + f"{row.score:g} of {row.points:g} |"
+        )
     if checked:
-        lines += ["", "Each task is also checked on inputs the public tests don't use: its "
-                  "points count only when that check passes too."]
+        lines += [
+            "",
+            "Each task is also checked on inputs the public tests don't use: its "
+            "points count only when that check passes too.",
+        ]
     shown = [note if "\n" not in note else f"```\n{note}\n```" for note in notes]  # a log, as is
     return "\n\n".join([*shown, "\n".join(lines)])
 
@@ -201,8 +268,12 @@ def read_todos(path: str | Path) -> dict[str, str]:
     """{test: the task whose lab.TaskNotDone it failed on} from a JUnit XML report, for the
     tests that failed on a TODO (grading/plugin.py records it as the property TODO).
     ReportError as read_junit."""
-    return {case.get("name"): prop.get("value") for case in junit_cases(path)
-            for prop in case.iterfind("properties/property") if prop.get("name") == TODO}
+    return {
+        case.get("name"): prop.get("value")
+        for case in junit_cases(path)
+        for prop in case.iterfind("properties/property")
+        if prop.get("name") == TODO
+    }
 
 
 def junit_cases(path):
@@ -210,14 +281,17 @@ def junit_cases(path):
     try:
         size = Path(path).stat().st_size
         if size > MAX_REPORT:
-            raise ReportError(f"the test report takes {size / 2**20:.0f} MiB, more than the "
-                              f"{MAX_REPORT / 2**20:g} MiB any run's report needs")
+            raise ReportError(
+                f"the test report takes {size / 2**20:.0f} MiB, more than the "
+                f"{MAX_REPORT / 2**20:g} MiB any run's report needs"
+            )
         text = Path(path).read_bytes().decode("utf-8", errors="replace")
         root = ET.fromstring(text)
     except OSError as error:
         raise ReportError(f"no test report ({error.strerror})") from None
     except ET.ParseError as error:
-        raise ReportError(f"the test report is {'empty' if not text.strip() else 'cut short'} "
-                          f"({error})") from None
+        raise ReportError(
+            f"the test report is {'empty' if not text.strip() else 'cut short'} ({error})"
+        ) from None
     # a testcase without a name is not a test (pytest's note of an interrupted run)
     return [case for case in root.iter("testcase") if case.get("name") is not None]

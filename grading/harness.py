@@ -24,6 +24,7 @@ Inside, os._exit raises StudentExit, so a stray exit fails one test instead of
 ending grading silently. The rest of this file: where an error came from (a
 task file or given code), and writing files whole or not at all.
 """
+
 import contextlib
 import ctypes
 import faulthandler
@@ -40,9 +41,9 @@ import lab
 
 TIME_LIMIT = float(os.environ.get("LAB_TIME_LIMIT", "5"))  # seconds; the harness tests set 1
 HINT_LIMIT = min(1.0, TIME_LIMIT / 5)  # seconds for checking a hint (grading/feedback.py)
-REFIRE = 0.5          # seconds between repeated attempts to stop overrunning code
+REFIRE = 0.5  # seconds between repeated attempts to stop overrunning code
 BACKSTOP = TIME_LIMIT  # seconds past the limit after which the whole process ends
-EXIT_STUCK = 3         # the exit status of a process ended by the backstop
+EXIT_STUCK = 3  # the exit status of a process ended by the backstop
 
 ROOT = Path(__file__).resolve().parent.parent
 _exit = os._exit  # kept before any student code can replace it
@@ -72,8 +73,8 @@ def _raise_in_main(exception):
     main = threading.main_thread().ident
     assert main is not None, "the main thread has always started"
     ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(main),
-        None if exception is None else ctypes.py_object(exception))
+        ctypes.c_ulong(main), None if exception is None else ctypes.py_object(exception)
+    )
 
 
 class Watchdog(threading.Thread):
@@ -124,8 +125,11 @@ class Watchdog(threading.Thread):
 
 def _has_alarm():
     """True where an alarm signal can interrupt this thread (Unix, main thread)."""
-    return (hasattr(signal, "SIGALRM") and hasattr(signal, "setitimer")
-            and threading.current_thread() is threading.main_thread())
+    return (
+        hasattr(signal, "SIGALRM")
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
 
 
 def _on_alarm(signum, frame):
@@ -226,11 +230,13 @@ class shorter_limit:
 
 # ---------------------------------------------------------------- where an error came from
 
+
 def is_task_file(filename):
     """True for memory.py, scheduler.py, tis.py (or their solutions/ versions)."""
     name = Path(filename).name
     return name in {module + ".py" for module in lab.STUDENT_MODULES} or any(
-        filename == f"<{module}.py under test>" for module in lab.STUDENT_MODULES)
+        filename == f"<{module}.py under test>" for module in lab.STUDENT_MODULES
+    )
 
 
 def lab_frames(error):
@@ -253,8 +259,10 @@ def student_frames(error):
     student wrote. A frame stopped on its function's first line (a decorator or the def) is
     not: a time limit that strikes as a call begins has caught none of its lines running."""
     tb = error.__traceback__
-    return [(summary, is_student_frame(summary) and lineno != frame.f_code.co_firstlineno)
-            for summary, (frame, lineno) in zip(traceback.extract_tb(tb), traceback.walk_tb(tb))]
+    return [
+        (summary, is_student_frame(summary) and lineno != frame.f_code.co_firstlineno)
+        for summary, (frame, lineno) in zip(traceback.extract_tb(tb), traceback.walk_tb(tb))
+    ]
 
 
 def student_frame(error):
@@ -280,7 +288,7 @@ def where(error):
         return ""
     inner, outer = frames[theirs[-1]][0], frames[theirs[0]][0]
     text = f" (stopped in {place(inner)}"
-    if not all(mine for _, mine in frames[theirs[0]:theirs[-1] + 1]):
+    if not all(mine for _, mine in frames[theirs[0] : theirs[-1] + 1]):
         text += f", run by given code called from {place(outer)}"
     return text + ")"
 
@@ -308,6 +316,7 @@ def describe(error):
 
 
 # ---------------------------------------------------------------- files never half-written
+
 
 def cannot_write(path):
     """What is in the way of writing a file at `path`, in a few words; None if nothing is."""

@@ -19,6 +19,7 @@ conftest.py loads it; its time limits live in grading/harness.py.
   The file is rewritten after every test, so even a session that dies midway leaves
   a file that says so.
 """
+
 import contextlib
 import gc
 import json
@@ -31,14 +32,14 @@ from typing import Any, NamedTuple
 
 import pytest
 
-import lab
 import grading
+import lab
 from grading import gradescope, harness
 from grading.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from lab.input_checks import ContractError
 from scheduler_core import SchedulerError
 
-OUTPUT_LINES = 10        # lines of a failing test's printed output that are shown
+OUTPUT_LINES = 10  # lines of a failing test's printed output that are shown
 # seconds per test phase once a function the test uses overran (the autograder, whose every
 # call starts a process after one overran, sets more with LAB_SHORT_LIMIT)
 SHORT_LIMIT = float(os.environ.get("LAB_SHORT_LIMIT", "0.5"))
@@ -46,6 +47,7 @@ SHORT_LIMIT = float(os.environ.get("LAB_SHORT_LIMIT", "0.5"))
 
 class Outcome(NamedTuple):
     """How a graded test ended."""
+
     task: str
     passed: bool
     message: str  # why it failed ("" if it passed)
@@ -54,6 +56,7 @@ class Outcome(NamedTuple):
 @dataclass
 class State:
     """The plugin's state for one session, in config.stash[STATE]."""
+
     watchdog: harness.Watchdog
     stderr: int  # the terminal's stderr, for the last resort (see pytest_configure)
     # graded test -> task, every one collected; the graded tests meant to run (after -k);
@@ -85,8 +88,9 @@ def load(config: pytest.Config, name: str) -> ModuleType:
         try:
             return grading.load(name)
         except TimeLimitExceeded as error:
-            errors[name] = (f"importing it ran for more than {TIME_LIMIT:g} s: "
-                            f"{error}{harness.where(error)}")
+            errors[name] = (
+                f"importing it ran for more than {TIME_LIMIT:g} s: {error}{harness.where(error)}"
+            )
         except grading.TaskFileError as error:
             errors[name] = error.why
     raise grading.TaskFileError(name, errors[name])
@@ -99,8 +103,10 @@ def task_module(request: pytest.FixtureRequest, name: str) -> ModuleType:
         return load(request.config, name)
     except grading.TaskFileError as error:
         if lab.task_of(request.node.name) is None:
-            pytest.skip(f"{str(error).splitlines()[0]} (this test of the given code in it "
-                        "runs once it imports)")
+            pytest.skip(
+                f"{str(error).splitlines()[0]} (this test of the given code in it "
+                "runs once it imports)"
+            )
         raise
 
 
@@ -123,11 +129,17 @@ def tis(request):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--gradescope", metavar="PATH",
-                     help="also write the results in Gradescope's results.json format to PATH")
+    parser.addoption(
+        "--gradescope",
+        metavar="PATH",
+        help="also write the results in Gradescope's results.json format to PATH",
+    )
     if grading.SOLUTIONS_DIR.is_dir():  # a students' copy has no reference to switch to
-        parser.addoption("--solutions", action="store_true",
-                         help="test the reference solutions (the same as RL_SOLUTIONS=1)")
+        parser.addoption(
+            "--solutions",
+            action="store_true",
+            help="test the reference solutions (the same as RL_SOLUTIONS=1)",
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -145,7 +157,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # descriptor 2 at a file of its own, which an ended process never shows.
     config.stash[STATE] = State(
         watchdog=harness.Watchdog(lambda label, seconds: abort(config, label, seconds)),
-        stderr=os.dup(2))
+        stderr=os.dup(2),
+    )
 
 
 def pytest_report_header(config):
@@ -167,9 +180,11 @@ def short_failure(item, repr_failure):
     """An item's repr_failure that skips pytest's traceback where the lab's one-line message
     replaces it anyway (see pytest_runtest_makereport): formatting 50 tracebacks of TODOs
     would double the time of a run on the stubs."""
+
     def shortened(excinfo, *args, **kwargs):
         text, short = message(excinfo.value, item)
         return text if short else repr_failure(excinfo, *args, **kwargs)
+
     return shortened
 
 
@@ -178,8 +193,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # end: frozen, the garbage collector's full passes skip it (one such pass during the
     # tests would otherwise take some 40 ms).
     gc.freeze()
-    session.config.stash[STATE].selected = [item.name for item in session.items
-                                            if lab.task_of(item.name)]
+    session.config.stash[STATE].selected = [
+        item.name for item in session.items if lab.task_of(item.name)
+    ]
     write_gradescope(session.config, finished=False)
 
 
@@ -196,8 +212,9 @@ def limit_of(item: pytest.Item) -> tuple[float, str]:
         return TIME_LIMIT, ""
     for slow, (function, test) in item.config.stash[STATE].overran.items():
         if task == slow or slow in lab.USES.get(task, ()):
-            return SHORT_LIMIT, (f" (the short limit: {function} already ran past "
-                                 f"{TIME_LIMIT:g} s in {test})")
+            return SHORT_LIMIT, (
+                f" (the short limit: {function} already ran past {TIME_LIMIT:g} s in {test})"
+            )
     return TIME_LIMIT, ""
 
 
@@ -210,8 +227,12 @@ def overran(item: pytest.Item, error: BaseException) -> None:
         task = lab.task_of(item.name)
     if task is not None:
         item.config.stash[STATE].overran.setdefault(
-            task, (frame.name if frame and frame.name == lab.TASKS[task].what
-                   else f"Task {task}", item.name))
+            task,
+            (
+                frame.name if frame and frame.name == lab.TASKS[task].what else f"Task {task}",
+                item.name,
+            ),
+        )
 
 
 def under_limits(item):
@@ -232,15 +253,17 @@ def limited(item: pytest.Item) -> contextlib.AbstractContextManager:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item,
-                            nextitem: pytest.Item | None) -> Generator[None, Any, None]:
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, Any, None]:
     """faulthandler's last resort (grading/harness.py), armed once for the test's setup,
     call and teardown: each a phase of at most TIME_LIMIT + BACKSTOP seconds."""
     if not under_limits(item):
         yield
         return
-    with harness.last_resort(3 * (TIME_LIMIT + harness.BACKSTOP) + 5,
-                             item.config.stash[STATE].stderr):
+    with harness.last_resort(
+        3 * (TIME_LIMIT + harness.BACKSTOP) + 5, item.config.stash[STATE].stderr
+    ):
         yield
 
 
@@ -270,8 +293,11 @@ def message(error: BaseException, item: pytest.Item) -> tuple[str, bool]:
     text = str(error)
     if isinstance(error, TimeLimitExceeded):
         limit, why = item.stash.get(LIMIT, (TIME_LIMIT, ""))
-        return (f"TimeLimitExceeded: this test ran for more than {limit:g} s{why}: {text}"
-                f"{harness.where(error)}", True)
+        return (
+            f"TimeLimitExceeded: this test ran for more than {limit:g} s{why}: {text}"
+            f"{harness.where(error)}",
+            True,
+        )
     if isinstance(error, grading.TaskFileError):
         return text, True
     if isinstance(error, lab.TaskNotDone):
@@ -287,11 +313,12 @@ def message(error: BaseException, item: pytest.Item) -> tuple[str, bool]:
 def cut(text, lines=OUTPUT_LINES, chars=2000):
     """The first `lines` lines of printed output (at most `chars` characters), noting the cut."""
     kept = text[:chars].splitlines()[:lines]
-    rest = text[len("\n".join(kept)):].strip("\n")
+    rest = text[len("\n".join(kept)) :].strip("\n")
     if not rest:
         return text
-    return "\n".join(kept) + (f"\n... ({len(rest.splitlines())} more lines, {len(rest)} "
-                              "characters, cut)\n")
+    return "\n".join(kept) + (
+        f"\n... ({len(rest.splitlines())} more lines, {len(rest)} characters, cut)\n"
+    )
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -308,14 +335,21 @@ def pytest_runtest_makereport(item: pytest.Item, call) -> Generator[None, Any, N
             overran(item, error)
         if isinstance(error, lab.TaskNotDone):
             item.user_properties.append((gradescope.TODO, error.task))
-        if (isinstance(error, grading.TaskFileError)
-                and state.shown.setdefault(error.module, item.name) != item.name):
-            report.longrepr = (f"{error.module}.py cannot be imported (the reason is shown "
-                               f"above, at {state.shown[error.module]})")
+        if (
+            isinstance(error, grading.TaskFileError)
+            and state.shown.setdefault(error.module, item.name) != item.name
+        ):
+            report.longrepr = (
+                f"{error.module}.py cannot be imported (the reason is shown "
+                f"above, at {state.shown[error.module]})"
+            )
         elif short:
             report.longrepr = text
-        text += "".join(f"\n{title}:\n{content}" for title, content in report.sections
-                        if "stdout" in title or "stderr" in title)
+        text += "".join(
+            f"\n{title}:\n{content}"
+            for title, content in report.sections
+            if "stdout" in title or "stderr" in title
+        )
     if task := lab.task_of(item.name):
         state.results[item.name] = Outcome(task, report.passed, text)
         write_gradescope(item.config, finished=False)
@@ -345,12 +379,16 @@ def pytest_terminal_summary(terminalreporter, config):
     for task in (t for t in lab.TASKS if t in rows):
         done, total = rows[task]
         mark = "  done" if done == total else ""
-        write(f"  {task:<5} {lab.TASKS[task].what:<42} {lab.file_of(task):<13} {done}/{total}{mark}")
-    not_run = [name for name in config.stash[STATE].selected
-               if name not in config.stash[STATE].results]
+        write(
+            f"  {task:<5} {lab.TASKS[task].what:<42} {lab.file_of(task):<13} {done}/{total}{mark}"
+        )
+    not_run = [
+        name for name in config.stash[STATE].selected if name not in config.stash[STATE].results
+    ]
     if not_run:
-        write(f"  {len(not_run)} graded tests did not run (the session stopped early): "
-              "they score 0")
+        write(
+            f"  {len(not_run)} graded tests did not run (the session stopped early): they score 0"
+        )
     if config.getoption("gradescope"):
         write(f"Gradescope results written to {config.getoption('gradescope')}")
 
@@ -369,8 +407,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)  # None if pytest_configure stopped early
     if state is not None:
         os.close(state.stderr)
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
-           if t is not threading.main_thread()):
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+    ):
         print("Lab 20: your code left a thread running; stopping it.", flush=True)
         harness._exit(state.exitstatus if state is not None else 1)
 
@@ -383,9 +424,11 @@ def abort(config: pytest.Config, label: str, seconds: float) -> None:
         capture.suspend_global_capture()
     state = config.stash[STATE]
     name = state.running.name
-    text = (f"{label} ignored its {state.limit:g} s time limit and was still running after "
-            f"{seconds:.0f} s (does it catch every exception, or turn off signals?), so grading "
-            "stopped here. Tests that did not run score 0.")
+    text = (
+        f"{label} ignored its {state.limit:g} s time limit and was still running after "
+        f"{seconds:.0f} s (does it catch every exception, or turn off signals?), so grading "
+        "stopped here. Tests that did not run score 0."
+    )
     if task := lab.task_of(name):
         state.results[name] = Outcome(task, False, text)
     write_gradescope(config, finished=False, why=text)
@@ -401,13 +444,21 @@ def write_gradescope(config: pytest.Config, finished: bool, why: str | None = No
     not_run = [name for name in state.selected if name not in state.results]
     notes = []
     if why or not finished:
-        notes.append(why or ("Grading did not finish (the session was ended from inside the "
-                             "tested code?). Tests that did not run score 0."))
+        notes.append(
+            why
+            or (
+                "Grading did not finish (the session was ended from inside the "
+                "tested code?). Tests that did not run score 0."
+            )
+        )
     elif not_run:
-        notes.append(f"Grading stopped early: {len(not_run)} graded tests did not run and "
-                     "score 0.")
-    results = gradescope.results(state.tests, {
-        name: None if outcome.passed else outcome.message
-        for name, outcome in state.results.items()}, notes=notes)
+        notes.append(f"Grading stopped early: {len(not_run)} graded tests did not run and score 0.")
+    results = gradescope.results(
+        state.tests,
+        {
+            name: None if outcome.passed else outcome.message
+            for name, outcome in state.results.items()
+        },
+        notes=notes,
+    )
     harness.write_atomically(path, json.dumps(results, indent=1))
-

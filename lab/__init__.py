@@ -3,15 +3,16 @@ modules, Task 3's schemes (SCHEME_TABLE), the GPU's size, and TaskNotDone, what 
 Written here once; everything else imports them.
 This module imports nothing of the lab's, so that any file may import it.
 """
+
 import re
 from typing import NamedTuple
 
 
 class Task(NamedTuple):
-    module: str           # the student module it lives in
-    what: str             # the function to implement (or what the end-to-end tests use)
-    points: float         # split evenly over the task's tests
-    extra: bool = False   # extra credit: its points come on top of the 100
+    module: str  # the student module it lives in
+    what: str  # the function to implement (or what the end-to-end tests use)
+    points: float  # split evenly over the task's tests
+    extra: bool = False  # extra credit: its points come on top of the 100
 
 
 # Test names carry the task id ("test_task2b_fifo"); the ids without a letter
@@ -41,15 +42,16 @@ GIVEN_FUNCTIONS = {"scheduler": ("simulate",)}
 
 class Scheme(NamedTuple):
     """One weighting scheme of Task 3: everything the lab says about it, in one row."""
-    name: str       # its name in tables, figures and the JSON
-    task: str       # the task whose function computes it
-    argument: str   # what that function takes to compute it (scheme, or level for 3c)
-    label: str      # how figures name it
-    color: str      # its colour in every figure
-    marker: str     # its marker too, so lines of close colours (or printed in grey) stay apart
-    family: str     # "token" or "seq": the length sweep's group (weights per token or per response)
+
+    name: str  # its name in tables, figures and the JSON
+    task: str  # the task whose function computes it
+    argument: str  # what that function takes to compute it (scheme, or level for 3c)
+    label: str  # how figures name it
+    color: str  # its colour in every figure
+    marker: str  # its marker too, so lines of close colours (or printed in grey) stay apart
+    family: str  # "token" or "seq": the length sweep's group (weights per token or per response)
     story: str = ""  # its line in the README's story (Part 3 draws these bold; --staleness and
-                     # --learning-curves train them), or "" if it is not in the story
+    # --learning-curves train them), or "" if it is not in the story
 
 
 # Task 3's schemes, in the order tables and figures show them. Adding a scheme is a row here
@@ -104,8 +106,7 @@ class TaskNotDone(NotImplementedError):
     def __init__(self, task: str) -> None:
         if task not in TASKS:
             raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
-        super().__init__(f"Task {task} {TASKS[task].what} ({file_of(task)}) is not "
-                         "implemented yet")
+        super().__init__(f"Task {task} {TASKS[task].what} ({file_of(task)}) is not implemented yet")
         self.task = task
 
     def __reduce__(self) -> tuple[type, tuple[str]]:

@@ -17,6 +17,7 @@ that, numpy's arithmetic wraps without a word, and the tests that check answers 
 not these checks, find it (the docstrings of model_state_bytes and kv_cache_bytes
 say where).
 """
+
 import functools
 import inspect
 import math
@@ -78,8 +79,9 @@ def real_array(name, value):
 
 def is_float64(answer):
     """True for a numpy array of float64 numbers, in any byte order or memory layout."""
-    return isinstance(answer, np.ndarray) and answer.dtype.kind == "f" \
-        and answer.dtype.itemsize == 8
+    return (
+        isinstance(answer, np.ndarray) and answer.dtype.kind == "f" and answer.dtype.itemsize == 8
+    )
 
 
 def show_short(value, width=60):
@@ -91,7 +93,7 @@ def show_short(value, width=60):
     if isinstance(value, (list, tuple)) and value:
         first = show_short(value[0], width)
         return f"a {type(value).__name__} of {len(value)} items, the first: {first}"
-    return text[:width - 3] + "..."
+    return text[: width - 3] + "..."
 
 
 def checked(inputs, returns=None):
@@ -130,8 +132,10 @@ def checked(inputs, returns=None):
             if returns is not None:
                 returns(function.__name__, answer, **arguments)
             return answer
+
         checked_function.unchecked = function  # type: ignore[attr-defined]
         return checked_function
+
     return decorate
 
 

@@ -7,6 +7,7 @@ failure messages read them. KIND names the kind each task's answers are compared
 its public tests and its unseen check alike (tools/test_tolerances.py holds that); a public
 test may name a stricter kind (STRICTER) for inputs where rounding is all that can differ.
 """
+
 from typing import NamedTuple
 
 
@@ -29,5 +30,15 @@ ROUNDING = Tolerance("ROUNDING", 1e-12, 0.0)
 NO_FLOOR = Tolerance("NO_FLOOR", 1e-9, 0.0)
 
 STRICTER = (ROUNDING, NO_FLOOR)
-KIND = {"1a": EXACT, "1b": EXACT, "1c": FLOATS, "2a": EXACT, "2b": EXACT, "2": FLOATS,
-        "3a": FLOATS, "3b": FLOATS, "3": STATISTICS, "3c": FLOATS}
+KIND = {
+    "1a": EXACT,
+    "1b": EXACT,
+    "1c": FLOATS,
+    "2a": EXACT,
+    "2b": EXACT,
+    "2": FLOATS,
+    "3a": FLOATS,
+    "3b": FLOATS,
+    "3": STATISTICS,
+    "3c": FLOATS,
+}

@@ -6,6 +6,7 @@ Units: bytes, and GB = 10**9 bytes (the unit GPU data sheets use: an H100 has
 The chapter's question: why does PPO-RLHF on a 7B model need a small cluster
 just to hold its weights, while GRPO with a LoRA adapter fits on one GPU?
 """
+
 from lab import contracts
 from lab.input_checks import Number, Whole, checked
 
@@ -39,8 +40,13 @@ def model_state_bytes(n_trained: Whole, n_frozen: Whole = 0) -> int:
 
 
 @checked(contracts.kv_cache_bytes)
-def kv_cache_bytes(n_layers: Whole, n_kv_heads: Whole, head_dim: Whole, n_tokens: Whole,
-                   bytes_per_value: Number = 2) -> int:
+def kv_cache_bytes(
+    n_layers: Whole,
+    n_kv_heads: Whole,
+    head_dim: Whole,
+    n_tokens: Whole,
+    bytes_per_value: Number = 2,
+) -> int:
     """Bytes of KV cache for `n_tokens` tokens (all sequences together):
 
         bytes = 2 * n_layers * n_kv_heads * head_dim * n_tokens * bytes_per_value
@@ -64,14 +70,21 @@ def kv_cache_bytes(n_layers: Whole, n_kv_heads: Whole, head_dim: Whole, n_tokens
     # HINT: a key AND a value vector per layer, per KV head, per token.
     import math
     from fractions import Fraction  # exact: the float 0.57 is a little below 57/100
+
     per_value = Fraction(str(bytes_per_value))
     return math.ceil(Fraction(2 * n_layers * n_kv_heads * head_dim * n_tokens) * per_value)
     # END SOLUTION
 
 
 @checked(contracts.rl_memory_gb)
-def rl_memory_gb(algo: str, n_params: Whole, *, reference: bool = True,
-                 reward_model: bool | None = None, lora_params: Whole = 0) -> float:
+def rl_memory_gb(
+    algo: str,
+    n_params: Whole,
+    *,
+    reference: bool = True,
+    reward_model: bool | None = None,
+    lora_params: Whole = 0,
+) -> float:
     """GB of model state for an RL run whose models have N = n_params parameters each:
 
         PPO:  policy and critic, trained; reference and reward model, frozen

@@ -11,6 +11,7 @@ Arrays: logp_train, logp_infer and the weights are (N, T): N sequences of T
 tokens. grad_logp is (N, T, D): the gradient of log pi_train(y_t | y_<t)
 with respect to the D trainer parameters.
 """
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -19,8 +20,9 @@ from lab.input_checks import Number, checked
 
 
 @checked(contracts.importance_weights, returns=contracts.token_weights)
-def importance_weights(logp_train: NDArray[np.float64], logp_infer: NDArray[np.float64],
-                       scheme: str, C: Number = 2.0) -> NDArray[np.float64]:
+def importance_weights(
+    logp_train: NDArray[np.float64], logp_infer: NDArray[np.float64], scheme: str, C: Number = 2.0
+) -> NDArray[np.float64]:
     """Per-token weights for one of five schemes, with w_t = exp(logp_train - logp_infer):
 
         "none"       1                       (ignore the mismatch: biased)
@@ -59,8 +61,9 @@ def importance_weights(logp_train: NDArray[np.float64], logp_infer: NDArray[np.f
 
 
 @checked(contracts.pg_estimate, returns=contracts.gradient)
-def pg_estimate(rewards: NDArray[np.float64], grad_logp: NDArray[np.float64],
-                weights: NDArray[np.float64]) -> NDArray[np.float64]:
+def pg_estimate(
+    rewards: NDArray[np.float64], grad_logp: NDArray[np.float64], weights: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """REINFORCE with weighted token terms, averaged over the batch:
 
         g = (1/N) sum_n r_n sum_t w_nt * grad log pi_train(y_nt | y_n,<t)
@@ -83,8 +86,13 @@ def pg_estimate(rewards: NDArray[np.float64], grad_logp: NDArray[np.float64],
 
 
 @checked(contracts.masked_weights, returns=contracts.token_weights)
-def masked_weights(logp_train: NDArray[np.float64], logp_infer: NDArray[np.float64],
-                   level: str, low: Number = 0.5, high: Number = 2.0) -> NDArray[np.float64]:
+def masked_weights(
+    logp_train: NDArray[np.float64],
+    logp_infer: NDArray[np.float64],
+    level: str,
+    low: Number = 0.5,
+    high: Number = 2.0,
+) -> NDArray[np.float64]:
     """Task 3c (optional): masking. Per-token weights that reject instead of truncate: a
     ratio inside the band [low, high] is kept as it is, one outside gives weight 0.
 

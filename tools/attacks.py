@@ -4,7 +4,8 @@ Each is a text appended to a task file (or to the whole submission) by check_aut
 `submissions`; written here, apart from the check that grades them, so each reads as the
 student code it is. The numbers beside them are the bounds the check holds the grader to.
 """
-WRITER_CHEAT = '''
+
+WRITER_CHEAT = """
 # cheat: every report says "passed", and the Gradescope writer says 100
 import _pytest.reports
 import grading.gradescope
@@ -14,8 +15,8 @@ def _passed(self, *args, **kwargs):
     _init(self, *args, **kwargs)
     self.outcome, self.longrepr = "passed", None
 _pytest.reports.TestReport.__init__ = _passed
-'''
-ATEXIT_CHEAT = '''
+"""
+ATEXIT_CHEAT = """
 # cheat: at exit, overwrite every results file this process was told about
 import atexit, json, os, sys
 def _rewrite():
@@ -33,9 +34,9 @@ def _rewrite():
         except OSError:
             pass
 atexit.register(_rewrite)
-'''
+"""
 # The fingerprint of a call, the same in the recorder and in the hard-coded cheat.
-FINGERPRINT = '''
+FINGERPRINT = """
 import hashlib as _hashlib, inspect as _inspect, numpy as _np
 def _fingerprint(function, args, kwargs):
     def norm(v):
@@ -55,8 +56,10 @@ def _functions(namespace):
     return [n for n, f in list(namespace.items()) if _inspect.isfunction(f)
             and not n.startswith("_") and f.__module__ == namespace["__name__"]]
 _depth = [0]
-'''
-HARDCODED_CHEAT = FINGERPRINT + '''
+"""
+HARDCODED_CHEAT = (
+    FINGERPRINT
+    + """
 def _only_public(function):  # right only on the public tests' inputs
     def gated(*args, **kwargs):
         if _depth[0] == 0 and _fingerprint(function, args, kwargs) not in _PUBLIC:
@@ -69,8 +72,11 @@ def _only_public(function):  # right only on the public tests' inputs
     return gated
 for _name in _functions(globals()):
     globals()[_name] = _only_public(globals()[_name])
-'''
-RECORDER = FINGERPRINT + '''
+"""
+)
+RECORDER = (
+    FINGERPRINT
+    + """
 import atexit, importlib, json, os
 SEEN, CALLS = set(), {}
 def _recording(function):
@@ -91,15 +97,16 @@ for _module in ("memory", "scheduler", "tis"):
 def pytest_unconfigure(config):
     with open(os.environ["RECORD_TO"], "w") as out:
         json.dump(dict(seen=sorted(SEEN), calls=CALLS), out)
-'''
+"""
+)
 
 
 # The attacks of issue 20: each is added to a reference file (or a stub).
-SURROGATE = '''
+SURROGATE = """
 def masked_weights(*args, **kwargs):  # attack: an error whose message holds a lone surrogate
     raise ValueError("no masking here \\udcff")
-'''
-FILL_TMP = '''
+"""
+FILL_TMP = """
 import os as _os, tempfile as _tempfile  # attack: fill the temporary folder (256 MB at most)
 try:
     with open(_os.path.join(_tempfile.gettempdir(), "filler"), "wb") as _out:
@@ -107,16 +114,16 @@ try:
             _out.write(b"x" * 2**20)
 except OSError:
     pass
-'''
+"""
 # Its process sleeps 120 s: longer than a run, and it ends by itself where the grader,
 # not being root, cannot end it.
-IMPORT_LOOP = '''
+IMPORT_LOOP = """
 import subprocess as _subprocess, time as _time  # attack: a process of its own, then a loop
 _subprocess.Popen(["sleep", "120"], start_new_session=True)
 while True:
     _time.sleep(0.1)
-'''
-FLOAT16_INF = '''
+"""
+FLOAT16_INF = """
 def _inf_unless_public(function):  # attack: the public answers, float16(inf) for any other
     def gated(*args, **kwargs):
         if _fingerprint(function, args, kwargs) in _PUBLIC:
@@ -125,8 +132,8 @@ def _inf_unless_public(function):  # attack: the public answers, float16(inf) fo
     return gated
 for _name in _functions(globals()):
     globals()[_name] = _inf_unless_public(globals()[_name])
-'''
-LOOKUP = '''
+"""
+LOOKUP = """
 _right = {"__name__": __name__ + "_right"}  # attack: right answers for the public inputs
 exec(compile(_RIGHT_SOURCE, __file__, "exec"), _right)
 def _lookup(name, wrong):
@@ -140,24 +147,39 @@ def _lookup(name, wrong):
     return gated
 for _name in _functions(globals()):
     globals()[_name] = _lookup(_name, globals()[_name])
-'''
+"""
 # Three edge-case bugs (file, right text, wrong text): a float for a whole-float input, a
 # running product that overflows on long responses, a band without its edges.
 EDGE_BUGS = [
-    ("memory.py", "return int(TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen)",
-     "return TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen"),
-    ("tis.py", "log_w = np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)",
-     "log_w = np.broadcast_to(np.log(np.prod(np.exp(log_w), axis=1, keepdims=True)), "
-     "log_w.shape)"),
-    ("tis.py", "inside = (np.log(low) <= log_ratio) & (log_ratio <= np.log(high))",
-     "inside = (np.log(low) < log_ratio) & (log_ratio < np.log(high))"),
+    (
+        "memory.py",
+        "return int(TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen)",
+        "return TRAINED_BYTES * n_trained + FROZEN_BYTES * n_frozen",
+    ),
+    (
+        "tis.py",
+        "log_w = np.broadcast_to(log_w.sum(axis=1, keepdims=True), log_w.shape)",
+        "log_w = np.broadcast_to(np.log(np.prod(np.exp(log_w), axis=1, keepdims=True)), "
+        "log_w.shape)",
+    ),
+    (
+        "tis.py",
+        "inside = (np.log(low) <= log_ratio) & (log_ratio <= np.log(high))",
+        "inside = (np.log(low) < log_ratio) & (log_ratio < np.log(high))",
+    ),
 ]
-IN_PLACE = ("tis.py", "log_w = logp_train - logp_infer\n",
-            "log_w = logp_train  # attack: changes the caller's array\n    log_w -= logp_infer\n")
-BIG_ANSWER = ("memory.py", "    n_trained_models = 2 if algo",
-              "    if lora_params > 0:  # attack: a 60 MB wrong answer\n"
-              "        return __import__('numpy').zeros(60_000_000, dtype=bool)\n"
-              "    n_trained_models = 2 if algo")
+IN_PLACE = (
+    "tis.py",
+    "log_w = logp_train - logp_infer\n",
+    "log_w = logp_train  # attack: changes the caller's array\n    log_w -= logp_infer\n",
+)
+BIG_ANSWER = (
+    "memory.py",
+    "    n_trained_models = 2 if algo",
+    "    if lora_params > 0:  # attack: a 60 MB wrong answer\n"
+    "        return __import__('numpy').zeros(60_000_000, dtype=bool)\n"
+    "    n_trained_models = 2 if algo",
+)
 BIG_ANSWER_PEAK = 200  # MiB: the most the grading pytest may take on any answer (issue 26)
 DECODE_LIMIT = 10  # seconds: the longest the grader may take to decode one answer
 
@@ -168,7 +190,7 @@ DECODE_LIMIT = 10  # seconds: the longest the grader may take to decode one answ
 # a CPU hog in memory.py (a spinning thread and a spinning child in a session of its own);
 # a first call of importance_weights that takes 6 s (more than a test's 5 s), once per
 # process; and masked_weights answering a million empty tuples.
-DEEP_TREE = '''
+DEEP_TREE = """
 import os as _os, tempfile as _tempfile  # attack: trees 1,100 folders deep, read-only
 def _deep(top, depth=1100):
     fd = _os.open(top, _os.O_RDONLY)
@@ -185,8 +207,8 @@ for _top in {"/tmp", _tempfile.gettempdir()}:
         _deep(_os.path.join(_top, "deep-tree"))
     except OSError:
         pass
-'''
-TRACES = '''
+"""
+TRACES = """
 import ctypes as _ctypes, os as _os  # attack: a file in every folder anyone may write, and IPC
 for _top in ("/run/lock", "/var/tmp", "/dev/shm", "/dev/mqueue", "/tmp"):
     try:
@@ -199,16 +221,16 @@ _libc = _ctypes.CDLL(None)
 _libc.shmget(0, 64 * 2**20, 0o1600)  # IPC_PRIVATE, 64 MiB, IPC_CREAT | 0600
 _libc.msgget(0, 0o1600)
 _libc.semget(0, 1, 0o1600)
-'''
-CPU_HOG = '''
+"""
+CPU_HOG = """
 import subprocess as _subprocess, sys as _sys, threading as _threading  # attack: spin, twice
 def _spin():
     while True:
         pass
 _threading.Thread(target=_spin, daemon=True).start()
 _subprocess.Popen([_sys.executable, "-c", "while True: pass"], start_new_session=True)
-'''
-SLOW_FIRST = '''
+"""
+SLOW_FIRST = """
 import time as _time  # attack: the first call in a process takes 6 s (a cold cache)
 _cold = [True]
 _importance_weights = importance_weights
@@ -217,11 +239,11 @@ def importance_weights(*args, **kwargs):
         _cold[0] = False
         _time.sleep(6)
     return _importance_weights(*args, **kwargs)
-'''
-TINY_OBJECTS = '''
+"""
+TINY_OBJECTS = """
 def masked_weights(*args, **kwargs):  # attack: a million tiny objects (4 MB on the wire)
     return [0.5] * 1_000_000
-'''
+"""
 # The families of issue 35, in three submissions (each attack graded at what its code is
 # worth). "The box": the reference with a folder 1,200 levels deep beside the task files;
 # in memory.py a guard that SIGSTOPs the clean-up's kill helper, a POSIX message queue
@@ -253,7 +275,7 @@ while time.time() < end:
     time.sleep(0.005)
 """], start_new_session=True)
 '''
-QUEUE_AND_KEY = '''
+QUEUE_AND_KEY = """
 import ctypes as _ctypes, os as _os  # attack: a POSIX queue and a kernel key, kept between runs
 _libc = _ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = _ctypes.c_long
@@ -269,8 +291,8 @@ _libc.syscall(248, b"user", b"lab20-leak", b"from an earlier run", 19, _ctypes.c
 for _i in range(64):  # the user's RLIMIT_MSGQUEUE: the next file could make none
     if _queue(f"/lab20-fill-{_i}".encode()) < 0:
         break
-'''
-SETUID = '''
+"""
+SETUID = """
 import os as _os, subprocess as _subprocess  # attack: set-user-ID programs, with a memfd
 _memfd = _os.memfd_create("held")
 _os.ftruncate(_memfd, 64 * 2**20)
@@ -283,12 +305,12 @@ for _cmd, _stdin, _held in ((["passwd"], _a[0], _b[1]), (["chfn"], _b[0], _a[1])
                           start_new_session=True)
     except OSError:
         pass
-'''
-SLOW_IMPORT = '''
+"""
+SLOW_IMPORT = """
 import time as _time  # attack: an import that takes 4.5 s, under a local run's 5 s
 _time.sleep(4.5)
-'''
-PIPE_BYTES = '''
+"""
+PIPE_BYTES = """
 import sys as _sys, time as _time  # attack: bytes left in the pipe after an interrupted call
 _kv_cache_bytes = kv_cache_bytes
 def kv_cache_bytes(*args, **kwargs):
@@ -307,8 +329,8 @@ def kv_cache_bytes(*args, **kwargs):
                 {"error": ["ValueError", "made up", ""], "id": frame.f_locals["message"]["id"]}))
             frame.f_locals["replies"].flush()
         raise
-'''
-BIG_MASKED = '''
+"""
+BIG_MASKED = """
 import sys as _sys  # attack: in turn a huge message, shared sublists, 200,000 empty lists
 _calls = [0]
 def masked_weights(*args, **kwargs):
@@ -328,8 +350,8 @@ def masked_weights(*args, **kwargs):
         wire.Encoder.__call__ = lambda self, v, depth=0: (
             [] if type(v) is tuple and not v else encode(self, v, depth))
     return [()] * 200_000
-'''
-NEVER_AFTER_PUBLIC = '''
+"""
+NEVER_AFTER_PUBLIC = """
 import time as _time  # attack: masked_weights never answers after the public tests' calls
 _masked_weights, _calls = masked_weights, [0]
 def masked_weights(*args, **kwargs):
@@ -338,14 +360,20 @@ def masked_weights(*args, **kwargs):
         return _masked_weights(*args, **kwargs)
     while True:
         _time.sleep(0.05)
-'''
+"""
 CUT_LIMIT = 30  # seconds: the run limit of that submission (its 3c check starts at 5-20 s)
 GRADER_BASE = 80  # MiB: the grading pytest before any answer (74-77 MiB on these submissions)
 # Answers of each shape, as JSON items of a list on the wire, decoded at a module's cap.
-SHAPES = {"empty tuples": '{"tuple":[]}', "empty lists": '{"list":%d,"items":[]}',
-          "empty dicts": '{"dict":%d,"items":[]}', "floats": "0.5", "ints": "1000",
-          "1-tuples of floats": '{"tuple":[0.5]}', "empty strings": '""'}
-DECODE = '''
+SHAPES = {
+    "empty tuples": '{"tuple":[]}',
+    "empty lists": '{"list":%d,"items":[]}',
+    "empty dicts": '{"dict":%d,"items":[]}',
+    "floats": "0.5",
+    "ints": "1000",
+    "1-tuples of floats": '{"tuple":[0.5]}',
+    "empty strings": '""',
+}
+DECODE = """
 import io, resource, struct, sys, time
 sys.path[:0] = [sys.argv[1]]
 import wire
@@ -364,12 +392,12 @@ began = time.perf_counter()
 reply, _ = wire.receive(stream.read, cap)
 seconds = time.perf_counter() - began
 print(n, seconds, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
-'''
+"""
 # The copy cheat (issue 40): each task function pasted from the test files of the students'
 # copy, by the names they held on c217b1f (a reference function or a stand-in), looked up
 # when called. The students' copy no longer holds any of them (tools/leaks.py checks that
 # nothing else there solves a task either), so this scores 0.
-COPY = '''
+COPY = """
 # cheat: the answers, copied from the tests the students' copy ships
 import importlib as _importlib
 def _copied(module, name):
@@ -379,24 +407,28 @@ def _copied(module, name):
             target = getattr(target, part)
         return target(*args, **kwargs)
     return use
-'''
+"""
 COPY_CHEAT = {
-    "memory.py": COPY + '''
+    "memory.py": COPY
+    + """
 model_state_bytes = _copied("experiments.test_gpu_model", "StandInMemory.model_state_bytes")
 kv_cache_bytes = _copied("experiments.test_gpu_model", "StandInMemory.kv_cache_bytes")
 def rl_memory_gb(algo, n_params, *, reference=True, reward_model=None, lora_params=0):
     return _copied("test_rl_systems", "bill_gb")(algo, n_params, reference, reward_model,
                                                  lora_params)
-''',
-    "scheduler.py": COPY + '''
+""",
+    "scheduler.py": COPY
+    + """
 may_start = _copied("test_given", "admit")
 def take_batch(finished, version, k, B, drop_stale=False):
     return _copied("experiments.test_gpu_model", "fifo")(finished, version, k, B, drop_stale)
-''',
-    "tis.py": COPY + '''
+""",
+    "tis.py": COPY
+    + """
 def importance_weights(logp_train, logp_infer, scheme, C=2.0):
     return _copied("test_rl_systems", "expected_weights")(logp_train - logp_infer, scheme, C)
 pg_estimate = _copied("test_rl_systems", "expected_estimate")
 def masked_weights(logp_train, logp_infer, level, low=0.5, high=2.0):
     return _copied("test_rl_systems", "rule_mask")(logp_train, logp_infer, level, low, high)
-'''}
+""",
+}

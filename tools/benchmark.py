@@ -32,6 +32,7 @@ Each command runs once untimed first, with Python's bytecode cache on (__pycache
 as in a student's Python; PYTHONDONTWRITEBYTECODE is ignored here): without it every
 run would compile the lab's files again, about 0.5 s of the suite on a 2-core machine.
 """
+
 import argparse
 import gc
 import os
@@ -77,6 +78,7 @@ def simpy_time(n_lanes, B, k, n_steps, lengths, train_time=1.0):
     """The simulated time of the same run as a plain SimPy model: lanes and a trainer as
     processes, admission by may_start's rule, first-in first-out batches (no drops)."""
     import simpy
+
     env = simpy.Environment()
     finished = []  # tags of the finished responses, oldest first
     state = dict(version=0, started=0, trainer_waits=env.event(), update=env.event())
@@ -115,16 +117,18 @@ def simulator_ratios(runs):
     unchecked, and (if SimPy is installed) of the SimPy model, interleaved run by run:
     ({name: median wall-clock seconds}, {name: median CPU seconds}, {name: simulated time})."""
     n = SIMULATION
-    lengths = np.random.default_rng(0).lognormal(-1.25**2 / 2, 1.25, 70_000).tolist()
+    lengths = np.random.default_rng(0).lognormal(-(1.25**2) / 2, 1.25, 70_000).tolist()
     settings = scheduler_core.LaneSettings(**n)
     decisions = unchecked(scheduler.may_start), unchecked(scheduler.take_batch)
     runs_of = {
         "simulate": lambda: scheduler.simulate(**n, lengths=lengths)["time"],
-        "unchecked": lambda: scheduler_core.run_simulation(
-            settings, iter(lengths), *decisions)["time"],
+        "unchecked": lambda: scheduler_core.run_simulation(settings, iter(lengths), *decisions)[
+            "time"
+        ],
     }
     try:
         import simpy  # noqa: F401
+
         runs_of["SimPy"] = lambda: simpy_time(**n, lengths=lengths)
     except ImportError:
         print("  SimPy model: skipped (SimPy is not installed; `pip install simpy` to compare)")
@@ -138,19 +142,25 @@ def simulator_ratios(runs):
             simulated[name] = run()
             wall[name].append(time.perf_counter() - start)
             cpu[name].append(time.process_time() - start_cpu)
-    return ({name: statistics.median(t) for name, t in wall.items()},
-            {name: statistics.median(t) for name, t in cpu.items()}, simulated)
+    return (
+        {name: statistics.median(t) for name, t in wall.items()},
+        {name: statistics.median(t) for name, t in cpu.items()},
+        simulated,
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per command (median taken)")
-    parser.add_argument("--simulations", type=int, default=9,
-                        help="runs per simulation (median taken)")
-    parser.add_argument("--only-simulator", action="store_true",
-                        help="skip run.py and the test suite")
-    parser.add_argument("--presets", action="store_true",
-                        help="also time run.py --preset for each GPU-model preset")
+    parser.add_argument(
+        "--simulations", type=int, default=9, help="runs per simulation (median taken)"
+    )
+    parser.add_argument(
+        "--only-simulator", action="store_true", help="skip run.py and the test suite"
+    )
+    parser.add_argument(
+        "--presets", action="store_true", help="also time run.py --preset for each GPU-model preset"
+    )
     args = parser.parse_args(argv)
     ok = simulator_report(args.simulations)
     if not args.only_simulator:
@@ -161,26 +171,36 @@ def main(argv=None):
 def simulator_report(runs):
     seconds_of, cpu_of, simulated = simulator_ratios(runs)
     ratio = seconds_of["simulate"] / seconds_of["unchecked"]
-    print(f"Simulator, {SIMULATION}, given lengths, median of {runs} interleaved runs "
-          f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs):")
-    print(f"  wall-clock: simulate {seconds_of['simulate']:.3f} s, unchecked run_simulation "
-          f"{seconds_of['unchecked']:.3f} s: {ratio:.3f}x (target <= {SIMULATE_TARGET:g}x)"
-          f"{'' if ratio <= SIMULATE_TARGET else '  OVER'}")
-    print(f"  CPU time:   simulate {cpu_of['simulate']:.3f} s, unchecked run_simulation "
-          f"{cpu_of['unchecked']:.3f} s: {cpu_of['simulate'] / cpu_of['unchecked']:.3f}x")
+    print(
+        f"Simulator, {SIMULATION}, given lengths, median of {runs} interleaved runs "
+        f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs):"
+    )
+    print(
+        f"  wall-clock: simulate {seconds_of['simulate']:.3f} s, unchecked run_simulation "
+        f"{seconds_of['unchecked']:.3f} s: {ratio:.3f}x (target <= {SIMULATE_TARGET:g}x)"
+        f"{'' if ratio <= SIMULATE_TARGET else '  OVER'}"
+    )
+    print(
+        f"  CPU time:   simulate {cpu_of['simulate']:.3f} s, unchecked run_simulation "
+        f"{cpu_of['unchecked']:.3f} s: {cpu_of['simulate'] / cpu_of['unchecked']:.3f}x"
+    )
     if "SimPy" in seconds_of:
-        print(f"  SimPy model of the same rules {seconds_of['SimPy']:.3f} s: simulate takes "
-              f"{seconds_of['simulate'] / seconds_of['SimPy']:.2f}x its time (simulated time "
-              f"{simulated['SimPy']:.2f} vs {simulated['simulate']:.2f})")
+        print(
+            f"  SimPy model of the same rules {seconds_of['SimPy']:.3f} s: simulate takes "
+            f"{seconds_of['simulate'] / seconds_of['SimPy']:.2f}x its time (simulated time "
+            f"{simulated['SimPy']:.2f} vs {simulated['simulate']:.2f})"
+        )
     return ratio <= SIMULATE_TARGET
 
 
 def commands_report(runs, presets=False):
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
-        commands = {"bare imports": [python, "-c", "import numpy, matplotlib.pyplot"],
-                    "run.py": [python, "run.py", "--out", str(Path(tmp, "bench.png"))],
-                    "test suite": [python, "-m", "pytest", "-q"]}
+        commands = {
+            "bare imports": [python, "-c", "import numpy, matplotlib.pyplot"],
+            "run.py": [python, "run.py", "--out", str(Path(tmp, "bench.png"))],
+            "test suite": [python, "-m", "pytest", "-q"],
+        }
         for name in PRESETS if presets else ():
             commands[f"--preset {name}"] = [*commands["run.py"], "--preset", name]
         for name in ("run.py", "test suite"):  # warm the file, bytecode and font caches
@@ -198,13 +218,17 @@ def commands_report(runs, presets=False):
     for name, target in TARGETS.items():
         ratio = median[name] / bare
         ok &= ratio <= target
-        print(f"  {name:<13} {median[name]:6.2f} s  = {ratio:4.2f}x bare imports "
-              f"(target <= {target:g}x){'' if ratio <= target else '  OVER'}")
+        print(
+            f"  {name:<13} {median[name]:6.2f} s  = {ratio:4.2f}x bare imports "
+            f"(target <= {target:g}x){'' if ratio <= target else '  OVER'}"
+        )
     for name in PRESETS if presets else ():
         ratio = median[f"--preset {name}"] / median["run.py"]
         ok &= ratio <= PRESET_TARGET
-        print(f"  run.py --preset {name:<11} {median[f'--preset {name}']:6.2f} s  = {ratio:4.2f}x "
-              f"run.py (target <= {PRESET_TARGET:g}x){'' if ratio <= PRESET_TARGET else '  OVER'}")
+        print(
+            f"  run.py --preset {name:<11} {median[f'--preset {name}']:6.2f} s  = {ratio:4.2f}x "
+            f"run.py (target <= {PRESET_TARGET:g}x){'' if ratio <= PRESET_TARGET else '  OVER'}"
+        )
     return ok
 
 

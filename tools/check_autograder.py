@@ -44,6 +44,7 @@ run; `timed`, the memory cap, the decoding times and the six submissions that ra
 made big, the check cut by the run's limit), graded with the machine to themselves. Exits
 1 if any outcome is wrong.
 """
+
 import argparse
 import json
 import os
@@ -55,20 +56,49 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import lab
 from grading import gradescope
-from tools.attacks import (ATEXIT_CHEAT, BIG_ANSWER, BIG_ANSWER_PEAK, BIG_MASKED,
-                           BOX_DEPTH, COPY_CHEAT, CPU_HOG, CUT_LIMIT, DECODE, DECODE_LIMIT,
-                           DEEP_TREE, EDGE_BUGS, FILL_TMP, FINGERPRINT, FLOAT16_INF,
-                           GRADER_BASE, GUARD, HARDCODED_CHEAT,
-                           IMPORT_LOOP, IN_PLACE, LOOKUP, NEVER_AFTER_PUBLIC, PIPE_BYTES,
-                           QUEUE_AND_KEY, RECORDER, SETUID, SHAPES, SLOW_FIRST, SLOW_IMPORT,
-                           SURROGATE, TINY_OBJECTS, TRACES, WRITER_CHEAT)
+from tools.attacks import (
+    ATEXIT_CHEAT,
+    BIG_ANSWER,
+    BIG_ANSWER_PEAK,
+    BIG_MASKED,
+    BOX_DEPTH,
+    COPY_CHEAT,
+    CPU_HOG,
+    CUT_LIMIT,
+    DECODE,
+    DECODE_LIMIT,
+    DEEP_TREE,
+    EDGE_BUGS,
+    FILL_TMP,
+    FINGERPRINT,
+    FLOAT16_INF,
+    GRADER_BASE,
+    GUARD,
+    HARDCODED_CHEAT,
+    IMPORT_LOOP,
+    IN_PLACE,
+    LOOKUP,
+    NEVER_AFTER_PUBLIC,
+    PIPE_BYTES,
+    QUEUE_AND_KEY,
+    RECORDER,
+    SETUID,
+    SHAPES,
+    SLOW_FIRST,
+    SLOW_IMPORT,
+    SURROGATE,
+    TINY_OBJECTS,
+    TRACES,
+    WRITER_CHEAT,
+)
 from tools.autograder import student as autograder_student
 from tools.mutants import MUTANTS
 
@@ -91,20 +121,30 @@ def public_inputs(tmp):
     """The fingerprints of every call the public tests make of a task function (reference)."""
     Path(tmp, "recorder.py").write_text(RECORDER)
     record = Path(tmp, "public.json")
-    env = dict(os.environ, RL_SOLUTIONS="1", LAB_SEED="2026", RECORD_TO=str(record),
-               PYTHONPATH=os.pathsep.join([tmp, str(ROOT)]))
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "recorder", "test_rl_systems.py"],
-                   cwd=ROOT, env=env, capture_output=True, check=True)
+    env = dict(
+        os.environ,
+        RL_SOLUTIONS="1",
+        LAB_SEED="2026",
+        RECORD_TO=str(record),
+        PYTHONPATH=os.pathsep.join([tmp, str(ROOT)]),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "recorder", "test_rl_systems.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        check=True,
+    )
     recorded = json.loads(record.read_text())
     return recorded["seen"], recorded["calls"]
 
 
 class Case(NamedTuple):
-    files: dict          # file name -> text
-    wanted: str          # the expected score, in words
-    ok: Callable         # ok(score, scores so far) -> True if the score is right
+    files: dict  # file name -> text
+    wanted: str  # the expected score, in words
+    ok: Callable  # ok(score, scores so far) -> True if the score is right
     plain: bool = False  # also show a plain local `pytest --gradescope` run's score
-    deep: int = 0        # a folder this many levels deep beside the task files
+    deep: int = 0  # a folder this many levels deep beside the task files
     env: dict = {}  # noqa: RUF012 (a field, never changed: no ClassVar) the autograder's
     # environment besides (AUTOGRADER_RUN_LIMIT)
     timed: bool = False  # its outcome depends on how fast the machine is (see --part)
@@ -117,18 +157,31 @@ def submissions(student, tmp):
     mutant = next(m for m in MUTANTS if m.task == MUTANT_TASK)
     mutated = changed(reference, (lab.file_of(MUTANT_TASK), mutant.old, mutant.new))
     public, calls = public_inputs(tmp)
-    hardcoded = {name: text + f"\n_PUBLIC = set({public!r})\n" + HARDCODED_CHEAT
-                 for name, text in reference.items()}
+    hardcoded = {
+        name: text + f"\n_PUBLIC = set({public!r})\n" + HARDCODED_CHEAT
+        for name, text in reference.items()
+    }
     buggy = changed(reference, *EDGE_BUGS)
-    lookup = {name: text + f"\n_RIGHT_SOURCE = {reference[name]!r}\n_PUBLIC = set({public!r})\n"
-              + FINGERPRINT + LOOKUP for name, text in buggy.items()}
+    lookup = {
+        name: text
+        + f"\n_RIGHT_SOURCE = {reference[name]!r}\n_PUBLIC = set({public!r})\n"
+        + FINGERPRINT
+        + LOOKUP
+        for name, text in buggy.items()
+    }
     points = {task: t.points for task, t in lab.TASKS.items()}
-    hangs = gradescope.shares(points["1b"], [name for name in test_names() if
-                                             lab.task_of(name) == "1b"])
-    box = {"memory.py": reference["memory.py"] + GUARD + "_LOOK = False\n" + QUEUE_AND_KEY
-           + PIPE_BYTES,
-           "scheduler.py": reference["scheduler.py"] + "_LOOK = True\n" + QUEUE_AND_KEY + SETUID,
-           "tis.py": reference["tis.py"] + "_LOOK = True\n" + QUEUE_AND_KEY + SLOW_IMPORT}
+    hangs = gradescope.shares(
+        points["1b"], [name for name in test_names() if lab.task_of(name) == "1b"]
+    )
+    box = {
+        "memory.py": reference["memory.py"]
+        + GUARD
+        + "_LOOK = False\n"
+        + QUEUE_AND_KEY
+        + PIPE_BYTES,
+        "scheduler.py": reference["scheduler.py"] + "_LOOK = True\n" + QUEUE_AND_KEY + SETUID,
+        "tis.py": reference["tis.py"] + "_LOOK = True\n" + QUEUE_AND_KEY + SLOW_IMPORT,
+    }
 
     def score(wanted):
         return f"{wanted:g}", lambda got, scores: got == wanted
@@ -137,72 +190,123 @@ def submissions(student, tmp):
     return {
         "stubs": Case(stubs, *zero),
         "reference": Case(reference, *score(FULL)),
-        f"mutant ({mutant.mistake})": Case(mutated, f"in (0, {FULL:g})",
-                                           lambda got, scores: 0 < got < FULL),
-        "writer cheat": Case(dict(stubs, **{"memory.py": stubs["memory.py"] + WRITER_CHEAT}),
-                             *zero, plain=True),
-        "atexit cheat": Case(dict(stubs, **{"memory.py": stubs["memory.py"] + ATEXIT_CHEAT}),
-                             *zero, plain=True),
+        f"mutant ({mutant.mistake})": Case(
+            mutated, f"in (0, {FULL:g})", lambda got, scores: 0 < got < FULL
+        ),
+        "writer cheat": Case(
+            dict(stubs, **{"memory.py": stubs["memory.py"] + WRITER_CHEAT}), *zero, plain=True
+        ),
+        "atexit cheat": Case(
+            dict(stubs, **{"memory.py": stubs["memory.py"] + ATEXIT_CHEAT}), *zero, plain=True
+        ),
         "hard-coded cheat": Case(hardcoded, *zero, plain=True),
         "copy cheat (answers from the students' copy's tests)": Case(
-            {name: text + COPY_CHEAT[name] for name, text in stubs.items()}, *zero, plain=True),
+            {name: text + COPY_CHEAT[name] for name, text in stubs.items()}, *zero, plain=True
+        ),
         # any error in masked_weights costs Task 3c (extra credit) and nothing else
         "lone surrogate in an error (3c)": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + SURROGATE}),
-            *score(FULL - points["3c"])),
+            *score(FULL - points["3c"]),
+        ),
         "fills the temporary folder": Case(
-            dict(reference, **{"memory.py": reference["memory.py"] + FILL_TMP}), *score(FULL)),
+            dict(reference, **{"memory.py": reference["memory.py"] + FILL_TMP}), *score(FULL)
+        ),
         "import loops in scheduler.py, tis.py": Case(
-            dict(reference, **{name: reference[name] + IMPORT_LOOP
-                               for name in ("scheduler.py", "tis.py")}),
-            *score(sum(points[task] for task in ("1a", "1b", "1c")))),
+            dict(
+                reference,
+                **{name: reference[name] + IMPORT_LOOP for name in ("scheduler.py", "tis.py")},
+            ),
+            *score(sum(points[task] for task in ("1a", "1b", "1c"))),
+        ),
         "float16(inf) off the public inputs": Case(
-            dict(stubs, **{"memory.py": reference["memory.py"] + FINGERPRINT
-                           + f"\n_PUBLIC = set({public!r})\n" + FLOAT16_INF}), *zero, plain=True),
-        "reference with 3 edge-case bugs": Case(buggy, f"in (0, {FULL:g})",
-                                                lambda got, scores: 0 < got < FULL),
+            dict(
+                stubs,
+                **{
+                    "memory.py": reference["memory.py"]
+                    + FINGERPRINT
+                    + f"\n_PUBLIC = set({public!r})\n"
+                    + FLOAT16_INF
+                },
+            ),
+            *zero,
+            plain=True,
+        ),
+        "reference with 3 edge-case bugs": Case(
+            buggy, f"in (0, {FULL:g})", lambda got, scores: 0 < got < FULL
+        ),
         "the same + a lookup of the public inputs": Case(
-            lookup, "at most the bugs' score",
-            lambda got, scores: got <= scores["reference with 3 edge-case bugs"], plain=True),
+            lookup,
+            "at most the bugs' score",
+            lambda got, scores: got <= scores["reference with 3 edge-case bugs"],
+            plain=True,
+        ),
         "changes its input in place (3a)": Case(
-            changed(reference, IN_PLACE), "the plain run's",
+            changed(reference, IN_PLACE),
+            "the plain run's",
             lambda got, scores: got == scores["changes its input in place (3a), plain"],
-            plain=True),
+            plain=True,
+        ),
         "a 60 MB answer (1c)": Case(changed(reference, BIG_ANSWER), *score(FULL - points["1c"])),
         "a tree deeper than the recursion limit": Case(
-            dict(reference, **{"memory.py": reference["memory.py"] + DEEP_TREE}), *score(FULL)),
+            dict(reference, **{"memory.py": reference["memory.py"] + DEEP_TREE}), *score(FULL)
+        ),
         "traces outside the temporary folders, IPC": Case(
-            dict(reference, **{"tis.py": reference["tis.py"] + TRACES}), *score(FULL)),
+            dict(reference, **{"tis.py": reference["tis.py"] + TRACES}), *score(FULL)
+        ),
         "a CPU hog in memory.py": Case(
-            dict(reference, **{"memory.py": reference["memory.py"] + CPU_HOG}), *score(FULL),
-            timed=True),
+            dict(reference, **{"memory.py": reference["memory.py"] + CPU_HOG}),
+            *score(FULL),
+            timed=True,
+        ),
         "a slow first call (3a)": Case(
-            dict(reference, **{"tis.py": reference["tis.py"] + SLOW_FIRST}), "the plain run's",
-            lambda got, scores: got == scores["a slow first call (3a), plain"], plain=True,
-            timed=True),
+            dict(reference, **{"tis.py": reference["tis.py"] + SLOW_FIRST}),
+            "the plain run's",
+            lambda got, scores: got == scores["a slow first call (3a), plain"],
+            plain=True,
+            timed=True,
+        ),
         "a million tiny objects (3c)": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + TINY_OBJECTS}),
-            *score(FULL - points["3c"]), timed=True),
+            *score(FULL - points["3c"]),
+            timed=True,
+        ),
         # one public test of 1b never returns: it alone scores 0
         "the box (deep folder, stopped killer, queue, key, setuid, slow import, pipe)": Case(
-            box, *score(FULL - hangs["test_task1b_qwen_7b_is_56_kib_per_token"]),
-            deep=BOX_DEPTH, timed=True),
+            box,
+            *score(FULL - hangs["test_task1b_qwen_7b_is_56_kib_per_token"]),
+            deep=BOX_DEPTH,
+            timed=True,
+        ),
         "the grader made big (huge message, shared lists, tiny objects: 3c)": Case(
             dict(reference, **{"tis.py": reference["tis.py"] + BIG_MASKED}),
-            *score(FULL - points["3c"]), timed=True),
-        "3c's check cut by the run's limit": Case(
-            dict(reference, **{"tis.py": reference["tis.py"] + NEVER_AFTER_PUBLIC
-                               + f"_PUBLIC_CALLS = {calls['masked_weights']}\n"}),
             *score(FULL - points["3c"]),
-            env={"AUTOGRADER_RUN_LIMIT": str(CUT_LIMIT), "LAB_TIME_LIMIT": "60"}, timed=True),
+            timed=True,
+        ),
+        "3c's check cut by the run's limit": Case(
+            dict(
+                reference,
+                **{
+                    "tis.py": reference["tis.py"]
+                    + NEVER_AFTER_PUBLIC
+                    + f"_PUBLIC_CALLS = {calls['masked_weights']}\n"
+                },
+            ),
+            *score(FULL - points["3c"]),
+            env={"AUTOGRADER_RUN_LIMIT": str(CUT_LIMIT), "LAB_TIME_LIMIT": "60"},
+            timed=True,
+        ),
     }
 
 
 def test_names():
     """The names of the public tests (pytest's collection of the lab, the reference's)."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only",
-                           "test_rl_systems.py"], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, RL_SOLUTIONS="1"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "test_rl_systems.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, RL_SOLUTIONS="1"),
+    )
     return [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
 
 
@@ -233,18 +337,30 @@ def autograde(bundle, files, python, tmp, env=None, deep=0, lock=None):
             os.close(fd)
             fd = inner
         os.close(fd)
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root),
-               PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]), **(env or {}))
+    env = dict(
+        os.environ,
+        AUTOGRADER_ROOT=str(root),
+        PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]),
+        **(env or {}),
+    )
     if lock is not None:
         env[autograder_student.LOCK_FD] = str(lock)
-    done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
-                          capture_output=True, text=True, timeout=1800,
-                          pass_fds=() if lock is None else (lock,))
+    done = subprocess.run(
+        [str(root / "source" / "run_autograder")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        pass_fds=() if lock is None else (lock,),
+    )
     results = root / "results" / "results.json"
     if done.returncode != 0 or not results.exists():
         raise RuntimeError(f"run_autograder failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    figures = re.search(r"peak memory of a grading process: (\d+) MiB; the largest answer: "
-                        r"(\d+) bytes, decoded in ([\d.]+) s", done.stdout)
+    figures = re.search(
+        r"peak memory of a grading process: (\d+) MiB; the largest answer: "
+        r"(\d+) bytes, decoded in ([\d.]+) s",
+        done.stdout,
+    )
     if figures is None:
         raise RuntimeError(f"grade.py printed no figures:\n{done.stdout[-2000:]}")
     graded = json.loads(results.read_text())
@@ -291,8 +407,12 @@ def check_decoding(cap):
     grader's cost. Returns (problems, table lines)."""
     problems, lines = [], []
     for label, shape in SHAPES.items():
-        done = subprocess.run([sys.executable, "-c", DECODE, str(ROOT / "tools" / "autograder"),
-                               shape, str(cap)], capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", DECODE, str(ROOT / "tools" / "autograder"), shape, str(cap)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         n, seconds, added = done.stdout.split()
         lines.append(f"{label:<20} {int(n):>9,} {float(seconds):>7.2f} s {float(added):>6.0f} MiB")
         if float(seconds) > DECODE_LIMIT or GRADER_BASE + float(added) > BIG_ANSWER_PEAK:
@@ -309,13 +429,23 @@ def check_memory_cap(user, python):
     cgroup, why_not = autograder_student.memory_cgroup(f"lab-check-{os.getpid()}", 64 * 2**20)
     if cgroup is None:
         return None, f"no memory cgroup can be made here ({why_not}): not tested"
-    hold = ("import sys, time\nsys.stdin.readline()\nx = b'x' * (48 * 2**20)\n"
-            "print('held', flush=True)\ntime.sleep(2)")
+    hold = (
+        "import sys, time\nsys.stdin.readline()\nx = b'x' * (48 * 2**20)\n"
+        "print('held', flush=True)\ntime.sleep(2)"
+    )
     try:
-        processes = [subprocess.Popen([python, "-I", "-c", hold], user=user.uid,
-                                      group=user.gid, extra_groups=[], cwd="/",
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                     for _ in range(2)]
+        processes = [
+            subprocess.Popen(
+                [python, "-I", "-c", hold],
+                user=user.uid,
+                group=user.gid,
+                extra_groups=[],
+                cwd="/",
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            for _ in range(2)
+        ]
         for process in processes:
             autograder_student.join_cgroup(cgroup, process.pid)
         for process in processes:
@@ -337,8 +467,12 @@ def plain_run(student, files, tmp):
     for name, text in files.items():
         (copy / name).write_text(text)
     results = copy / "results.json"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "--gradescope", str(results)],
-                   cwd=copy, capture_output=True, env=dict(os.environ, RL_SOLUTIONS="0"))
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--gradescope", str(results)],
+        cwd=copy,
+        capture_output=True,
+        env=dict(os.environ, RL_SOLUTIONS="0"),
+    )
     try:
         return json.loads(results.read_text())["score"]
     except (OSError, ValueError, KeyError):
@@ -351,8 +485,10 @@ def check_caps(user, python):
     print(f"  the memory cap on the student's user: {seen}")
     cap = max(remote_answer_limits().values())
     found, lines = check_decoding(cap)
-    print(f"  decoding an answer of {cap / 2**20:g} MiB (the largest cap) in the grader, by shape:"
-          f"\n    {'shape':<20} {'objects':>9} {'time':>9} {'memory added':>10}")
+    print(
+        f"  decoding an answer of {cap / 2**20:g} MiB (the largest cap) in the grader, by shape:"
+        f"\n    {'shape':<20} {'objects':>9} {'time':>9} {'memory added':>10}"
+    )
     print("\n".join("    " + line for line in lines))
     return ([problem] if problem else []) + found
 
@@ -360,16 +496,29 @@ def check_caps(user, python):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("release", type=Path, help="a folder tools/release.py wrote")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the Python that runs the bundle (python3 on PATH in run_autograder)")
-    parser.add_argument("--only", metavar="WORDS", nargs="+",
-                        help="grade only the submissions whose label contains one of WORDS")
-    parser.add_argument("--exact", action="store_true",
-                        help="--only's WORDS are whole labels: grade only those submissions")
-    parser.add_argument("--part", choices=("untimed", "timed"),
-                        help="untimed: only the submissions whose outcome does not depend on "
-                             "the machine's speed (CI grades them while other jobs run); "
-                             "timed: the memory cap, the decoding times and the rest")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the Python that runs the bundle (python3 on PATH in run_autograder)",
+    )
+    parser.add_argument(
+        "--only",
+        metavar="WORDS",
+        nargs="+",
+        help="grade only the submissions whose label contains one of WORDS",
+    )
+    parser.add_argument(
+        "--exact",
+        action="store_true",
+        help="--only's WORDS are whole labels: grade only those submissions",
+    )
+    parser.add_argument(
+        "--part",
+        choices=("untimed", "timed"),
+        help="untimed: only the submissions whose outcome does not depend on "
+        "the machine's speed (CI grades them while other jobs run); "
+        "timed: the memory cap, the decoding times and the rest",
+    )
     args = parser.parse_args(argv)
     bundle, student = args.release / "autograder.zip", args.release / "student"
     problems, scores, peaks, start = [], {}, {}, time.monotonic()
@@ -384,35 +533,50 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp).chmod(0o755)  # the unprivileged user reads the work folders below it
         for label, case in submissions(student, tmp).items():
-            if args.only and not any(words == label or (words in label and not args.exact)
-                                     for words in args.only):
+            if args.only and not any(
+                words == label or (words in label and not args.exact) for words in args.only
+            ):
                 continue
             if args.part and case.timed != (args.part == "timed"):
                 continue
             if case.plain:
                 scores[f"{label}, plain"] = plain_run(student, case.files, tmp)
             began = time.monotonic()
-            graded, peak, (size, seconds) = autograde(bundle, case.files, args.python, tmp,
-                                                      case.env, case.deep, lock)
+            graded, peak, (size, seconds) = autograde(
+                bundle, case.files, args.python, tmp, case.env, case.deep, lock
+            )
             score = graded["score"]
             scores[label], peaks[label] = score, peak
-            plain = (f" (a plain pytest --gradescope run: {scores[f'{label}, plain']})"
-                     if case.plain else "")
-            print(f"  {label:<45} autograder {score:>6.2f}, must be {case.wanted}{plain}; "
-                  f"grader {peak} MiB, largest answer {size / 1e6:.1f} MB decoded in "
-                  f"{seconds:.2f} s; {time.monotonic() - began:.0f} s")
+            plain = (
+                f" (a plain pytest --gradescope run: {scores[f'{label}, plain']})"
+                if case.plain
+                else ""
+            )
+            print(
+                f"  {label:<45} autograder {score:>6.2f}, must be {case.wanted}{plain}; "
+                f"grader {peak} MiB, largest answer {size / 1e6:.1f} MB decoded in "
+                f"{seconds:.2f} s; {time.monotonic() - began:.0f} s"
+            )
             if "AUTOGRADER_RUN_LIMIT" in case.env:  # where the run's limit fell
-                print("    " + next(t["output"] for t in graded["tests"] if "3c_unseen" in t["name"]
-                                    and "what it tried" in t["name"]).replace("\n", " ")[:300])
+                print(
+                    "    "
+                    + next(
+                        t["output"]
+                        for t in graded["tests"]
+                        if "3c_unseen" in t["name"] and "what it tried" in t["name"]
+                    ).replace("\n", " ")[:300]
+                )
             try:
                 if not case.ok(score, scores):
                     problems.append(f"{label}: scored {score}, must be {case.wanted}")
             except KeyError:  # compared with a submission --only left out
                 print(f"  ({label}: not compared)")
             if peak > BIG_ANSWER_PEAK or seconds > DECODE_LIMIT:
-                problems.append(f"{label}: the grading pytest took {peak} MiB and {seconds:.1f} s "
-                                f"to decode an answer, must be at most {BIG_ANSWER_PEAK} MiB and "
-                                f"{DECODE_LIMIT} s")
+                problems.append(
+                    f"{label}: the grading pytest took {peak} MiB and {seconds:.1f} s "
+                    f"to decode an answer, must be at most {BIG_ANSWER_PEAK} MiB and "
+                    f"{DECODE_LIMIT} s"
+                )
             problems += [f"{label}: left behind {what}" for what in leftovers(user)]
         print(f"  ({time.monotonic() - start:.0f} s in all)")
     for problem in problems:

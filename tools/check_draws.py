@@ -15,6 +15,7 @@ reported but not counted.
 
 Exits 1 only if a claim fails on the lab's own draw (the graded tests would then fail too).
 """
+
 import sys
 from pathlib import Path
 
@@ -37,25 +38,28 @@ def use_draw(seed):
     the tables that depend on theta."""
     rng = np.random.default_rng(seed)
     toy.THETA = rng.normal(0.0, 1.0, size=(toy.V + 1, toy.V))
-    toy.PERTURBATIONS = {"student_t": rng.standard_t(3, size=(toy.V + 1, toy.V)),
-                         "gaussian": rng.normal(0.0, 1.0, size=(toy.V + 1, toy.V))}
+    toy.PERTURBATIONS = {
+        "student_t": rng.standard_t(3, size=(toy.V + 1, toy.V)),
+        "gaussian": rng.normal(0.0, 1.0, size=(toy.V + 1, toy.V)),
+    }
     toy.LOGP_TRAIN = toy.token_logprobs(toy.THETA)
     toy.GRAD_LOGP = toy.grad_logprobs(toy.THETA)
     toy.REWARDED_BLOCKS = block_calls.blocks(toy.GRAD_LOGP[toy.REWARDED])
-    toy.TRUE_GRAD = np.einsum("n,ntd->d", toy.sequence_probs(toy.THETA) * toy.REWARDS,
-                              toy.GRAD_LOGP)
+    toy.TRUE_GRAD = np.einsum(
+        "n,ntd->d", toy.sequence_probs(toy.THETA) * toy.REWARDS, toy.GRAD_LOGP
+    )
 
 
 def stats(scheme, mismatch, C=2.0, batch_size=64):
-    return toy.exact_stats(tis.importance_weights, tis.pg_estimate, scheme, mismatch, C,
-                           batch_size)
+    return toy.exact_stats(tis.importance_weights, tis.pg_estimate, scheme, mismatch, C, batch_size)
 
 
 def naive_bias_doubles():
     bias = {m: stats("none", m)["bias"] for m in (0.1, 0.2, 0.4)}
     ratios = [bias[0.2] / bias[0.1], bias[0.4] / bias[0.2]]
-    return bias[0.1] > 0.01 and all(1.8 < r < 2.3 for r in ratios), \
-        f"ratios {ratios[0]:.2f}, {ratios[1]:.2f}"
+    return bias[0.1] > 0.01 and all(
+        1.8 < r < 2.3 for r in ratios
+    ), f"ratios {ratios[0]:.2f}, {ratios[1]:.2f}"
 
 
 def sequence_is_noisy():
@@ -83,11 +87,13 @@ def best_C_inside():
     return 1.0 < best < 10.0, f"best C {best:g}"
 
 
-CLAIMS = {"naive bias doubles with the mismatch": naive_bias_doubles,
-          "sequence IS variance explodes, naive does not": sequence_is_noisy,
-          "truncation has the lowest RMSE at mismatch 0.6": truncation_wins,
-          "sequence TIS beats token TIS at mismatch 0.6": sequence_tis_beats_token_tis,
-          "best C of token TIS strictly inside 1..10": best_C_inside}
+CLAIMS = {
+    "naive bias doubles with the mismatch": naive_bias_doubles,
+    "sequence IS variance explodes, naive does not": sequence_is_noisy,
+    "truncation has the lowest RMSE at mismatch 0.6": truncation_wins,
+    "sequence TIS beats token TIS at mismatch 0.6": sequence_tis_beats_token_tis,
+    "best C of token TIS strictly inside 1..10": best_C_inside,
+}
 
 
 def draws():
@@ -99,36 +105,54 @@ def draws():
     for seed in SEEDS:
         use_draw(seed)
         norm = np.linalg.norm(toy.TRUE_GRAD)
-        found.append((seed, norm, norm / lab_norm, norm < DEGENERATE * lab_norm,
-                      {claim: check() for claim, check in CLAIMS.items()}))
+        found.append(
+            (
+                seed,
+                norm,
+                norm / lab_norm,
+                norm < DEGENERATE * lab_norm,
+                {claim: check() for claim, check in CLAIMS.items()},
+            )
+        )
     use_draw(LAB_SEED)  # leave the toy as toy.py made it
     return found
 
 
 def per_claim(found):
     """{claim: [(seed, holds), ...]} over the draws of `found` that are not set aside."""
-    return {claim: [(seed, results[claim][0]) for seed, _, _, aside, results in found
-                    if not aside]
-            for claim in CLAIMS}
+    return {
+        claim: [(seed, results[claim][0]) for seed, _, _, aside, results in found if not aside]
+        for claim in CLAIMS
+    }
 
 
 def main():
     found = draws()
     for seed, norm, ratio, aside, results in found:
         label = "set aside" if aside else ("the lab's draw" if seed == LAB_SEED else "")
-        print(f"seed {seed}: ||true gradient|| = {norm:.4f} ({ratio:.2f} x the lab's)"
-              + (f", {label}" if label else ""))
+        print(
+            f"seed {seed}: ||true gradient|| = {norm:.4f} ({ratio:.2f} x the lab's)"
+            + (f", {label}" if label else "")
+        )
         for claim, (holds, detail) in results.items():
             print(f"  {'holds ' if holds else 'FAILS '} {claim} ({detail})")
     print("\nPer claim, over the draws not set aside:")
     for claim, results in per_claim(found).items():
         failing = [seed for seed, holds in results if not holds]
-        print(f"  {sum(h for _, h in results)}/{len(results)} {claim}"
-              + (f" (fails for seeds {', '.join(map(str, failing))})" if failing else ""))
-    lab_failed = [claim for seed, _, _, _, results in found if seed == LAB_SEED
-                  for claim, (holds, _) in results.items() if not holds]
+        print(
+            f"  {sum(h for _, h in results)}/{len(results)} {claim}"
+            + (f" (fails for seeds {', '.join(map(str, failing))})" if failing else "")
+        )
+    lab_failed = [
+        claim
+        for seed, _, _, _, results in found
+        if seed == LAB_SEED
+        for claim, (holds, _) in results.items()
+        if not holds
+    ]
     if lab_failed:
         sys.exit(f"check_draws: on the lab's draw these claims fail: {', '.join(lab_failed)}")
+
 
 if __name__ == "__main__":
     main()

@@ -22,6 +22,7 @@
               some probe, and from every other mistake's model.
 Exits 1 if any check fails.
 """
+
 import inspect
 import itertools
 import json
@@ -38,11 +39,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import lab  # these need ROOT on the path first
 import grading
-from grading.gradescope import ReportError, read_junit, read_todos
+import lab  # these need ROOT on the path first
 import test_rl_systems
 from grading.feedback import same
+from grading.gradescope import ReportError, read_junit, read_todos
 from grading.harness import TimeLimitExceeded, time_limit
 from tools import leaks, release
 from tools.make_stubs import STUDENT_FILES, MarkerError, all_stubs, out_of_date
@@ -62,9 +63,13 @@ def pytest(reference=False):
     with tempfile.TemporaryDirectory() as tmp:
         xml, grades = Path(tmp, "junit.xml"), Path(tmp, "grades.json")
         env = dict(os.environ, RL_SOLUTIONS="1" if reference else "0")
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={xml}",
-                               f"--gradescope={grades}"],
-                              cwd=ROOT, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", f"--junitxml={xml}", f"--gradescope={grades}"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         try:
             outcomes, todos = read_junit(xml), read_todos(xml)
         except ReportError as error:
@@ -80,8 +85,10 @@ def check_stubs():
         stubs = all_stubs()
     except MarkerError as error:
         return [str(error)]
-    return [f"{name} differs from what tools/make_stubs.py writes from solutions/{name}"
-            for name in out_of_date(stubs)]
+    return [
+        f"{name} differs from what tools/make_stubs.py writes from solutions/{name}"
+        for name in out_of_date(stubs)
+    ]
 
 
 def check_skeleton():
@@ -93,8 +100,10 @@ def check_skeleton():
         task = lab.task_of(name)
         graded = task is not None
         if graded and todos.get(name) not in (task, *lab.USES.get(task, ())):
-            problems.append(f"{name} should fail on a TODO of Task {task} with the stubs, "
-                            f"got: {message} (a TODO of {todos.get(name)})")
+            problems.append(
+                f"{name} should fail on a TODO of Task {task} with the stubs, "
+                f"got: {message} (a TODO of {todos.get(name)})"
+            )
         if not graded and message is not None:
             problems.append(f"{name} tests given code and should pass with the stubs: {message}")
     if score is None or score[0] != 0:
@@ -105,20 +114,28 @@ def check_skeleton():
 def check_reference():
     """The reference passes everything with the full score; (problems, its report)."""
     code, outcomes, score, report, _ = pytest(reference=True)
-    problems = [f"{name} fails with the reference: {message}"
-                for name, message in outcomes.items() if message is not None]
+    problems = [
+        f"{name} fails with the reference: {message}"
+        for name, message in outcomes.items()
+        if message is not None
+    ]
     bonus = sum(task.points for task in lab.TASKS.values() if task.extra)  # on top of the max
     if code != 0 or score is None or not math.isclose(score[0], score[1] + bonus):
-        problems.append(f"the reference should pass and get the full score, got exit code "
-                        f"{code}, score {score}")
+        problems.append(
+            f"the reference should pass and get the full score, got exit code {code}, score {score}"
+        )
     return problems, report
 
 
 # What the docs state about the points: {total} is the points of the tasks that are not
 # extra credit, {extra} those of the extra credit (lab.TASKS). Whitespace is not compared.
-STATED = {"README.md": ["Tasks 1 to 3 are worth {total} points, Task 3c {extra} extra"],
-          "docs/grading.md": ["max scores add up to exactly {total}, and Task 3c's to exactly "
-                              "{extra}", "extra credit: {extra} points on top of the {total}"]}
+STATED = {
+    "README.md": ["Tasks 1 to 3 are worth {total} points, Task 3c {extra} extra"],
+    "docs/grading.md": [
+        "max scores add up to exactly {total}, and Task 3c's to exactly {extra}",
+        "extra credit: {extra} points on top of the {total}",
+    ],
+}
 
 
 def points_table():
@@ -151,33 +168,46 @@ def points_problems(report, root=ROOT):
     report (`report`) and in the bundle's report of a submission that passes everything
     (grade.py's scoring), README.md and docs/grading.md (STATED and `points_table`)."""
     from tools.autograder import fresh_checks, grade  # the bundle's, here only
+
     if report is None:
         return ["no report of the reference to count the points in"]
     want = {task: t.points for task, t in lab.TASKS.items()}
     total = sum(t.points for t in lab.TASKS.values() if not t.extra)
     extra = sum(t.points for t in lab.TASKS.values() if t.extra)
-    tests = {entry["name"].split(": ")[-1]: lab.task_of(entry["name"].split(": ")[-1])
-             for entry in report["tests"]}
+    tests = {
+        entry["name"].split(": ")[-1]: lab.task_of(entry["name"].split(": ")[-1])
+        for entry in report["tests"]
+    }
     checks = [name for name in vars(fresh_checks) if name.endswith("_unseen_inputs")]
     bundle = grade.grade(tests, [("in a run", dict.fromkeys([*tests, *checks]), None)], checks)
     problems = []
     for where, got in (("the reference's report", report), ("the bundle's report", bundle)):
         offered = task_points(got)
-        problems += [f"Task {task}'s tests in {where} offer {offered.get(task, 0):g} points, "
-                     f"lab.TASKS gives it {points:g}" for task, points in want.items()
-                     if offered.get(task, 0) != points]
+        problems += [
+            f"Task {task}'s tests in {where} offer {offered.get(task, 0):g} points, "
+            f"lab.TASKS gives it {points:g}"
+            for task, points in want.items()
+            if offered.get(task, 0) != points
+        ]
         if sum(e["max_score"] for e in got["tests"]) != total or got["score"] != total + extra:
-            problems.append(f"{where} gives {got['score']:g} of "
-                            f"{sum(e['max_score'] for e in got['tests']):g}, lab.TASKS "
-                            f"{total + extra:g} of {total:g}")
+            problems.append(
+                f"{where} gives {got['score']:g} of "
+                f"{sum(e['max_score'] for e in got['tests']):g}, lab.TASKS "
+                f"{total + extra:g} of {total:g}"
+            )
     for doc, statements in STATED.items():
         text = " ".join((root / doc).read_text().split())
-        problems += [f"{doc} should state \"{s.format(total=f'{total:g}', extra=f'{extra:g}')}\" "
-                     f"(lab.TASKS: {total:g} points, {extra:g} extra)" for s in statements
-                     if s.format(total=f"{total:g}", extra=f"{extra:g}") not in text]
+        problems += [
+            f'{doc} should state "{s.format(total=f"{total:g}", extra=f"{extra:g}")}" '
+            f"(lab.TASKS: {total:g} points, {extra:g} extra)"
+            for s in statements
+            if s.format(total=f"{total:g}", extra=f"{extra:g}") not in text
+        ]
     if points_table() not in (root / "docs/grading.md").read_text():
-        problems.append("docs/grading.md's table of the points is not lab.TASKS's; it should "
-                        f"read:\n{points_table()}")
+        problems.append(
+            "docs/grading.md's table of the points is not lab.TASKS's; it should "
+            f"read:\n{points_table()}"
+        )
     return problems
 
 
@@ -199,8 +229,10 @@ def mutated_source(mutant):
     reference = (ROOT / "solutions" / name).read_text()
     count = reference.count(mutant.old)
     if count != 1:
-        raise ValueError(f"mutant {mutant.mistake!r}: its `old` text occurs {count} times in "
-                         f"solutions/{name}, must occur once")
+        raise ValueError(
+            f"mutant {mutant.mistake!r}: its `old` text occurs {count} times in "
+            f"solutions/{name}, must occur once"
+        )
     return name, reference.replace(mutant.old, mutant.new)
 
 
@@ -247,15 +279,21 @@ def model_problems():
         _, right, answers = known.tables()
         for mistake, values in answers.items():
             if (task, mistake.mutant) not in names:
-                problems.append(f"Task {task}: mistake {mistake.why!r} names {mistake.mutant!r}, "
-                                "which is not a mutant of this task in tools/mutants.py")
+                problems.append(
+                    f"Task {task}: mistake {mistake.why!r} names {mistake.mutant!r}, "
+                    "which is not a mutant of this task in tools/mutants.py"
+                )
             if all(same(v, r) for v, r in zip(values, right)):
-                problems.append(f"Task {task}: mistake {mistake.why!r} gives the right answer on "
-                                "every probe: it can never be named")
+                problems.append(
+                    f"Task {task}: mistake {mistake.why!r} gives the right answer on "
+                    "every probe: it can never be named"
+                )
         for (one, a), (other, b) in itertools.combinations(answers.items(), 2):
             if one.why != other.why and all(same(x, y) for x, y in zip(a, b)):
-                problems.append(f"Task {task}: mistakes {one.why!r} and {other.why!r} agree on "
-                                "every probe: add a probe that tells them apart")
+                problems.append(
+                    f"Task {task}: mistakes {one.why!r} and {other.why!r} agree on "
+                    "every probe: add a probe that tells them apart"
+                )
     return problems
 
 
@@ -298,22 +336,32 @@ def check_mutants():
         if own and not hints:
             problems.append(f"{about} never got its hint {own[0].why!r}")
         matched = KNOWN[mutant.task].matches(task_function(module, mutant.task))
-        problems += [f"{about} does not behave like its model {m.why!r} on every probe"
-                     for m in own if m not in matched]
+        problems += [
+            f"{about} does not behave like its model {m.why!r} on every probe"
+            for m in own
+            if m not in matched
+        ]
         if not failed:
             problems.append(f"mutant not caught (Task {mutant.task}): {mutant.mistake}")
             continue
         for test in failed:
             caught_by[test] += 1
         test, message = next(iter(failed.items()))
-        lines.append(f"  {mutant.task:<3} {mutant.mistake}\n      caught by {test}: "
-                     + message.replace("\n", " ")[:160])
-    problems += [f"{test} fails for none of the mutants: add the mistake it guards against "
-                 "to tools/mutants.py, or drop the test" for test, n in caught_by.items() if n == 0]
+        lines.append(
+            f"  {mutant.task:<3} {mutant.mistake}\n      caught by {test}: "
+            + message.replace("\n", " ")[:160]
+        )
+    problems += [
+        f"{test} fails for none of the mutants: add the mistake it guards against "
+        "to tools/mutants.py, or drop the test"
+        for test, n in caught_by.items()
+        if n == 0
+    ]
     for miss in NEAR_MISSES:
         module, failed = failures(*mutated_source(miss))
-        hints = hints_in(failed) + HINT.findall(KNOWN[miss.task].hint(task_function(module,
-                                                                                   miss.task)))
+        hints = hints_in(failed) + HINT.findall(
+            KNOWN[miss.task].hint(task_function(module, miss.task))
+        )
         near[0] += 1
         near[1] += bool(failed)
         near[2] += bool(hints)
@@ -333,27 +381,37 @@ def main():
     print(f"reference: {'ok' if not found else 'FAILED'}")
     problems += found
     found = points_problems(report)
-    print(f"points: {'ok' if not found else 'FAILED'} (lab.TASKS against the tests, README.md, "
-          "docs/grading.md and the bundle's report)")
+    print(
+        f"points: {'ok' if not found else 'FAILED'} (lab.TASKS against the tests, README.md, "
+        "docs/grading.md and the bundle's report)"
+    )
     problems += found
     found, outcomes = check_skeleton()
     graded = sum(lab.task_of(name) is not None for name in outcomes)
-    print(f"skeleton: {'ok' if not found else 'FAILED'} ({graded} graded tests fail on a TODO, "
-          f"{len(outcomes) - graded} tests of given code pass)")
+    print(
+        f"skeleton: {'ok' if not found else 'FAILED'} ({graded} graded tests fail on a TODO, "
+        f"{len(outcomes) - graded} tests of given code pass)"
+    )
     problems += found
     found, summary = check_leaks()
     print(f"leaks: {'ok' if not found else 'FAILED'} ({summary.removeprefix('leaks: ')})")
     problems += found
     found, lines, counts, near, reference_hints = check_mutants()
     named, own, wrong = (sum(c[i] for c in counts.values()) for i in (2, 3, 4))
-    print(f"mutants and hints: {'ok' if not found else 'FAILED'}, {len(lines)} of {len(MUTANTS)} "
-          f"mutants caught")
-    print(f"  corpus mutants with their own hint {own}/{named} ({len(MUTANTS) - named} more "
-          f"have no known mistake's model); wrong hints {wrong}; near misses hinted {near[2]} "
-          f"(of {near[0]}, {near[1]} caught); reference hinted {reference_hints}")
+    print(
+        f"mutants and hints: {'ok' if not found else 'FAILED'}, {len(lines)} of {len(MUTANTS)} "
+        f"mutants caught"
+    )
+    print(
+        f"  corpus mutants with their own hint {own}/{named} ({len(MUTANTS) - named} more "
+        f"have no known mistake's model); wrong hints {wrong}; near misses hinted {near[2]} "
+        f"(of {near[0]}, {near[1]} caught); reference hinted {reference_hints}"
+    )
     for task, (total, caught, named, own, wrong) in counts.items():
-        print(f"  Task {task:<3} {total:>3} mutants, {caught:>3} caught, {named:>3} with a model, "
-              f"{own:>3} get their own hint, {wrong} a wrong one")
+        print(
+            f"  Task {task:<3} {total:>3} mutants, {caught:>3} caught, {named:>3} with a model, "
+            f"{own:>3} get their own hint, {wrong} a wrong one"
+        )
     print("\n".join(lines))
     problems += found
     for problem in problems:

@@ -11,14 +11,15 @@ the same for every row of --gpu-sweep.
 docs/gpu-model.md quotes the largest differences. Exits 1 if any differs by more than
 TOLERANCE.
 """
+
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from experiments.gpu_model import gpu_comparison
-from experiments.gpu_sweep import gpu_sweep
 from experiments.gpu_sources import PRESETS
+from experiments.gpu_sweep import gpu_sweep
 from solutions import memory, scheduler
 
 TOLERANCE = 0.05  # issue 25: the share agrees with the whole cluster within 5%
@@ -41,9 +42,11 @@ def main():
     print("--gpu-sweep: an eighth of the cluster against all of it (asynchronous s, speedup)")
     for x, y in zip(share, whole):
         differences = [x[key] / y[key] - 1 for key in ("async_seconds", "speedup")]
-        print(f"  {x['variant']:<26} {x['async_seconds']:>8.1f} {y['async_seconds']:>8.1f} "
-              f"{differences[0]:>+8.2%} {x['speedup']:>6.2f} {y['speedup']:>6.2f} "
-              f"{differences[1]:>+8.2%}")
+        print(
+            f"  {x['variant']:<26} {x['async_seconds']:>8.1f} {y['async_seconds']:>8.1f} "
+            f"{differences[0]:>+8.2%} {x['speedup']:>6.2f} {y['speedup']:>6.2f} "
+            f"{differences[1]:>+8.2%}"
+        )
         worst = max(worst, *map(abs, differences))
     print(f"largest over all presets and the sweep: {worst:.2%} (allowed {TOLERANCE:.0%})")
     return 1 if worst > TOLERANCE else 0

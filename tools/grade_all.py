@@ -28,6 +28,7 @@ grades it the same again. Exit status 0 when every submission was graded, 1 if s
 could not be, 2 when the run is refused (not root, no such user, a second grading as
 that user).
 """
+
 import argparse
 import csv
 import io
@@ -76,26 +77,39 @@ def student_user(python):
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
-        refuse(f"no user {name}: make it as setup.sh does (useradd --system --no-create-home "
-               f"--shell /usr/sbin/nologin {name}) or set AUTOGRADER_USER")
+        refuse(
+            f"no user {name}: make it as setup.sh does (useradd --system --no-create-home "
+            f"--shell /usr/sbin/nologin {name}) or set AUTOGRADER_USER"
+        )
     try:
-        tried = subprocess.run([python, "-I", "-c", "import numpy, pytest"], user=name,
-                               group=entry.pw_gid, extra_groups=[], cwd="/",
-                               capture_output=True, text=True)
+        tried = subprocess.run(
+            [python, "-I", "-c", "import numpy, pytest"],
+            user=name,
+            group=entry.pw_gid,
+            extra_groups=[],
+            cwd="/",
+            capture_output=True,
+            text=True,
+        )
         problem = tried.stderr[-500:] if tried.returncode != 0 else None
     except OSError as error:
         problem = str(error)
     if problem is not None:
-        refuse(f"{name} cannot run {python} with numpy and pytest (is it in a folder only root "
-               f"can read?): pass --python, one with tools/autograder/requirements.txt that "
-               f"{name} can run\n{problem}")
+        refuse(
+            f"{name} cannot run {python} with numpy and pytest (is it in a folder only root "
+            f"can read?): pass --python, one with tools/autograder/requirements.txt that "
+            f"{name} can run\n{problem}"
+        )
     return name
 
 
 def submissions(folder):
     """{name: path}: the folders and .zip files in `folder`, by name."""
-    return {path.name: path for path in sorted(folder.iterdir())
-            if not path.name.startswith(".") and (path.is_dir() or path.suffix == ".zip")}
+    return {
+        path.name: path
+        for path in sorted(folder.iterdir())
+        if not path.name.startswith(".") and (path.is_dir() or path.suffix == ".zip")
+    }
 
 
 def read_rows(out):
@@ -133,34 +147,59 @@ def unpack(archive, dest):
     docstring); its links and other files stay out. NotGraded if it cannot be read."""
     try:
         with zipfile.ZipFile(archive) as members:
-            for info in members.infolist()[:grade.MAX_ENTRIES]:
+            for info in members.infolist()[: grade.MAX_ENTRIES]:
                 parts = PurePosixPath(info.filename).parts
                 link = stat.S_ISLNK(info.external_attr >> 16)
-                if (not parts or parts[-1] not in TASK_FILES or info.is_dir() or link
-                        or info.filename.startswith("/") or ".." in parts or "\\" in info.filename
-                        or len(parts) > grade.MAX_DEPTH + 1 or info.file_size > grade.MAX_FILE):
+                if (
+                    not parts
+                    or parts[-1] not in TASK_FILES
+                    or info.is_dir()
+                    or link
+                    or info.filename.startswith("/")
+                    or ".." in parts
+                    or "\\" in info.filename
+                    or len(parts) > grade.MAX_DEPTH + 1
+                    or info.file_size > grade.MAX_FILE
+                ):
                     continue
                 with members.open(info) as source:
                     data = source.read(grade.MAX_FILE + 1)
                 if len(data) <= grade.MAX_FILE:
                     dest.joinpath(*parts).parent.mkdir(parents=True, exist_ok=True)
                     dest.joinpath(*parts).write_bytes(data)
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError,
-            ValueError) as error:
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        RuntimeError,
+        NotImplementedError,
+        ValueError,
+    ) as error:
         raise NotGraded(f"the zip cannot be read ({type(error).__name__}: {error})") from None
 
 
 def run_bundle(root, python, lock, user, seed):
     """run_autograder in AUTOGRADER_ROOT `root`; its results.json. Ctrl-C (or GRADING_LIMIT)
     stops it as a terminal's Ctrl-C would, so that grade.py cleans up, then re-raises."""
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_USER=user,
-               PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]))
+    env = dict(
+        os.environ,
+        AUTOGRADER_ROOT=str(root),
+        AUTOGRADER_USER=user,
+        PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]),
+    )
     env[student.LOCK_FD] = str(lock)
     if seed is not None:
         env["AUTOGRADER_FRESH_SEED"] = str(seed)
-    process = subprocess.Popen([str(root / "source" / "run_autograder")], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               errors="replace", pass_fds=(lock,), start_new_session=True)
+    process = subprocess.Popen(
+        [str(root / "source" / "run_autograder")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        pass_fds=(lock,),
+        start_new_session=True,
+    )
     try:
         _, errors = process.communicate(timeout=GRADING_LIMIT)
     except (KeyboardInterrupt, subprocess.TimeoutExpired) as error:
@@ -172,8 +211,9 @@ def run_bundle(root, python, lock, user, seed):
         raise NotGraded(f"refused by the bundle: {errors.strip()[-500:]}")
     results = root / "results" / "results.json"
     if process.returncode != 0 or not results.exists():
-        raise NotGraded(f"the bundle failed (exit status {process.returncode}): "
-                        f"{errors.strip()[-500:]}")
+        raise NotGraded(
+            f"the bundle failed (exit status {process.returncode}): {errors.strip()[-500:]}"
+        )
     return json.loads(results.read_text())
 
 
@@ -225,20 +265,32 @@ def main(argv=None):
     parser.add_argument("submissions", type=Path, help="a folder of submissions (folders, zips)")
     parser.add_argument("out", type=Path, help="the CSV to write (or to resume)")
     parser.add_argument("--bundle", type=Path, help="the autograder.zip (default: built now)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the Python that runs the bundle (python3 in run_autograder)")
-    parser.add_argument("--fresh-seed", type=int, metavar="SEED",
-                        help="the fresh run's LAB_SEED for every submission (default: a random "
-                             "one each, as on Gradescope); the same SEED grades the same again")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the Python that runs the bundle (python3 in run_autograder)",
+    )
+    parser.add_argument(
+        "--fresh-seed",
+        type=int,
+        metavar="SEED",
+        help="the fresh run's LAB_SEED for every submission (default: a random "
+        "one each, as on Gradescope); the same SEED grades the same again",
+    )
     args = parser.parse_args(argv)
-    if args.fresh_seed is not None and (args.fresh_seed < 0
-                                        or args.fresh_seed == grade.PUBLIC_SEED):
-        parser.error(f"argument --fresh-seed: must be a whole number >= 0 other than "
-                     f"{grade.PUBLIC_SEED}, got {args.fresh_seed}")
+    if args.fresh_seed is not None and (
+        args.fresh_seed < 0 or args.fresh_seed == grade.PUBLIC_SEED
+    ):
+        parser.error(
+            f"argument --fresh-seed: must be a whole number >= 0 other than "
+            f"{grade.PUBLIC_SEED}, got {args.fresh_seed}"
+        )
     if os.geteuid() != 0:
-        refuse("grading needs root: the bundle runs student code as an unprivileged user, in "
-               "a box, and cleans up after it only as root; without root the code would run "
-               "as you. Run it with sudo.")
+        refuse(
+            "grading needs root: the bundle runs student code as an unprivileged user, in "
+            "a box, and cleans up after it only as root; without root the code would run "
+            "as you. Run it with sudo."
+        )
     if not args.submissions.is_dir():
         parser.error(f"argument SUBMISSIONS: {args.submissions} is not a folder")
     if args.bundle and not zipfile.is_zipfile(args.bundle):
@@ -250,13 +302,20 @@ def main(argv=None):
         refuse(str(error))
     done, todo = read_rows(args.out), submissions(args.submissions)
     left = {name: path for name, path in todo.items() if name not in done}
-    others = sorted(p.name for p in args.submissions.iterdir()
-                    if p.name not in todo and not p.name.startswith("."))
+    others = sorted(
+        p.name
+        for p in args.submissions.iterdir()
+        if p.name not in todo and not p.name.startswith(".")
+    )
     if others:
-        print(f"grade_all: not submissions (neither a folder nor a .zip), left out: "
-              f"{', '.join(others)}")
-    print(f"grade_all: {len(todo)} submissions in {args.submissions}, {len(todo) - len(left)} "
-          f"already in {args.out}; grading {len(left)} as {user}")
+        print(
+            f"grade_all: not submissions (neither a folder nor a .zip), left out: "
+            f"{', '.join(others)}"
+        )
+    print(
+        f"grade_all: {len(todo)} submissions in {args.submissions}, {len(todo) - len(left)} "
+        f"already in {args.out}; grading {len(left)} as {user}"
+    )
     started, failed = time.monotonic(), 0
     with tempfile.TemporaryDirectory() as tmp:
         bundle = args.bundle or built_bundle(tmp)
@@ -265,8 +324,10 @@ def main(argv=None):
             try:
                 row = grade_one(path, bundle, args.python, lock, user, args.fresh_seed)
             except KeyboardInterrupt:
-                print(f"grade_all: interrupted; {i - 1} graded this time. Run the same command "
-                      "again to go on.")
+                print(
+                    f"grade_all: interrupted; {i - 1} graded this time. Run the same command "
+                    "again to go on."
+                )
                 return 130
             seconds = time.monotonic() - began
             row = [name, *row[:-2], f"{seconds:.1f}", *row[-2:]]
@@ -275,9 +336,11 @@ def main(argv=None):
             shown = f"not graded: {row[-1]}" if row[-1] else f"{row[-4]} points"
             print(f"[{i}/{len(left)}] {name}: {shown} ({seconds:.0f} s)", flush=True)
     took = time.monotonic() - started
-    print(f"grade_all: {len(left)} submissions done in {took:.0f} s"
-          + (f" ({took / len(left):.1f} s each)" if left else "")
-          + (f"; {failed} could not be graded (see `not graded` in {args.out})" if failed else ""))
+    print(
+        f"grade_all: {len(left)} submissions done in {took:.0f} s"
+        + (f" ({took / len(left):.1f} s each)" if left else "")
+        + (f"; {failed} could not be graded (see `not graded` in {args.out})" if failed else "")
+    )
     return 1 if failed else 0
 
 

@@ -22,6 +22,7 @@ reference's outcome on every input of one scheme solves that scheme, and is a le
 Scheme "none" is left out: its answer is a constant the README states (a weight of 1 on
 every token), which the given code's tests need as it is (the toy's on-policy runs).
 """
+
 import contextlib
 import faulthandler
 import functools
@@ -41,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 STUDENT_FILES = ("memory.py", "scheduler.py", "tis.py")
 CALL_LIMIT = 0.5  # seconds for one call; a callable that runs longer answers nothing
-N_INPUTS = 12     # random inputs per task (and per scheme or level)
+N_INPUTS = 12  # random inputs per task (and per scheme or level)
 
 
 class Late(Exception):
@@ -50,25 +51,36 @@ class Late(Exception):
 
 # ---------------------------------------------------------------- the inputs
 
+
 def inputs(rng):
     """{(task, part): [(args, kwargs, what the reference is called with)]}: each task's
     calls, `part` a scheme or level for 3a and 3c ("" for the others). Each call is one
     way to hand the task's arguments to a callable; the reference always gets them as the
     task function takes them."""
     from lab import MASK_LEVELS, SCHEMES
+
     calls = {}
 
     def add(task, part, forms, reference_args, reference_kwargs=None):
         calls.setdefault((task, part), []).append((forms, (reference_args, reference_kwargs or {})))
+
     for _ in range(N_INPUTS):
         a, b = (int(x) for x in rng.integers(0, 10**12, size=2))
         add("1a", "", [((a, b), {})], (a, b))
-        shape = (int(rng.integers(1, 80)), int(rng.integers(1, 64)), int(2 ** rng.integers(0, 9)),
-                 int(rng.integers(0, 10**6)), [1, 2, 4][rng.integers(3)])
+        shape = (
+            int(rng.integers(1, 80)),
+            int(rng.integers(1, 64)),
+            int(2 ** rng.integers(0, 9)),
+            int(rng.integers(0, 10**6)),
+            [1, 2, 4][rng.integers(3)],
+        )
         add("1b", "", [(shape, {})], shape)
         N = int(10 ** rng.uniform(6, 11))
-        algo, ref, rm = ["ppo", "grpo"][rng.integers(2)], bool(rng.integers(2)), \
-            [None, True, False][rng.integers(3)]
+        algo, ref, rm = (
+            ["ppo", "grpo"][rng.integers(2)],
+            bool(rng.integers(2)),
+            [None, True, False][rng.integers(3)],
+        )
         lora = int([0, rng.integers(1, N // 10)][rng.integers(2)])
         keywords = dict(reference=ref, reward_model=rm, lora_params=lora)
         add("1c", "", [((algo, N, ref, rm, lora), {}), ((algo, N), keywords)], (algo, N), keywords)
@@ -79,11 +91,21 @@ def inputs(rng):
         add("2a", "", [(state, {})], state)
         version = int(rng.integers(0, 6))
         size = int(rng.integers(2, 9))
-        shapes = tuple((int(i), int(t), float(i), float(length)) for i, t, length in zip(
-            rng.permutation(size), rng.integers(0, version + 1, size=size),
-            rng.permutation(size) + 0.5))
-        take = (shapes, version, int(rng.integers(0, 3)), int(rng.integers(1, 4)),
-                bool(rng.integers(2)))
+        shapes = tuple(
+            (int(i), int(t), float(i), float(length))
+            for i, t, length in zip(
+                rng.permutation(size),
+                rng.integers(0, version + 1, size=size),
+                rng.permutation(size) + 0.5,
+            )
+        )
+        take = (
+            shapes,
+            version,
+            int(rng.integers(0, 3)),
+            int(rng.integers(1, 4)),
+            bool(rng.integers(2)),
+        )
         add("2b", "", [(take, {})], take)
         N, T, D = (int(x) for x in rng.integers(1, 5, size=3))
         r, g, w = rng.normal(size=N), rng.normal(size=(N, T, D)), rng.uniform(0, 2, size=(N, T))
@@ -94,17 +116,28 @@ def inputs(rng):
         log_ratio = logp_train - logp_infer
         for scheme in [s for s in SCHEMES if s != "none"]:  # (see the docstring)
             C = [1.0, 1.5, 2.0, 4.0][rng.integers(4)]
-            add("3a", scheme, [((logp_train, logp_infer, scheme, C), {}),
-                               ((log_ratio, scheme, C), {})], (logp_train, logp_infer, scheme, C))
+            add(
+                "3a",
+                scheme,
+                [((logp_train, logp_infer, scheme, C), {}), ((log_ratio, scheme, C), {})],
+                (logp_train, logp_infer, scheme, C),
+            )
         for level in MASK_LEVELS:
             low, high = [(0.5, 2.0), (0.7, 1.5), (0.25, 4.0)][rng.integers(3)]
-            add("3c", level, [((logp_train, logp_infer, level, low, high), {}),
-                              ((log_ratio, level, low, high), {})],
-                (logp_train, logp_infer, level, low, high))
+            add(
+                "3c",
+                level,
+                [
+                    ((logp_train, logp_infer, level, low, high), {}),
+                    ((log_ratio, level, low, high), {}),
+                ],
+                (logp_train, logp_infer, level, low, high),
+            )
     return calls
 
 
 # ---------------------------------------------------------------- the callables
+
 
 def own(value, modules):
     return getattr(value, "__module__", None) in modules
@@ -159,6 +192,7 @@ def reachable(modules):
             if callable(value):
                 found[label] = value
             visit(type(value), f"{label}.__class__", depth + 1)
+
     for name, module in modules.items():
         for attribute, value in vars(module).items():
             visit(value, f"{name}.{attribute}")
@@ -192,6 +226,7 @@ def written(module):
 
 # ---------------------------------------------------------------- calling them
 
+
 def alarm(signum, frame):
     raise Late()
 
@@ -200,6 +235,7 @@ def outcome(task, function, args, kwargs):
     """What a test observes of function(*args, **kwargs) for this task (take_batch: the
     lab.responses outcome, on fresh responses); raises if the call does."""
     from lab.responses import take_outcome
+
     if task == "2b":
         shapes, *rest = args
         return take_outcome(lambda *call: function(*call, **kwargs), shapes, *rest)
@@ -212,8 +248,12 @@ def attempt(task, function, args, kwargs):
     signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, CALL_LIMIT)
     try:
-        with np.errstate(all="ignore"), open(os.devnull, "w") as quiet, \
-                contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        with (
+            np.errstate(all="ignore"),
+            open(os.devnull, "w") as quiet,
+            contextlib.redirect_stdout(quiet),
+            contextlib.redirect_stderr(quiet),
+        ):
             return outcome(task, function, args, kwargs)
     except BaseException:  # noqa: BLE001 (whatever a callable does with wrong arguments)
         return None
@@ -226,8 +266,11 @@ def leaks(callables, calls, reference, same):
     """[(label, task, part)] for each callable that gives the reference's outcome on every
     call of a (task, part), in one of the ways the arguments are handed over."""
     from lab import TASKS
-    expected = {key: [attempt(key[0], reference[TASKS[key[0]].what], *ref) for _, ref in group]
-                for key, group in calls.items()}
+
+    expected = {
+        key: [attempt(key[0], reference[TASKS[key[0]].what], *ref) for _, ref in group]
+        for key, group in calls.items()
+    }
     found = []
     for label, function in callables.items():
         for (task, part), group in calls.items():
@@ -246,12 +289,16 @@ def leaks(callables, calls, reference, same):
 
 # ---------------------------------------------------------------- in the copy
 
+
 def copy_modules(copy):
     """The dotted names of the copy's Python modules, without the student files."""
-    return sorted(".".join(path.relative_to(copy).with_suffix("").parts).removesuffix(".__init__")
-                  for path in copy.rglob("*.py") if path.relative_to(copy).as_posix()
-                  not in STUDENT_FILES and ".venv" not in path.parts
-                  and "__pycache__" not in path.parts)
+    return sorted(
+        ".".join(path.relative_to(copy).with_suffix("").parts).removesuffix(".__init__")
+        for path in copy.rglob("*.py")
+        if path.relative_to(copy).as_posix() not in STUDENT_FILES
+        and ".venv" not in path.parts
+        and "__pycache__" not in path.parts
+    )
 
 
 def check_here(copy):
@@ -266,10 +313,12 @@ def check_here(copy):
             print(f"leaks: {name} not imported: {type(error).__name__}: {error}", file=sys.stderr)
     from grading.feedback import same
     from lab import STUDENT_MODULES
+
     reference = {}
     for module in STUDENT_MODULES:
-        spec = importlib.util.spec_from_file_location(f"reference_{module}",
-                                                      ROOT / "solutions" / f"{module}.py")
+        spec = importlib.util.spec_from_file_location(
+            f"reference_{module}", ROOT / "solutions" / f"{module}.py"
+        )
         loaded = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(loaded)
         reference.update({name: getattr(loaded, name) for name in dir(loaded)})
@@ -277,16 +326,23 @@ def check_here(copy):
     found = leaks(callables, inputs(np.random.default_rng(2026)), reference, same)
     for label, task, part in found:
         print(f"LEAK: {label} gives Task {task}'s answers" + (f" ({part})" if part else ""))
-    print(f"leaks: {len(callables)} callables in {len(modules)} modules, called as each task "
-          f"function: {len(found)} solve a task")
+    print(
+        f"leaks: {len(callables)} callables in {len(modules)} modules, called as each task "
+        f"function: {len(found)} solve a task"
+    )
     return found
 
 
 def check(copy):
     """Run the check on the students' copy at `copy` in a child process; (ok, its report)."""
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--here", str(copy)],
-                          cwd=copy, capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, PYTHONPATH=str(copy)))
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--here", str(copy)],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ, PYTHONPATH=str(copy)),
+    )
     report = done.stdout + done.stderr
     return done.returncode == 0 and "leaks: " in done.stdout, report
 

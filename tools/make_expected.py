@@ -11,6 +11,7 @@ solutions/oracles.py and kept; then every task's known-mistake fingerprints on i
 probes, and the tables that only a failing test asks for (the whole-simulation and
 claims tests' culprits). The file holds each distinct value once.
 """
+
 import argparse
 import base64
 import inspect
@@ -24,10 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["LAB_SEED"] = "2026"  # (before the tests draw their inputs)
 os.environ["RL_SOLUTIONS"] = "1"
-import lab  # these need ROOT on the path first
 import grading
-from grading import expected
+import lab  # these need ROOT on the path first
 import test_rl_systems
+from grading import expected
 
 
 def recorded():
@@ -61,19 +62,30 @@ def text(tables):
             where[key] = len(values)
             values.append(encoded)
         return where[key]
-    indexed = {name: {key: [place(v) for v in found] for key, found in sorted(by_key.items())}
-               for name, by_key in sorted(tables.items())}
-    return json.dumps({"seed": expected.STORED_SEED, "tables": indexed, "values": values},
-                      separators=(",", ":")) + "\n"
+
+    indexed = {
+        name: {key: [place(v) for v in found] for key, found in sorted(by_key.items())}
+        for name, by_key in sorted(tables.items())
+    }
+    return (
+        json.dumps(
+            {"seed": expected.STORED_SEED, "tables": indexed, "values": values},
+            separators=(",", ":"),
+        )
+        + "\n"
+    )
 
 
 def contents(text):
     """What a file's text holds, with each array's compressed bytes decompressed (another
     zlib may compress the same bytes otherwise)."""
     data = json.loads(text)
-    data["values"] = [(value["array"], value["shape"], zlib.decompress(base64.b64decode(
-        value["zlib"]))) if isinstance(value, dict) and "zlib" in value else value
-        for value in data["values"]]
+    data["values"] = [
+        (value["array"], value["shape"], zlib.decompress(base64.b64decode(value["zlib"])))
+        if isinstance(value, dict) and "zlib" in value
+        else value
+        for value in data["values"]
+    ]
     return data
 
 
@@ -90,8 +102,10 @@ def main(argv=None):
         print(f"make_expected: wrote {expected.DATA.relative_to(ROOT)} ({len(new):,} bytes)")
         return 0
     if old is None or contents(new) != contents(old):
-        print(f"make_expected: {expected.DATA.relative_to(ROOT)} is out of date: run python "
-              "tools/make_expected.py --write")
+        print(
+            f"make_expected: {expected.DATA.relative_to(ROOT)} is out of date: run python "
+            "tools/make_expected.py --write"
+        )
         return 1
     print(f"make_expected: {expected.DATA.relative_to(ROOT)} is up to date ({len(new):,} bytes)")
     return 0

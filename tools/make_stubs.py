@@ -20,6 +20,7 @@ function holds nothing but the student's code.
     python tools/make_stubs.py --write --force  # overwrite anyway, keeping a backup of each
     python tools/make_stubs.py --check  # exit 1 if they differ from what would be written
 """
+
 import argparse
 import ast
 import re
@@ -46,14 +47,19 @@ class MarkerError(ValueError):
 
 def banner(name):
     task = next(task for task in TASKS if file_of(task) == name)[0]
-    return (f"# Your file for Task {task}. Fill in each TODO, then run "
-            f"`python -m pytest -q -k task{task}`.\n")
+    return (
+        f"# Your file for Task {task}. Fill in each TODO, then run "
+        f"`python -m pytest -q -k task{task}`.\n"
+    )
 
 
 def enclosing_function(tree, line_number):
     """Name of the innermost function whose body holds `line_number`, or None."""
-    names = [node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-             and node.lineno < line_number <= node.end_lineno]
+    names = [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.lineno < line_number <= node.end_lineno
+    ]
     return names[-1] if names else None
 
 
@@ -67,15 +73,18 @@ def stub_source(reference, name):
         begin, end = BEGIN.match(line), END.match(line)
         if begin:
             if region:
-                raise MarkerError(f"{where}: BEGIN SOLUTION inside the region opened at line "
-                                  f"{region['line']} (regions may not nest)")
+                raise MarkerError(
+                    f"{where}: BEGIN SOLUTION inside the region opened at line "
+                    f"{region['line']} (regions may not nest)"
+                )
             task = begin["task"]
             if task not in TASKS or file_of(task) != name:
                 raise MarkerError(f"{where}: task{task} is not a task of {name} in lab.TASKS")
             function = enclosing_function(tree, number)
             if function != TASKS[task].what:
-                raise MarkerError(f"{where}: task{task} belongs in {TASKS[task].what}, "
-                                  f"found in {function}")
+                raise MarkerError(
+                    f"{where}: task{task} belongs in {TASKS[task].what}, found in {function}"
+                )
             region = dict(line=number, indent=begin["indent"], task=task, hints=[])
         elif end:
             if not region:
@@ -92,18 +101,28 @@ def stub_source(reference, name):
         else:
             out.append(line)
     if region:
-        raise MarkerError(f"solutions/{name}: the region opened at line {region['line']} "
-                          "is never closed with # END SOLUTION")
+        raise MarkerError(
+            f"solutions/{name}: the region opened at line {region['line']} "
+            "is never closed with # END SOLUTION"
+        )
     return "".join(out)
 
 
 def lab_import(tree, name):
     """The reference's one-line `from lab import ...`, to which the stub adds TaskNotDone."""
-    found = [node for node in tree.body if isinstance(node, ast.ImportFrom)
-             and node.module == "lab" and node.level == 0 and node.lineno == node.end_lineno]
+    found = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        and node.module == "lab"
+        and node.level == 0
+        and node.lineno == node.end_lineno
+    ]
     if not found:
-        raise MarkerError(f"solutions/{name}: no one-line `from lab import ...` to add "
-                          "TaskNotDone to (the stubs raise it)")
+        raise MarkerError(
+            f"solutions/{name}: no one-line `from lab import ...` to add "
+            "TaskNotDone to (the stubs raise it)"
+        )
     return found[0]
 
 
@@ -120,48 +139,62 @@ def only_the_todo(stub, name):
     and the raise of TaskNotDone, nothing else (given checks belong in its decorator), and
     that every other function there is one of the file's lab.GIVEN_FUNCTIONS."""
     for node in ast.parse(stub).body:
-        if isinstance(node, ast.FunctionDef) and node.name not in TASK_FUNCTIONS \
-                and node.name not in GIVEN_FUNCTIONS.get(name[:-3], ()):
-            raise MarkerError(f"solutions/{name}: {node.name} is neither a task function nor "
-                              "in lab.GIVEN_FUNCTIONS (which tells given code from the student's "
-                              "when an error is reported)")
+        if (
+            isinstance(node, ast.FunctionDef)
+            and node.name not in TASK_FUNCTIONS
+            and node.name not in GIVEN_FUNCTIONS.get(name[:-3], ())
+        ):
+            raise MarkerError(
+                f"solutions/{name}: {node.name} is neither a task function nor "
+                "in lab.GIVEN_FUNCTIONS (which tells given code from the student's "
+                "when an error is reported)"
+            )
         if isinstance(node, ast.FunctionDef) and node.name in TASK_FUNCTIONS:
             body = node.body[1:] if ast.get_docstring(node) is not None else node.body
             if not (len(body) == 1 and isinstance(body[0], ast.Raise)):
-                raise MarkerError(f"solutions/{name}: {node.name} holds code outside its "
-                                  "solution region; move given code out of the function "
-                                  "(input checks go in its @checked decorator)")
+                raise MarkerError(
+                    f"solutions/{name}: {node.name} holds code outside its "
+                    "solution region; move given code out of the function "
+                    "(input checks go in its @checked decorator)"
+                )
 
 
 def all_stubs():
     """{file name: student source} for every student file; checks every task has a region."""
-    stubs = {name: stub_source((ROOT / "solutions" / name).read_text(), name)
-             for name in STUDENT_FILES}
+    stubs = {
+        name: stub_source((ROOT / "solutions" / name).read_text(), name) for name in STUDENT_FILES
+    }
     for name, stub in stubs.items():
         only_the_todo(stub, name)
     for task in TASKS:
         name = file_of(task)
         count = stubs[name].count(f'raise TaskNotDone("{task}")')
         if task[-1].isalpha() and count != 1:
-            raise MarkerError(f"solutions/{name}: task{task} needs exactly one solution region, "
-                              f"found {count}")
+            raise MarkerError(
+                f"solutions/{name}: task{task} needs exactly one solution region, found {count}"
+            )
     return stubs
 
 
 def out_of_date(stubs):
     """Names of the student files that are missing or differ from `stubs`."""
-    return [name for name, text in stubs.items()
-            if not (ROOT / name).exists() or (ROOT / name).read_text() != text]
+    return [
+        name
+        for name, text in stubs.items()
+        if not (ROOT / name).exists() or (ROOT / name).read_text() != text
+    ]
 
 
 def committed_unchanged(name):
     """True if student file `name` is exactly as committed in git, so overwriting it loses
     nothing git cannot bring back (False outside a git checkout)."""
     try:
-        done = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", name], cwd=ROOT,
-                              capture_output=True)
-        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", name], cwd=ROOT,
-                                 capture_output=True)
+        done = subprocess.run(
+            ["git", "diff", "--quiet", "HEAD", "--", name], cwd=ROOT, capture_output=True
+        )
+        tracked = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", name], cwd=ROOT, capture_output=True
+        )
     except OSError:  # no git
         return False
     return done.returncode == 0 and tracked.returncode == 0
@@ -177,12 +210,21 @@ def backup(name):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if a student file is out of date")
-    action.add_argument("--write", action="store_true",
-                        help="write the student files that are missing or unchanged stubs")
-    parser.add_argument("--force", action="store_true",
-                        help="with --write: overwrite edited files too, after a backup of each")
+    action.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if a student file is out of date",
+    )
+    action.add_argument(
+        "--write",
+        action="store_true",
+        help="write the student files that are missing or unchanged stubs",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --write: overwrite edited files too, after a backup of each",
+    )
     args = parser.parse_args()
     try:
         stubs = all_stubs()
@@ -191,21 +233,26 @@ def main():
     stale = out_of_date(stubs)
     if args.check:
         if stale:
-            sys.exit(f"make_stubs (an instructor tool): {', '.join(stale)} differ from the stubs "
-                     "generated from solutions/. A student's edited file always differs: "
-                     "that is expected, and nothing needs doing.")
+            sys.exit(
+                f"make_stubs (an instructor tool): {', '.join(stale)} differ from the stubs "
+                "generated from solutions/. A student's edited file always differs: "
+                "that is expected, and nothing needs doing."
+            )
         print("make_stubs: the student files match solutions/")
         return
     edited = [name for name in stale if (ROOT / name).exists() and not committed_unchanged(name)]
     if edited and not args.force:
-        sys.exit(f"make_stubs: refusing to overwrite {', '.join(edited)}: they differ from the "
-                 "stubs and from git's last commit, so they may hold someone's work. Nothing "
-                 "was written. (Instructors: --force overwrites them after a backup.)")
+        sys.exit(
+            f"make_stubs: refusing to overwrite {', '.join(edited)}: they differ from the "
+            "stubs and from git's last commit, so they may hold someone's work. Nothing "
+            "was written. (Instructors: --force overwrites them after a backup.)"
+        )
     for name in stale:
         if name in edited:
             print(f"make_stubs: kept a backup of {name} in {backup(name)}")
         (ROOT / name).write_text(stubs[name])
     print(f"make_stubs: wrote {', '.join(stale) or 'nothing (all up to date)'}")
+
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,7 @@ the learning curves' seed for its draws, and prints the updates to J >= 0.9 (mea
 seeds), the share of token terms the clip held and the KL per update. ppo.LEARNING_RATE is
 the rate chosen from this table; docs/staleness.md quotes it.
 """
+
 import sys
 from pathlib import Path
 
@@ -28,17 +29,20 @@ B, HORIZON, SEEDS = 32, 120, 200
 def main(rates):
     tags = np.repeat(np.arange(HORIZON)[:, None], B, axis=1)[None]  # every tag is current
     draws = np.random.default_rng(LEARNING_SEED).random((SEEDS, HORIZON, B, toy.T))
-    runs = ppo.train_ppo(tis, tags, ["naive"], rates, draws, 0.0,
-                         ppo.Ppo(target=LEARNING_TARGET))
-    print(f"k = 0, no mismatch, B = {B}, {SEEDS} seeds, {ppo.EPOCHS} epochs x "
-          f"{ppo.MINIBATCHES} minibatches, clip {ppo.CLIP}: updates to J >= {LEARNING_TARGET}")
+    runs = ppo.train_ppo(tis, tags, ["naive"], rates, draws, 0.0, ppo.Ppo(target=LEARNING_TARGET))
+    print(
+        f"k = 0, no mismatch, B = {B}, {SEEDS} seeds, {ppo.EPOCHS} epochs x "
+        f"{ppo.MINIBATCHES} minibatches, clip {ppo.CLIP}: updates to J >= {LEARNING_TARGET}"
+    )
     for i, rate in enumerate(rates):
         hit = runs.J[0, 0, i] >= LEARNING_TARGET
         n = np.where(hit.any(axis=1), hit.argmax(axis=1), HORIZON)
-        print(f"  lr {rate:<6g} {n.mean():6.2f} +- {n.std(ddof=1) / np.sqrt(SEEDS):.2f} "
-              f"({hit.any(axis=1).sum()} of {SEEDS} arrived), clip held "
-              f"{np.nanmean(runs.clip_fraction[0, 0, i]):.4f} of the terms, KL per update "
-              f"{np.nanmean(runs.kl[0, 0, i]):.4f}")
+        print(
+            f"  lr {rate:<6g} {n.mean():6.2f} +- {n.std(ddof=1) / np.sqrt(SEEDS):.2f} "
+            f"({hit.any(axis=1).sum()} of {SEEDS} arrived), clip held "
+            f"{np.nanmean(runs.clip_fraction[0, 0, i]):.4f} of the terms, KL per update "
+            f"{np.nanmean(runs.kl[0, 0, i]):.4f}"
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ formats of tools/snapshots/*.toml: there v is the value at the quote's path, and
 functions (and math) are in scope, e.g. "= exact_share(v, 4, 'token_tis')" on the path
 staleness.rows gives row 4's exact gain per update as a share of k = 0's: "61%".
 """
+
 import math
 
 
@@ -36,9 +37,11 @@ def verdict(c):
 def check_row(c):
     """A preset's check as docs/gpu-model.md's band tables print it after its name:
     "low | point | high | published | point / published | verdict | held out"."""
-    return (f"{c['low']:.2f} | {c['point']:.2f} | {c['high']:.2f} | {c['published']:.2f} | "
-            f"{c['point'] / c['published']:.2f} | {verdict(c)} | "
-            f"{'yes' if c['held_out'] else 'no'}")
+    return (
+        f"{c['low']:.2f} | {c['point']:.2f} | {c['high']:.2f} | {c['published']:.2f} | "
+        f"{c['point'] / c['published']:.2f} | {verdict(c)} | "
+        f"{'yes' if c['held_out'] else 'no'}"
+    )
 
 
 def checks_held_out(g, name, inside=None):
@@ -47,15 +50,21 @@ def checks_held_out(g, name, inside=None):
     rows = [c for c in g[name]["checks"] if c["held_out"]]
     if inside is None:
         return str(len(rows))
-    return str(sum(c["high"] <= 2 * c["low"] and (c["low"] <= c["published"] <= c["high"])
-                   == inside for c in rows))
+    return str(
+        sum(
+            c["high"] <= 2 * c["low"] and (c["low"] <= c["published"] <= c["high"]) == inside
+            for c in rows
+        )
+    )
 
 
 def component_row(r):
     """A component as docs/gpu-model.md prints it after its name, thousands of tokens/s:
     "predicted | low-high | published | ratio"."""
-    return (f"{r['predicted'] / 1e3:.0f} | {r['low'] / 1e3:.0f}–{r['high'] / 1e3:.0f} | "
-            f"{r['published'] / 1e3:.0f} | {r['ratio']:.2f}")
+    return (
+        f"{r['predicted'] / 1e3:.0f} | {r['low'] / 1e3:.0f}–{r['high'] / 1e3:.0f} | "
+        f"{r['published'] / 1e3:.0f} | {r['ratio']:.2f}"
+    )
 
 
 # ---- docs/staleness.md: the one-step tables (snapshots staleness*)
@@ -84,15 +93,17 @@ def second_order_speedup(rows, i, scheme):
 def overstatement(rows):
     """How far the second-order gain per update lies above the exact one, over all cells:
     "0.8–2.8%"."""
-    over = [v["gain_per_update"] / v["exact_gain"] - 1 for row in rows
-            for v in row["schemes"].values()]
+    over = [
+        v["gain_per_update"] / v["exact_gain"] - 1 for row in rows for v in row["schemes"].values()
+    ]
     return f"{min(over):.1%}–{max(over):.1%}".replace("%–", "–")
 
 
 def exact_cell(v):
-    """"0.0862 ± 0.0007", with * if the second-order gain is more than 10% off it."""
-    return f"{v['exact_gain']:.4f} ± {v['exact_gain_se']:.4f}" + ("*" if v["second_order_off"]
-                                                                  else "")
+    """ "0.0862 ± 0.0007", with * if the second-order gain is more than 10% off it."""
+    return f"{v['exact_gain']:.4f} ± {v['exact_gain_se']:.4f}" + (
+        "*" if v["second_order_off"] else ""
+    )
 
 
 def row_label(row):
@@ -103,15 +114,20 @@ def row_label(row):
 # of the lists trainer_bound / generation_bound, found by their setting, scheme,
 # mismatch and step
 def lc_find(rows, k, scheme, mismatch, step, drop=False):
-    return next(r for r in rows if (r["k"], r["drop_stale"], r["scheme"], r["mismatch"])
-                == (k, drop, scheme, mismatch) and (step is None or r["step"] == step))
+    return next(
+        r
+        for r in rows
+        if (r["k"], r["drop_stale"], r["scheme"], r["mismatch"]) == (k, drop, scheme, mismatch)
+        and (step is None or r["step"] == step)
+    )
 
 
 def lc_time(r):
     """A time to target as the docs quote it: "12.81 ± 0.35", and " (147)" (the seeds that
     reached it) if not all did."""
-    return f"{r['mean']:.2f} ± {r['se']:.2f}" + (f" ({r['reached']})"
-                                                 if r["reached"] < r["seeds"] else "")
+    return f"{r['mean']:.2f} ± {r['se']:.2f}" + (
+        f" ({r['reached']})" if r["reached"] < r["seeds"] else ""
+    )
 
 
 def lc_best(r):
@@ -141,8 +157,12 @@ def lc_range(rows, pick, key, fmt, join=" to "):
 def lc_shares(c, step="equal_kl", mismatch=0.0, schemes=None):
     """Each 16-lane asynchronous cell's time as a share of k = 0's, same scheme (of
     `schemes`, if given): "25–54%"."""
-    rows = [r for r in c["generation_bound"] if (r["step"], r["mismatch"]) == (step, mismatch)
-            and (schemes is None or r["scheme"] in schemes)]
+    rows = [
+        r
+        for r in c["generation_bound"]
+        if (r["step"], r["mismatch"]) == (step, mismatch)
+        and (schemes is None or r["scheme"] in schemes)
+    ]
     sync = {r["scheme"]: r["mean"] for r in rows if r["k"] == 0}
     shares = [r["mean"] / sync[r["scheme"]] for r in rows if r["k"] > 0]
     return f"{min(shares):.0%}–{max(shares):.0%}".replace("%–", "–")
@@ -152,8 +172,10 @@ def lc_async_factor(c):
     """k = 0's time over k = 1's at 16 lanes at equal KL, no mismatch, for no correction and
     for token_tis (the least and the most): "2 to 4"."""
     sync = lc_find(c["generation_bound"], 0, "none", 0.0, "equal_kl")["mean"]
-    return " to ".join(f"{sync / lc_find(c['generation_bound'], 1, s, 0.0, 'equal_kl')['mean']:.0f}"
-                       for s in ("none", "token_tis"))
+    return " to ".join(
+        f"{sync / lc_find(c['generation_bound'], 1, s, 0.0, 'equal_kl')['mean']:.0f}"
+        for s in ("none", "token_tis")
+    )
 
 
 def lc_cost_value(c, step, mismatch, part, *keys):
@@ -168,8 +190,9 @@ def lc_recovered_share(c, scheme, step="equal_kl", mismatch=0.0):
 
 
 def lc_setting_value(c, lanes_key, k, key, fmt, drop=False):
-    s = next(s for s in c["settings"] if (s["lanes"], s["k"], s["drop_stale"]) ==
-             (c[lanes_key], k, drop))
+    s = next(
+        s for s in c["settings"] if (s["lanes"], s["k"], s["drop_stale"]) == (c[lanes_key], k, drop)
+    )
     return fmt.format(s[key])
 
 
@@ -192,11 +215,16 @@ def collapse_cell(c):
     end lies within 2 SE of the level."""
     if c["at"] is None:
         return f"none up to {c['after']:.3g}"
-    text = (f"≤ {c['at']:.3g} (the first T)" if c["after"] is None
-            else f"{c['after']:.3g} to {c['at']:.3g}")
+    text = (
+        f"≤ {c['at']:.3g} (the first T)"
+        if c["after"] is None
+        else f"{c['after']:.3g} to {c['at']:.3g}"
+    )
     if "resolved" in c and c["after"] is not None:
-        text += (f" ({c['value_after']:.3g} ± {c['se_after']:.2g} to {c['value_at']:.3g} ± "
-                 f"{c['se_at']:.2g}" + ("" if c["resolved"] else ", unresolved") + ")")
+        text += (
+            f" ({c['value_after']:.3g} ± {c['se_after']:.2g} to {c['value_at']:.3g} ± "
+            f"{c['se_at']:.2g}" + ("" if c["resolved"] else ", unresolved") + ")"
+        )
     return text
 
 
@@ -204,9 +232,12 @@ def collapse_cell(c):
 # objective, mismatch and rate
 def ppo_find(c, lanes, k, objective, mismatch, rate="1x", drop=False):
     """The row of `lanes` ("n_lanes" or "trainer_lanes", the set-up's key) and the rest."""
-    return next(r for r in c["ppo"] if (r["lanes"], r["k"], r["drop_stale"], r["objective"],
-                                        r["mismatch"], r["rate"])
-                == (c[lanes], k, drop, objective, mismatch, rate))
+    return next(
+        r
+        for r in c["ppo"]
+        if (r["lanes"], r["k"], r["drop_stale"], r["objective"], r["mismatch"], r["rate"])
+        == (c[lanes], k, drop, objective, mismatch, rate)
+    )
 
 
 def ppo_cell(c, lanes, k, objective, mismatch, rate="1x", drop=False):
@@ -238,23 +269,30 @@ def ppo_shares(c, rate="1x"):
     mismatch, over the cells where every seed arrived: "24–31%"."""
     rows = [r for r in c["ppo"] if (r["lanes"], r["rate"]) == (c["n_lanes"], rate)]
     sync = {(r["objective"], r["mismatch"]): r["mean"] for r in rows if r["k"] == 0}
-    shares = [r["mean"] / sync[r["objective"], r["mismatch"]] for r in rows
-              if r["k"] > 0 and r["reached"] == r["seeds"]]
+    shares = [
+        r["mean"] / sync[r["objective"], r["mismatch"]]
+        for r in rows
+        if r["k"] > 0 and r["reached"] == r["seeds"]
+    ]
     return f"{min(shares):.0%}–{max(shares):.0%}".replace("%–", "–")
 
 
 def lowest_token_ess(levels):
     """The lowest mean ESS of `token` and `token_tis` over every T, rounded down: "40"."""
-    lowest = min(min(level["schemes"][s]["ess"]) for level in levels
-                 for s in ("token", "token_tis"))
+    lowest = min(
+        min(level["schemes"][s]["ess"]) for level in levels for s in ("token", "token_tis")
+    )
     return f"{math.floor(lowest):.0f}"
 
 
 def first_above(level, value):
     """The first T x KL from which both `token`'s and `token_tis`'s relative RMSE exceed value."""
     for i, t_kl in enumerate(level["T_kl"]):
-        if all(level["schemes"][s]["rmse"][j] > value for s in ("token", "token_tis")
-               for j in range(i, len(level["T_kl"]))):
+        if all(
+            level["schemes"][s]["rmse"][j] > value
+            for s in ("token", "token_tis")
+            for j in range(i, len(level["T_kl"]))
+        ):
             return f"{t_kl:.2g}"
     return "never"
 

@@ -18,6 +18,7 @@ copy. In a Python file, a line ending in `(instructors only)` is left out (the
 `--solutions` lines of run.py's docstring, say). A students' doc may not link to a file
 the students' copy does not have.
 """
+
 import argparse
 import os
 import re
@@ -36,7 +37,15 @@ END_MARK = "<!-- /instructor -->"
 STUDENT_START, STUDENT_END = "<!-- student", "student -->"
 PY_MARK = "(instructors only)"
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")  # a Markdown link's target, without its #part
-GRADER_FILES = ("__init__.py", "box.py", "grade.py", "remote.py", "serve.py", "student.py", "wire.py")
+GRADER_FILES = (
+    "__init__.py",
+    "box.py",
+    "grade.py",
+    "remote.py",
+    "serve.py",
+    "student.py",
+    "wire.py",
+)
 BUNDLE_ROOT_FILES = ("setup.sh", "run_autograder", "requirements.txt")
 
 
@@ -44,16 +53,28 @@ def lab_files():
     """The lab's files as git sees them (committed or new, not ignored), relative to ROOT.
     Outside a git checkout (CI's copy), every file that .gitignore does not match."""
     try:
-        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                                cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return sorted(path for path in listed.splitlines() if (ROOT / path).is_file())
     except (OSError, subprocess.CalledProcessError):
         lines = (ROOT / ".gitignore").read_text().splitlines()
         ignored = [line.rstrip("/") for line in lines if line and not line.startswith("#")]
         ignored.append(".git")
-        return sorted(str(path.relative_to(ROOT)) for path in ROOT.rglob("*") if path.is_file()
-                      and not any(fnmatch(part, pattern) for part in path.relative_to(ROOT).parts
-                                  for pattern in ignored))
+        return sorted(
+            str(path.relative_to(ROOT))
+            for path in ROOT.rglob("*")
+            if path.is_file()
+            and not any(
+                fnmatch(part, pattern)
+                for part in path.relative_to(ROOT).parts
+                for pattern in ignored
+            )
+        )
 
 
 def student_text(text, name="README.md"):
@@ -76,8 +97,9 @@ def student_text(text, name="README.md"):
 
 def student_python(text):
     """A Python file as the students' copy shows it: without the lines marked PY_MARK."""
-    return "".join(line for line in text.splitlines(keepends=True)
-                   if not line.rstrip().endswith(PY_MARK))
+    return "".join(
+        line for line in text.splitlines(keepends=True) if not line.rstrip().endswith(PY_MARK)
+    )
 
 
 def student_doc(doc):
@@ -90,20 +112,28 @@ def student_doc(doc):
 def links(path, text):
     """The files a Markdown file at `path` (relative to the copy's root) links to."""
     folder = Path(path).parent
-    return {Path(os.path.normpath(folder / target)).as_posix() for target in LINK.findall(text)
-            if "://" not in target and not target.startswith("mailto:")}
+    return {
+        Path(os.path.normpath(folder / target)).as_posix()
+        for target in LINK.findall(text)
+        if "://" not in target and not target.startswith("mailto:")
+    }
 
 
 def write_student(out):
     """OUT/student: the students' repository. Refuses a doc that links to a file left out."""
-    shipped = [path for path in lab_files()
-               if not path.startswith(NOT_FOR_STUDENTS) and path not in INSTRUCTOR_DOCS]
+    shipped = [
+        path
+        for path in lab_files()
+        if not path.startswith(NOT_FOR_STUDENTS) and path not in INSTRUCTOR_DOCS
+    ]
     texts = {path: student_doc(path) for path in shipped if path.endswith(".md")}
     for path, text in texts.items():
         missing = sorted(links(path, text) - set(shipped))
         if missing:
-            raise ValueError(f"{path} links to {', '.join(missing)}, which the students' copy "
-                             "does not have: mark the link <!-- instructor -->")
+            raise ValueError(
+                f"{path} links to {', '.join(missing)}, which the students' copy "
+                "does not have: mark the link <!-- instructor -->"
+            )
     for path in shipped:
         (out / path).parent.mkdir(parents=True, exist_ok=True)
         if path in texts:
@@ -143,8 +173,10 @@ def main(argv=None):
     student.mkdir(parents=True)
     write_student(student)
     write_bundle(student, out / "autograder.zip")
-    print(f"Wrote {student} (the students' repository) and {out / 'autograder.zip'} "
-          "(the Gradescope autograder)")
+    print(
+        f"Wrote {student} (the students' repository) and {out / 'autograder.zip'} "
+        "(the Gradescope autograder)"
+    )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ format] in this run, or [run, path, format] for another run's number.
 To add an experiment flag: add tools/snapshots/<name>.toml with its flags, run --update, and
 add its quotes. The runs are independent, so they run in parallel, one per core.
 """
+
 import argparse
 import json
 import math
@@ -89,10 +90,13 @@ def registry(folder=SNAPSHOTS):
                 where = f"{file.name}: row {i + 1} of {doc}"
                 cells = [[run, *cell] if len(cell) == 2 else cell for cell in cells]
                 if any(len(cell) != 3 or cell[0] not in names for cell in cells):
-                    raise ValueError(f"{where}: each cell is [path, format] or [run, path, "
-                                     f"format] with a run of {folder}")
+                    raise ValueError(
+                        f"{where}: each cell is [path, format] or [run, path, "
+                        f"format] with a run of {folder}"
+                    )
                 rows.setdefault(doc, []).append(
-                    (words, [(name, path, compiled(fmt, where)) for name, path, fmt in cells]))
+                    (words, [(name, path, compiled(fmt, where)) for name, path, fmt in cells])
+                )
                 check_fields(where, words, len(cells))
     return runs, quotes, rows
 
@@ -122,8 +126,13 @@ def value_at(results, path):
 def fresh_run(name, tmp):
     out = Path(tmp, f"{name}.png")
     flags = RUNS[name]
-    subprocess.run([sys.executable, "run.py", *flags, "--out", str(out)], cwd=ROOT, check=True,
-                   env=dict(os.environ, RL_SOLUTIONS="1"), stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "run.py", *flags, "--out", str(out)],
+        cwd=ROOT,
+        check=True,
+        env=dict(os.environ, RL_SOLUTIONS="1"),
+        stdout=subprocess.DEVNULL,
+    )
     return json.loads(out.with_suffix(".json").read_text())
 
 
@@ -138,8 +147,11 @@ def differences(fresh, snapshot, path="", found=None):
     elif isinstance(snapshot, list) and isinstance(fresh, list) and len(fresh) == len(snapshot):
         for i, (a, b) in enumerate(zip(fresh, snapshot)):
             differences(a, b, f"{path}.{i}", found)
-    elif (isinstance(snapshot, (int, float)) and isinstance(fresh, (int, float))
-          and not isinstance(snapshot, bool)):
+    elif (
+        isinstance(snapshot, (int, float))
+        and isinstance(fresh, (int, float))
+        and not isinstance(snapshot, bool)
+    ):
         if not math.isclose(fresh, snapshot, rel_tol=RTOL, abs_tol=ATOL):
             found.append(f"{path}: {fresh!r} now, {snapshot!r} in the snapshot")
     elif fresh != snapshot:
@@ -158,15 +170,22 @@ def docs():
 
 def checks(doc):
     """The QUOTES and TABLE_ROWS of `doc` alike, as (words, [(snapshot, path, format), ...])."""
-    return ([(words, [(name, path, fmt)]) for words, name, path, fmt in QUOTES.get(doc, [])]
-            + TABLE_ROWS.get(doc, []))
+    return [
+        (words, [(name, path, fmt)]) for words, name, path, fmt in QUOTES.get(doc, [])
+    ] + TABLE_ROWS.get(doc, [])
 
 
 def quoted(words, cells, snapshots):
     """`words` with the snapshots' numbers, formatted, in place of the {}s."""
     values = [value_at(snapshots[name], path) for name, path, _ in cells]
-    return flat(words.format(*[fmt(value) if callable(fmt) else fmt.format(value)
-                               for value, (_, _, fmt) in zip(values, cells)]))
+    return flat(
+        words.format(
+            *[
+                fmt(value) if callable(fmt) else fmt.format(value)
+                for value, (_, _, fmt) in zip(values, cells)
+            ]
+        )
+    )
 
 
 def quote_problems(doc, text, snapshots, only=None):
@@ -187,11 +206,14 @@ def quote_problems(doc, text, snapshots, only=None):
 DRAWS_DOC = "docs/draws.md"
 DRAW_CLAIMS = {
     "naive bias doubles with the mismatch": (
-        "naive bias about doubles when the mismatch doubles (ratio 1.8–2.3)"),
+        "naive bias about doubles when the mismatch doubles (ratio 1.8–2.3)"
+    ),
     "sequence IS variance explodes, naive does not": (
-        "`seq` variance explodes, the naive one does not"),
+        "`seq` variance explodes, the naive one does not"
+    ),
     "truncation has the lowest RMSE at mismatch 0.6": (
-        "truncation has the lowest RMSE at mismatch 0.6"),
+        "truncation has the lowest RMSE at mismatch 0.6"
+    ),
     "sequence TIS beats token TIS at mismatch 0.6": "`seq_tis` beats `token_tis` at mismatch 0.6",
     "best C of token TIS strictly inside 1..10": "best C of `token_tis` strictly inside 1..10",
 }
@@ -200,21 +222,28 @@ DRAW_CLAIMS = {
 def draw_lines():
     """What DRAWS_DOC must say, from the counts tools/check_draws.py computes now (about 2 s)."""
     from tools import check_draws
+
     found = check_draws.draws()
     aside = [(seed, ratio) for seed, _, ratio, set_aside, _ in found if set_aside]
-    lines = [f"set aside ({', '.join(f'seed {s}: {r:.2f}×' for s, r in aside)})",
-             f"Of the other {len(found) - len(aside)} draws"]
+    lines = [
+        f"set aside ({', '.join(f'seed {s}: {r:.2f}×' for s, r in aside)})",
+        f"Of the other {len(found) - len(aside)} draws",
+    ]
     for claim, results in check_draws.per_claim(found).items():
         failing = ", ".join(str(seed) for seed, holds in results if not holds) or "none"
-        lines.append(f"| {DRAW_CLAIMS[claim]} | {sum(h for _, h in results)}/{len(results)} "
-                     f"| {failing} |")
+        lines.append(
+            f"| {DRAW_CLAIMS[claim]} | {sum(h for _, h in results)}/{len(results)} | {failing} |"
+        )
     return lines
 
 
 def draws_problems(text, lines):
     """The lines of draw_lines() that the text of DRAWS_DOC, `text`, does not hold."""
-    return [f"{DRAWS_DOC} should say {line!r} (tools/check_draws.py)" for line in lines
-            if line not in flat(text)]
+    return [
+        f"{DRAWS_DOC} should say {line!r} (tools/check_draws.py)"
+        for line in lines
+        if line not in flat(text)
+    ]
 
 
 def check_docs(root, snapshots, render=None):
@@ -234,16 +263,24 @@ def check_docs(root, snapshots, render=None):
             if text != made:
                 problems.append(f"{root / doc} is not what tools/release.py makes now")
                 continue
-            only = {quoted(words, cells, snapshots) for words, cells in checks(doc)
-                    if quoted(words, cells, snapshots) in flat(made)}
+            only = {
+                quoted(words, cells, snapshots)
+                for words, cells in checks(doc)
+                if quoted(words, cells, snapshots) in flat(made)
+            }
         found, n_numbers = quote_problems(doc, text, snapshots, only)
-        n_checks = sum(only is None or quoted(words, cells, snapshots) in only
-                       for words, cells in checks(doc))
-        print(f"{root / doc}: {len(found)} of {n_checks} quotes differ ({n_numbers} numbers checked)")
+        n_checks = sum(
+            only is None or quoted(words, cells, snapshots) in only for words, cells in checks(doc)
+        )
+        print(
+            f"{root / doc}: {len(found)} of {n_checks} quotes differ ({n_numbers} numbers checked)"
+        )
         problems += found
         if doc == DRAWS_DOC:
             found = draws_problems(text, lines)
-            print(f"{root / doc}: {len(found)} of {len(lines)} lines of tools/check_draws.py differ")
+            print(
+                f"{root / doc}: {len(found)} of {len(lines)} lines of tools/check_draws.py differ"
+            )
             problems += found
     unknown = (set(QUOTES) | set(TABLE_ROWS)) - set(docs())
     problems += [f"QUOTES or TABLE_ROWS name {doc}, which is not a doc" for doc in sorted(unknown)]
@@ -253,11 +290,20 @@ def check_docs(root, snapshots, render=None):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--update", action="store_true", help="rewrite the snapshots")
-    parser.add_argument("--student-copy", type=Path, metavar="DIR",
-                        help="also check the docs of this students' copy (OUT/student)")
-    parser.add_argument("--only", nargs="+", choices=sorted(RUNS), metavar="RUN",
-                        help="rerun only these runs (the docs are checked against the stored "
-                             "snapshots of the others)")
+    parser.add_argument(
+        "--student-copy",
+        type=Path,
+        metavar="DIR",
+        help="also check the docs of this students' copy (OUT/student)",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=sorted(RUNS),
+        metavar="RUN",
+        help="rerun only these runs (the docs are checked against the stored "
+        "snapshots of the others)",
+    )
     args = parser.parse_args(argv)
     chosen = {name: flags for name, flags in RUNS.items() if not args.only or name in args.only}
     problems = []
@@ -277,12 +323,15 @@ def main(argv=None):
                 path.write_text(json.dumps(fresh, indent=1) + "\n")
             snapshots[name] = json.loads(path.read_text())
             found = differences(fresh, snapshots[name])
-            print(f"run.py {' '.join(flags) or '(default flags)'}: "
-                  f"{'matches' if not found else 'DIFFERS from'} tools/snapshots/{name}.json")
+            print(
+                f"run.py {' '.join(flags) or '(default flags)'}: "
+                f"{'matches' if not found else 'DIFFERS from'} tools/snapshots/{name}.json"
+            )
             problems += [f"{name}: {problem}" for problem in found]
     problems += check_docs(ROOT, snapshots)
     if args.student_copy:
         from tools.release import student_doc
+
         problems += check_docs(args.student_copy, snapshots, render=student_doc)
     for problem in problems:
         print("PROBLEM:", problem)

@@ -6,6 +6,7 @@ It draws rl_systems.png from the reference's snapshot of the default run
 (--learning-curves, --ppo-curves) from theirs, so it needs no experiment to run, and
 measures every text's box as the saved figure (90 dpi) renders it.
 """
+
 import json
 from itertools import combinations
 from pathlib import Path
@@ -22,6 +23,7 @@ def overlaps(fig, ticks=False):
     """(panel title, text, text) for each pair of texts of one panel whose boxes, grown by
     PAD on every side, intersect; with ticks, the tick labels and the legend's texts too."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     fig.set_dpi(90)
     FigureCanvasAgg(fig).draw()
     renderer = fig.canvas.get_renderer()
@@ -32,10 +34,16 @@ def overlaps(fig, ticks=False):
         if ticks:
             texts += ax.get_xticklabels() + ax.get_yticklabels()
             texts += ax.get_legend().get_texts() if ax.get_legend() else []
-        boxes = [(t.get_text(), t.get_window_extent(renderer).expanded(1, 1).padded(pad))
-                 for t in texts if t.get_visible() and t.get_text()]
-        found += [(ax.get_title(), a, b) for (a, box_a), (b, box_b) in combinations(boxes, 2)
-                  if box_a.overlaps(box_b)]
+        boxes = [
+            (t.get_text(), t.get_window_extent(renderer).expanded(1, 1).padded(pad))
+            for t in texts
+            if t.get_visible() and t.get_text()
+        ]
+        found += [
+            (ax.get_title(), a, b)
+            for (a, box_a), (b, box_b) in combinations(boxes, 2)
+            if box_a.overlaps(box_b)
+        ]
     return found
 
 
@@ -46,8 +54,7 @@ def test_no_two_texts_of_a_panel_overlap():
 
 def preset_figure():
     """rl_systems_preset.png as preset.draw saves it, from the --preset all snapshot."""
-    return preset.figure(json.loads((ROOT / "tools" / "snapshots" / "gpu_model.json")
-                                    .read_text()))
+    return preset.figure(json.loads((ROOT / "tools" / "snapshots" / "gpu_model.json").read_text()))
 
 
 def test_no_two_texts_of_the_preset_figure_overlap():
@@ -79,7 +86,7 @@ def test_the_training_figures_read_at_their_size(experiment, monkeypatch):
     drawn = []
     monkeypatch.setattr("matplotlib.figure.Figure.savefig", lambda fig, *a, **k: drawn.append(fig))
     experiment.draw(results, ROOT / "unused.png")
-    fig, = drawn
+    (fig,) = drawn
     assert len(fig.axes) <= 6
     assert not overlaps(fig)
     for ax in fig.axes:

@@ -10,6 +10,7 @@ bound, every step of the walk, every band (low, point, high) and every predictio
 out exactly the same. The components (Fig. 2 and Fig. 5) are moved the same way: no
 predicted value or range may move.
 """
+
 import pytest
 
 from experiments import gpu_components as components
@@ -25,19 +26,32 @@ def moved(preset, factor=1.1):
     scaling = ()
     if preset.scaling:
         colocated, asynchronous = preset.scaling
-        scaling = ({g: {key: v * factor for key, v in row.items()} for g, row in colocated.items()},
-                   {g: {key: v * (1 if (g, key) == (preset.gen_gpus, "update_actor") else factor)
-                        for key, v in row.items()} for g, row in asynchronous.items()})
-    return preset._replace(sync_hours=preset.sync_hours * factor,
-                           async_hours=preset.async_hours * factor, curve=curve, scaling=scaling)
+        scaling = (
+            {g: {key: v * factor for key, v in row.items()} for g, row in colocated.items()},
+            {
+                g: {
+                    key: v * (1 if (g, key) == (preset.gen_gpus, "update_actor") else factor)
+                    for key, v in row.items()
+                }
+                for g, row in asynchronous.items()
+            },
+        )
+    return preset._replace(
+        sync_hours=preset.sync_hours * factor,
+        async_hours=preset.async_hours * factor,
+        curve=curve,
+        scaling=scaling,
+    )
 
 
 def predictions(g):
-    return dict(walk=[(w["name"], w["seconds"], w["sync_seconds"]) for w in g["walk"]],
-                checks=[(c["name"], c["low"], c["point"], c["high"], c["held_out"])
-                        for c in g["checks"]],
-                held_out=[(row.what, row.predicted, row.bound) for row in g["held_out"]],
-                by_k=[r["throughput"] for r in g["by_k"]], set=[row[:2] for row in g["set"]])
+    return dict(
+        walk=[(w["name"], w["seconds"], w["sync_seconds"]) for w in g["walk"]],
+        checks=[(c["name"], c["low"], c["point"], c["high"], c["held_out"]) for c in g["checks"]],
+        held_out=[(row.what, row.predicted, row.bound) for row in g["held_out"]],
+        by_k=[r["throughput"] for r in g["by_k"]],
+        set=[row[:2] for row in g["set"]],
+    )
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -56,12 +70,15 @@ def test_no_prediction_moves_when_a_published_number_does(name, monkeypatch):
 
 def test_no_component_moves_when_its_published_number_does(monkeypatch):
     original = gpu_components(scheduler, memory)
-    monkeypatch.setattr(components, "GEN_SCALING",
-                        {g: v * 1.1 for g, v in components.GEN_SCALING.items()})
-    monkeypatch.setattr(components, "INTERRUPT_GEN",
-                        {key: v * 1.1 for key, v in components.INTERRUPT_GEN.items()})
+    monkeypatch.setattr(
+        components, "GEN_SCALING", {g: v * 1.1 for g, v in components.GEN_SCALING.items()}
+    )
+    monkeypatch.setattr(
+        components, "INTERRUPT_GEN", {key: v * 1.1 for key, v in components.INTERRUPT_GEN.items()}
+    )
     after = gpu_components(scheduler, memory)
-    assert [(r["name"], r["predicted"], r["low"], r["high"]) for r in after] == \
-        [(r["name"], r["predicted"], r["low"], r["high"]) for r in original]
+    assert [(r["name"], r["predicted"], r["low"], r["high"]) for r in after] == [
+        (r["name"], r["predicted"], r["low"], r["high"]) for r in original
+    ]
     for before, now in zip(original, after):  # not vacuous: the published side moved
         assert now["published"] == pytest.approx(before["published"] * 1.1), before["name"]

@@ -6,6 +6,7 @@ else lab-student; never nobody), and a Python that user can run with the bundle'
 requirements (AUTOGRADER_PYTHON, else this one): without them they are skipped, saying
 why. CI runs them in its foreground, never beside another grading as the same user.
 """
+
 import csv
 import json
 import os
@@ -25,11 +26,32 @@ from tools.autograder import fresh_checks, grade, student
 ROOT = Path(__file__).resolve().parent.parent
 TASK_FILES = [module + ".py" for module in lab.STUDENT_MODULES]
 # Gradescope's results.json, as its autograder specification documents it
-TOP_FIELDS = {"score", "execution_time", "output", "output_format", "test_output_format",
-              "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
-              "leaderboard"}
-TEST_FIELDS = {"score", "max_score", "status", "name", "name_format", "number", "output",
-               "output_format", "tags", "visibility", "extra_data"}
+TOP_FIELDS = {
+    "score",
+    "execution_time",
+    "output",
+    "output_format",
+    "test_output_format",
+    "test_name_format",
+    "visibility",
+    "stdout_visibility",
+    "extra_data",
+    "tests",
+    "leaderboard",
+}
+TEST_FIELDS = {
+    "score",
+    "max_score",
+    "status",
+    "name",
+    "name_format",
+    "number",
+    "output",
+    "output_format",
+    "tags",
+    "visibility",
+    "extra_data",
+}
 FORMATS = {"text", "html", "simple_format", "md", "ansi"}
 VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
 STATUSES = {"passed", "failed"}
@@ -55,27 +77,36 @@ def format_problems(report):
         about = f"test {test.get('number')} {test.get('name')}"
         problems += [f"{about}: field {key!r}" for key in set(test) - TEST_FIELDS]
         if test.get("status") not in STATUSES or test.get("visibility") not in VISIBILITIES:
-            problems.append(f"{about}: status {test.get('status')!r}, visibility "
-                            f"{test.get('visibility')!r}")
+            problems.append(
+                f"{about}: status {test.get('status')!r}, visibility {test.get('visibility')!r}"
+            )
         if test.get("output_format", "text") not in FORMATS:
             problems.append(f"{about}: output_format {test['output_format']!r}")
         if not all(isinstance(test.get(key), float) for key in ("score", "max_score")):
             problems.append(f"{about}: score and max_score must be numbers")
         task, _, i = str(test.get("number")).partition(".")
-        if not isinstance(test.get("number"), str) or task not in order \
-                or (order.index(task), int(i)) <= last:
+        if (
+            not isinstance(test.get("number"), str)
+            or task not in order
+            or (order.index(task), int(i)) <= last
+        ):
             problems.append(f"{about}: not numbered in task order")
         else:
             last = (order.index(task), int(i))
         if "_unseen_inputs" in test["name"] and (
-                test["output"].startswith("with ") or "\nassert " in test["output"]):
+            test["output"].startswith("with ") or "\nassert " in test["output"]
+        ):
             problems.append(f"{about}: a run's header or an assert line: {test['output']!r}")
     checks = [t for t in report["tests"] if "_unseen_inputs" in t["name"]]
     for shown, details in zip(checks[::2], checks[1::2]):
-        if (shown["visibility"], details["visibility"]) != ("visible", "after_due_date") \
-                or shown["status"] != details["status"] or "what it tried" not in details["name"]:
-            problems.append(f"check {shown['name']}: not a visible verdict and its details "
-                            "after the due date")
+        if (
+            (shown["visibility"], details["visibility"]) != ("visible", "after_due_date")
+            or shown["status"] != details["status"]
+            or "what it tried" not in details["name"]
+        ):
+            problems.append(
+                f"check {shown['name']}: not a visible verdict and its details after the due date"
+            )
     return problems
 
 
@@ -83,8 +114,13 @@ def format_problems(report):
 def reference_report(tmp_path_factory):
     """The reference's local `pytest --gradescope` report."""
     path = tmp_path_factory.mktemp("report") / "results.json"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", f"--gradescope={path}"], cwd=ROOT,
-                   env=dict(os.environ, RL_SOLUTIONS="1"), capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", f"--gradescope={path}"],
+        cwd=ROOT,
+        env=dict(os.environ, RL_SOLUTIONS="1"),
+        capture_output=True,
+        timeout=300,
+    )
     return json.loads(path.read_text())
 
 
@@ -92,16 +128,22 @@ def a_partial_grading(reference_report):
     """The bundle's scoring (grade.grade) of a submission whose Task 2a fails a public test
     with the public inputs and its unseen-input check with fresh ones, and whose Task 1b
     passes its public tests but not its unseen-input check."""
-    tests = {e["name"].split(": ")[-1]: lab.task_of(e["name"].split(": ")[-1])
-             for e in reference_report["tests"]}
+    tests = {
+        e["name"].split(": ")[-1]: lab.task_of(e["name"].split(": ")[-1])
+        for e in reference_report["tests"]
+    }
     checks = sorted(n for n in vars(fresh_checks) if n.endswith("_unseen_inputs"))
     first = next(n for n in tests if tests[n] == "2a")
     public = dict.fromkeys([*tests, *checks])
     public[first] = "may_start(...): expected True, got False"
     public["test_task1b_unseen_inputs"] = "on inputs the public tests don't use: 3 != 4"
     fresh = dict(public, test_task2a_unseen_inputs="on inputs the public tests don't use: no")
-    return grade.grade(tests, [("with the public inputs", public, None),
-                               ("with fresh inputs", fresh, None)], checks, ["a note"])
+    return grade.grade(
+        tests,
+        [("with the public inputs", public, None), ("with fresh inputs", fresh, None)],
+        checks,
+        ["a note"],
+    )
 
 
 def test_reports_are_gradescopes_format(reference_report):
@@ -120,11 +162,14 @@ def test_reports_are_gradescopes_format(reference_report):
     assert check_1b[1]["output"] == "on inputs the public tests don't use: 3 != 4"
     assert by_number["2a.1"]["output"].startswith("with the public inputs:\nmay_start")
     n_1b = sum(lab.task_of(t["name"].split(": ")[-1]) == "1b" for t in reference_report["tests"])
-    assert f"| 1b | kv_cache_bytes | memory.py | {n_1b} of {n_1b} | failed | 0 of 10 |" in (
-        partial["output"])
+    assert (
+        f"| 1b | kv_cache_bytes | memory.py | {n_1b} of {n_1b} | failed | 0 of 10 |"
+        in (partial["output"])
+    )
     assert partial["output"].startswith("a note\n\n**Lab 20: ")
     assert partial["extra_data"]["tasks"]["1b"] == 0 and partial["extra_data"]["notes"] == [
-        "a note"]
+        "a note"
+    ]
 
 
 def test_one_setting_shows_the_checks_details_at_once(reference_report, monkeypatch):
@@ -142,17 +187,22 @@ def test_points_check_passes_on_main_and_fails_on_a_planted_edit(reference_repor
     docs/grading.md's statements and table."""
     assert check_release.points_problems(reference_report) == []
     monkeypatch.setitem(lab.TASKS, "2b", lab.TASKS["2b"]._replace(points=20))
-    tests = {e["name"].split(": ")[-1]: lab.task_of(e["name"].split(": ")[-1])
-             for e in reference_report["tests"]}
+    tests = {
+        e["name"].split(": ")[-1]: lab.task_of(e["name"].split(": ")[-1])
+        for e in reference_report["tests"]
+    }
     planted = gradescope.results(tests, dict.fromkeys(tests))
     problems = check_release.points_problems(planted)
     assert len(problems) == 4, problems
-    assert any(p.startswith('README.md should state "Tasks 1 to 3 are worth 105 points')
-               for p in problems)
+    assert any(
+        p.startswith('README.md should state "Tasks 1 to 3 are worth 105 points') for p in problems
+    )
     assert any("| 2b | `take_batch` | 20 |" in p for p in problems)
     unsplit = check_release.points_problems(reference_report)  # tests still offer 15
-    assert any("Task 2b's tests in the reference's report offer 15 points, lab.TASKS gives "
-               "it 20" in p for p in unsplit)
+    assert any(
+        "Task 2b's tests in the reference's report offer 15 points, lab.TASKS gives it 20" in p
+        for p in unsplit
+    )
 
 
 def test_a_regrade_can_repeat_the_fresh_seed(monkeypatch):
@@ -179,8 +229,9 @@ def grading_setup():
     except KeyError:
         return None, f"no user {name} (set AUTOGRADER_USER)"
     python = os.environ.get("AUTOGRADER_PYTHON") or sys.executable
-    done = subprocess.run([python, "-I", "-c", "import numpy, pytest"], user=name, cwd="/",
-                          capture_output=True)
+    done = subprocess.run(
+        [python, "-I", "-c", "import numpy, pytest"], user=name, cwd="/", capture_output=True
+    )
     if done.returncode != 0:
         return None, f"{name} cannot run {python} with numpy and pytest (set AUTOGRADER_PYTHON)"
     return (name, python), None
@@ -212,11 +263,21 @@ def files(memory="solutions"):
 def start(bundle, root, submission, user, python):
     """Unzip the bundle into AUTOGRADER_ROOT `root` and start run_autograder on `submission`."""
     check_autograder.unpack(bundle, root, submission)
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_USER=user, PYTHONUNBUFFERED="1",
-               PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]))
+    env = dict(
+        os.environ,
+        AUTOGRADER_ROOT=str(root),
+        AUTOGRADER_USER=user,
+        PYTHONUNBUFFERED="1",
+        PATH=os.pathsep.join([str(Path(python).parent), os.environ["PATH"]]),
+    )
     env.pop(student.LOCK_FD, None)
-    return subprocess.Popen([str(root / "source" / "run_autograder")], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [str(root / "source" / "run_autograder")],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_a_second_grading_as_the_same_user_is_refused(bundle, setup, tmp_path):
@@ -255,10 +316,22 @@ def test_grade_all_grades_a_folder_and_resumes(bundle, setup, tmp_path):
     out = tmp_path / "grades.csv"
 
     def run():
-        done = subprocess.run([sys.executable, str(ROOT / "tools" / "grade_all.py"), str(folder),
-                               str(out), "--bundle", str(bundle), "--python", python],
-                              capture_output=True, text=True, timeout=600,
-                              env=dict(os.environ, AUTOGRADER_USER=user))
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "tools" / "grade_all.py"),
+                str(folder),
+                str(out),
+                "--bundle",
+                str(bundle),
+                "--python",
+                python,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, AUTOGRADER_USER=user),
+        )
         return done, {row["submission"]: row for row in csv.DictReader(out.open())}
 
     done, rows = run()
@@ -266,7 +339,9 @@ def test_grade_all_grades_a_folder_and_resumes(bundle, setup, tmp_path):
     assert list(rows) == ["broken.zip", "memory-only", "stubs.zip"]
     assert rows["broken.zip"]["not graded"].startswith("the zip cannot be read")
     assert [rows[name]["total"] for name in ("memory-only", "stubs.zip")] == [
-        f"{MEMORY_ONLY:g}", "0"]
+        f"{MEMORY_ONLY:g}",
+        "0",
+    ]
     for name in ("memory-only", "stubs.zip"):
         assert float(rows[name]["total"]) == sum(float(rows[name][task]) for task in lab.TASKS)
         assert rows[name]["not graded"] == "" and float(rows[name]["seconds"]) > 0
@@ -276,14 +351,20 @@ def test_grade_all_grades_a_folder_and_resumes(bundle, setup, tmp_path):
     again, rows_again = run()
     assert "2 already in" in again.stdout and "[1/1] memory-only: 35 points" in again.stdout
     assert {name: row["total"] for name, row in rows_again.items()} == {
-        name: row["total"] for name, row in rows.items()}
+        name: row["total"] for name, row in rows.items()
+    }
 
 
 def test_grade_all_refuses_to_run_without_root(setup, tmp_path):
     """As the unprivileged user itself, grade_all refuses before grading anything."""
     user, python = setup
-    done = subprocess.run([python, str(ROOT / "tools" / "grade_all.py"), str(tmp_path),
-                           str(tmp_path / "grades.csv")], user=user, cwd="/",
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [python, str(ROOT / "tools" / "grade_all.py"), str(tmp_path), str(tmp_path / "grades.csv")],
+        user=user,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "refused: grading needs root" in done.stderr, done.stderr
     assert not (tmp_path / "grades.csv").exists()

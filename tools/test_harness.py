@@ -6,6 +6,7 @@ would, and checks what the student sees: that it ends within a bound, the
 Gradescope JSON, the message. LAB_TIME_LIMIT=1 shortens the 5 s limit so the
 whole file runs in about a minute.
 """
+
 import ast
 import importlib.util
 import itertools
@@ -24,9 +25,9 @@ import pytest
 import grading
 import lab
 import run as run_py
+import test_rl_systems
 from experiments import PARTS, part2_scheduling
 from grading import gradescope
-import test_rl_systems
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(LAB_TIME_LIMIT="1")  # limit 1 s, backstop 1 s later; run.py parts 5x their time
@@ -66,8 +67,9 @@ HOLDS_THE_LOCK = "\ndef rl_memory_gb(*args, **kwargs):\n    return sum(range(10*
 SLOW_CALL = "\nprint(simulate(16, 32, 1, n_steps=30000))\n"  # a debug call at the bottom
 BARE_ASSERT = "\ndef kv_cache_bytes(*args, **kwargs):\n    assert False\n"
 BARE_RAISE = "\ndef kv_cache_bytes(*args, **kwargs):\n    raise NotImplementedError\n"
-HUGE_PRINT = ("\ndef kv_cache_bytes(*args, **kwargs):\n"
-              "    for i in range(200000):\n        print(i)\n")
+HUGE_PRINT = (
+    "\ndef kv_cache_bytes(*args, **kwargs):\n    for i in range(200000):\n        print(i)\n"
+)
 INTERRUPT = "\ndef rl_memory_gb(*args, **kwargs):\n    raise KeyboardInterrupt\n"
 PYTEST_EXIT = "\ndef rl_memory_gb(*args, **kwargs):\n    import pytest\n    pytest.exit('bye', 0)\n"
 OS_EXIT = "\ndef rl_memory_gb(*args, **kwargs):\n    import os\n    os._exit(0)\n"
@@ -79,8 +81,13 @@ def lab_copy(tmp_path, **files):
     to the reference, or None for the reference itself) as that student file."""
     dest = tmp_path / "lab20"
     # (not the quick start's .venv either: in CI's copy it is a 200 MB folder)
-    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "__pycache__", "rl_systems.*", "*.egg-info", "build"))
+    shutil.copytree(
+        ROOT,
+        dest,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "__pycache__", "rl_systems.*", "*.egg-info", "build"
+        ),
+    )
     for module, extra in files.items():
         source = (ROOT / "solutions" / f"{module}.py").read_text()
         (dest / f"{module}.py").write_text(source + "\nimport time\n" + (extra or ""))
@@ -91,9 +98,15 @@ def run(dest, *args, env=None, python=(), timeout=90, interrupt_after=None):
     """Run `python *python *args` in dest; return (exit code, output, seconds)."""
     env = dict(os.environ, RL_SOLUTIONS="0", **(env or FAST))
     start = time.monotonic()
-    process = subprocess.Popen([sys.executable, *python, *args], cwd=dest, env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        [sys.executable, *python, *args],
+        cwd=dest,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     # (Ctrl-C reaches the child even where this runs in a background job, which ignores it)
     if interrupt_after:
         time.sleep(interrupt_after)
@@ -105,12 +118,19 @@ def run(dest, *args, env=None, python=(), timeout=90, interrupt_after=None):
 def grade(dest, *flags, **kwargs):
     """pytest with --gradescope in dest:
     (exit code, output, seconds, {test: (score, max, output)}, the whole JSON)."""
-    code, out, seconds = run(dest, "-m", "pytest", "-q", *flags, "--gradescope",
-                             "results.json", **kwargs)
+    code, out, seconds = run(
+        dest, "-m", "pytest", "-q", *flags, "--gradescope", "results.json", **kwargs
+    )
     path = dest / "results.json"
     results = json.loads(path.read_text()) if path.exists() else None
-    tests = {t["name"].split(": ")[-1]: (t["score"], t["max_score"], t["output"])
-             for t in results["tests"]} if results else {}
+    tests = (
+        {
+            t["name"].split(": ")[-1]: (t["score"], t["max_score"], t["output"])
+            for t in results["tests"]
+        }
+        if results
+        else {}
+    )
     return code, out, seconds, tests, results
 
 
@@ -128,6 +148,7 @@ def assert_every_test_listed(tests):
 
 
 # ---------------------------------------------------------------- pytest: time limits
+
 
 def test_import_time_loop_costs_one_limit(tmp_path):
     dest = lab_copy(tmp_path, memory=None, scheduler=IMPORT_LOOP, tis=None)
@@ -148,9 +169,11 @@ def test_limit_cannot_be_swallowed(tmp_path):
     assert "TimeLimitExceeded: this test ran for more than 1 s" in out
     assert "(stopped in scheduler.py, line" in out and "in take_batch)" in out
     assert_every_test_listed(tests)
-    assert all(output == "did not run" for name, (_, _, output) in tests.items()
-               if not name.startswith("test_task2b"))
-
+    assert all(
+        output == "did not run"
+        for name, (_, _, output) in tests.items()
+        if not name.startswith("test_task2b")
+    )
 
 
 def loop_in(source, task, condition="True"):
@@ -166,7 +189,9 @@ def test_loop_costs_one_limit_then_short_ones(tmp_path):
     code, out, seconds, tests, _ = grade(dest)
     assert code == 1 and seconds < 45, (code, seconds)  # one 1 s limit, then 0.5 s each
     assert out.count("this test ran for more than 1 s:") == 1, out
-    short = "ran for more than 0.5 s (the short limit: may_start already ran past 1 s in test_task2a"
+    short = (
+        "ran for more than 0.5 s (the short limit: may_start already ran past 1 s in test_task2a"
+    )
     assert out.count(short) == TESTS_2A + TESTS_2 - 1, out  # 2a's tests, and Task 2's, use it
     assert task_points(tests, "test_task2b") == 15 and task_points(tests, "test_task1") == 35
     assert task_points(tests, "test_task2a") == task_points(tests, "test_task2_") == 0
@@ -191,22 +216,37 @@ def test_slow_call_at_the_bottom_is_reported_at_that_line(tmp_path):
     assert f"scheduler.py, line {line}, in <module>)" in out, out  # not simulate's line
 
 
-@pytest.mark.parametrize("wrong", ['w if scheme != "none" else 1.0',  # a scalar for "none"
-                                   'w[:, :1] if scheme == "seq" else w'])  # (N, 1) for "seq"
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        'w if scheme != "none" else 1.0',  # a scalar for "none"
+        'w[:, :1] if scheme == "seq" else w',
+    ],
+)  # (N, 1) for "seq"
 def test_wrong_3a_shape_is_task_3a_contract_error_in_the_claims_tests(tmp_path, wrong):
-    dest = lab_copy(tmp_path, tis=(
-        "\nright = importance_weights.__wrapped__\n\n\n"
-        "@checked(contracts.importance_weights, returns=contracts.token_weights)\n"
-        "def importance_weights(logp_train, logp_infer, scheme, C=2.0):\n"
-        f"    w = right(logp_train, logp_infer, scheme, C)\n    return {wrong}\n"))
+    dest = lab_copy(
+        tmp_path,
+        tis=(
+            "\nright = importance_weights.__wrapped__\n\n\n"
+            "@checked(contracts.importance_weights, returns=contracts.token_weights)\n"
+            "def importance_weights(logp_train, logp_infer, scheme, C=2.0):\n"
+            f"    w = right(logp_train, logp_infer, scheme, C)\n    return {wrong}\n"
+        ),
+    )
     code, out, _seconds, tests, _ = grade(dest, "-k", "task3_")
-    failed = [output for name, (score, _, output) in tests.items()
-              if name.startswith("test_task3_") and score == 0]
+    failed = [
+        output
+        for name, (score, _, output) in tests.items()
+        if name.startswith("test_task3_") and score == 0
+    ]
     assert code == 1 and failed, out
-    assert all(output.startswith("ContractError: importance_weights (Task 3a, tis.py) must "
-                                 "return an array of shape") for output in failed), failed
+    assert all(
+        output.startswith(
+            "ContractError: importance_weights (Task 3a, tis.py) must return an array of shape"
+        )
+        for output in failed
+    ), failed
     assert "pg_estimate" not in out and "toy.py" not in out, out
-
 
 
 @pytest.mark.parametrize("how", ["alarm turned off by the student", "no SIGALRM (as on Windows)"])
@@ -214,10 +254,14 @@ def test_limit_without_alarm_signal(tmp_path, how):
     dest = lab_copy(tmp_path, scheduler=NO_ALARM)
     python = ()
     if how.startswith("no SIGALRM"):  # run pytest in a Python whose signal module has no alarm
-        python = ("-c", "import signal, sys; del signal.SIGALRM, signal.setitimer; "
-                        "import pytest; sys.exit(pytest.main(sys.argv[1:]))")
-    code, out, seconds = run(dest, *("-m", "pytest") if not python else (), "-q", "-k", "task2a",
-                             python=python)
+        python = (
+            "-c",
+            "import signal, sys; del signal.SIGALRM, signal.setitimer; "
+            "import pytest; sys.exit(pytest.main(sys.argv[1:]))",
+        )
+    code, out, seconds = run(
+        dest, *("-m", "pytest") if not python else (), "-q", "-k", "task2a", python=python
+    )
     assert code == 1 and seconds < 30, (code, seconds, out)
     assert out.count("TimeLimitExceeded: this test ran for more than 1 s:") == 1, out
     assert out.count("ran for more than 0.5 s (the short limit: may_start") == TESTS_2A - 1, out
@@ -242,11 +286,12 @@ def test_last_resort_ends_code_that_holds_the_lock_and_shows_where(tmp_path):
     dest = lab_copy(tmp_path, memory=HOLDS_THE_LOCK)
     code, out, seconds = run(dest, "-m", "pytest", "-q", "-k", "task1c")
     assert code == 1 and 10 < seconds < 30, (code, seconds, out)
-    assert "Timeout (0:00:11)!" in out and "memory.py\", line" in out, out
+    assert "Timeout (0:00:11)!" in out and 'memory.py", line' in out, out
     assert "in rl_memory_gb" in out, out
 
 
 # ---------------------------------------------------------------- pytest: scores
+
 
 @pytest.mark.parametrize("stop", [INTERRUPT, PYTEST_EXIT])
 def test_interrupted_session_moves_no_points(tmp_path, stop):
@@ -297,16 +342,24 @@ def test_deselected_tests_score_zero_and_keep_their_points(tmp_path):
 
 # ---------------------------------------------------------------- pytest: messages
 
-@pytest.mark.parametrize("bug, kind, line", [(BARE_ASSERT, "AssertionError", "assert False"),
-                                             (BARE_RAISE, "NotImplementedError",
-                                              "raise NotImplementedError")])
+
+@pytest.mark.parametrize(
+    "bug, kind, line",
+    [
+        (BARE_ASSERT, "AssertionError", "assert False"),
+        (BARE_RAISE, "NotImplementedError", "raise NotImplementedError"),
+    ],
+)
 def test_error_without_text_is_never_blank(tmp_path, bug, kind, line):
     dest = lab_copy(tmp_path, memory=bug)
     _code, out, _seconds, tests, _ = grade(dest, "-k", "task1b")
     expected = f"{kind} (with no message)\n  at memory.py, line "
     assert expected in out and f"in kv_cache_bytes: {line}" in out, out
-    assert all(expected in output for name, (_, _, output) in tests.items()
-               if name.startswith("test_task1b"))
+    assert all(
+        expected in output
+        for name, (_, _, output) in tests.items()
+        if name.startswith("test_task1b")
+    )
 
 
 def test_huge_print_is_cut(tmp_path):
@@ -322,11 +375,15 @@ def test_import_error_is_one_line_shown_once(tmp_path):
     _code, out, _seconds, tests, _ = grade(dest, "-k", "task3")
     message = "tis.py cannot be imported: No module named 'torch' (line 1)"
     assert out.count(message) == 1 and "Traceback" not in out and "importlib" not in out, out
-    assert all(output.startswith(message) for name, (_, _, output) in tests.items()
-               if name.startswith("test_task3"))
+    assert all(
+        output.startswith(message)
+        for name, (_, _, output) in tests.items()
+        if name.startswith("test_task3")
+    )
 
 
 # ---------------------------------------------------------------- pytest: --gradescope PATH
+
 
 @pytest.mark.parametrize("form", ["space", "equals"])
 def test_gradescope_path_forms(tmp_path, form):
@@ -338,8 +395,9 @@ def test_gradescope_path_forms(tmp_path, form):
     assert code == 0 and json.loads(target.read_text())["score"] == 35, out
 
 
-@pytest.mark.parametrize("path, problem", [("missing/results.json", "does not exist"),
-                                           (".", "is a folder")])
+@pytest.mark.parametrize(
+    "path, problem", [("missing/results.json", "does not exist"), (".", "is a folder")]
+)
 def test_bad_gradescope_path_refused_before_tests(tmp_path, path, problem):
     dest = lab_copy(tmp_path)
     code, out, _seconds = run(dest, "-m", "pytest", "-q", "--gradescope", path)
@@ -348,17 +406,19 @@ def test_bad_gradescope_path_refused_before_tests(tmp_path, path, problem):
 
 # ---------------------------------------------------------------- run.py
 
+
 def with_done(module, done, extra=""):
     """The stub of task file `module` with the reference's functions of the tasks `done`
     appended (a later `def` replaces the stub's), then `extra`."""
     reference = (ROOT / "solutions" / f"{module}.py").read_text()
     lines, text = reference.splitlines(keepends=True), (ROOT / f"{module}.py").read_text()
-    functions = {node.name: node for node in ast.parse(reference).body
-                 if isinstance(node, ast.FunctionDef)}
+    functions = {
+        node.name: node for node in ast.parse(reference).body if isinstance(node, ast.FunctionDef)
+    }
     for task in done:
         node = functions[lab.TASKS[task].what]
         start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-        text += "\n\n" + "".join(lines[start - 1:node.end_lineno])
+        text += "\n\n" + "".join(lines[start - 1 : node.end_lineno])
     return text + extra
 
 
@@ -379,8 +439,12 @@ def run_part(part, texts, tmp_path, monkeypatch):
 
 
 # The tasks whose functions each part of run.py calls (Task 3c's masking calls pg_estimate too)
-PART_TASKS = {"Part 1": ("1a", "1b", "1c"), "Part 2": ("2a", "2b"), "Part 3": ("3a", "3b"),
-              "Masking": ("3b", "3c")}
+PART_TASKS = {
+    "Part 1": ("1a", "1b", "1c"),
+    "Part 2": ("2a", "2b"),
+    "Part 3": ("3a", "3b"),
+    "Masking": ("3b", "3c"),
+}
 
 
 @pytest.mark.parametrize("part", PARTS, ids=lambda part: part.LABEL)
@@ -392,8 +456,11 @@ def test_run_names_a_task_not_done_whichever_are_done(part, tmp_path, monkeypatc
     for n in range(len(tasks)):
         for done in itertools.combinations(tasks, n):
             said, why = run_part(part, {module: with_done(module, done)}, tmp_path, monkeypatch)
-            todo = next(task for task in tasks if task not in done and said == [
-                f"{part.LABEL}: skipped, {lab.TaskNotDone(task)}."])
+            todo = next(
+                task
+                for task in tasks
+                if task not in done and said == [f"{part.LABEL}: skipped, {lab.TaskNotDone(task)}."]
+            )
             assert why == f"Task {todo} not implemented yet", (done, said, why)
 
 
@@ -404,10 +471,11 @@ def test_run_fails_a_part_on_a_students_own_not_implemented(tmp_path, monkeypatc
     texts = {"memory": with_done("memory", ("1a", "1c"), own)}
     said, why = run_part(PARTS[0], texts, tmp_path, monkeypatch)
     line = texts["memory"].splitlines().index("    raise NotImplementedError('not yet')") + 1
-    assert said == [f"Part 1: failed with NotImplementedError: not yet\n  at memory.py, line "
-                    f"{line}, in kv_cache_bytes: raise NotImplementedError('not yet')\n  run "
-                    "`python -m pytest -q -k task1` to find out why."] and why == (
-        "Task 1 failed: see its tests"), said
+    assert said == [
+        f"Part 1: failed with NotImplementedError: not yet\n  at memory.py, line "
+        f"{line}, in kv_cache_bytes: raise NotImplementedError('not yet')\n  run "
+        "`python -m pytest -q -k task1` to find out why."
+    ] and why == ("Task 1 failed: see its tests"), said
 
 
 def test_run_part_loop_is_stopped_and_files_saved(tmp_path):
@@ -430,8 +498,13 @@ def test_run_interrupt_saves_parts_done(tmp_path):
 
 
 def test_run_backstop_saves_parts_done(tmp_path):
-    dest = lab_copy(tmp_path, memory=None, scheduler=IGNORE_ALL.replace("may_start", "take_batch")
-                    .replace("n_started, n_dropped, version, k, B", "*args, **kwargs"))
+    dest = lab_copy(
+        tmp_path,
+        memory=None,
+        scheduler=IGNORE_ALL.replace("may_start", "take_batch").replace(
+            "n_started, n_dropped, version, k, B", "*args, **kwargs"
+        ),
+    )
     code, out, seconds = run(dest, "run.py", env=dict(LAB_TIME_LIMIT="0.25"))
     assert code == 3 and seconds < 30, (code, seconds, out)
     assert f"Part 2 (Task 2, scheduler.py) ignored its {PART_2_LIMIT} time limit" in out, out
@@ -439,17 +512,30 @@ def test_run_backstop_saves_parts_done(tmp_path):
 
 
 def test_run_blank_todo_and_given_code_failure(tmp_path):
-    dest = lab_copy(tmp_path, memory=None, tis="\ndef importance_weights(*args, **kwargs):\n"
-                                               "    raise NotImplementedError\n")
-    mismatch, memory = (dest / "experiments" / f"{name}.py" for name in ("part3_mismatch",
-                                                                         "part1_memory"))
-    mismatch.write_text(mismatch.read_text().replace(
-        '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n',
-        '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n'
-        "    tis.importance_weights\n", 1))
+    dest = lab_copy(
+        tmp_path,
+        memory=None,
+        tis="\ndef importance_weights(*args, **kwargs):\n    raise NotImplementedError\n",
+    )
+    mismatch, memory = (
+        dest / "experiments" / f"{name}.py" for name in ("part3_mismatch", "part1_memory")
+    )
+    mismatch.write_text(
+        mismatch.read_text().replace(
+            '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n',
+            '    and against the batch size at LARGE_MISMATCH, from the Task 3 module `tis`."""\n'
+            "    tis.importance_weights\n",
+            1,
+        )
+    )
     # a KeyError on memory_table's first line, whatever its signature's annotations and layout
-    broken = re.sub(r"(\ndef memory_table\(.*?\)(?: -> [^:]+)?:\n)", r"\1    {}['x']\n",
-                    memory.read_text(), count=1, flags=re.S)
+    broken = re.sub(
+        r"(\ndef memory_table\(.*?\)(?: -> [^:]+)?:\n)",
+        r"\1    {}['x']\n",
+        memory.read_text(),
+        count=1,
+        flags=re.S,
+    )
     assert broken != memory.read_text()
     memory.write_text(broken)
     _code, out, _seconds = run(dest, "run.py")
@@ -459,8 +545,9 @@ def test_run_blank_todo_and_given_code_failure(tmp_path):
     assert "experiments/part1_memory.py, line" in out
 
 
-@pytest.mark.parametrize("out_path, problem", [("missing/x.png", "does not exist"),
-                                               ("x.png", "x.json is a folder")])
+@pytest.mark.parametrize(
+    "out_path, problem", [("missing/x.png", "does not exist"), ("x.png", "x.json is a folder")]
+)
 def test_run_output_paths_checked_first(tmp_path, out_path, problem):
     dest = lab_copy(tmp_path)
     (dest / "x.json").mkdir()
@@ -469,6 +556,7 @@ def test_run_output_paths_checked_first(tmp_path, out_path, problem):
 
 
 # ---------------------------------------------------------------- make_stubs
+
 
 def test_make_stubs_keeps_student_work(tmp_path):
     dest = lab_copy(tmp_path, memory=None)  # a student's finished memory.py, not in git

@@ -1,6 +1,7 @@
 """Tests of the leak check (tools/leaks.py): it passes on a fresh students' copy and finds
 a reference function put back in a test file, bound to a name or not
 (python -m pytest -q tools)."""
+
 import pytest
 
 from tools import leaks, release
@@ -10,7 +11,7 @@ from tools import leaks, release
 # written beside it (Task 3b), and a lambda passed as an argument (Task 2a, kept by the
 # object it was passed to).
 PLANTED = {
-    "experiments/test_gpu_model.py": '''
+    "experiments/test_gpu_model.py": """
 
 def fifo(finished, version, k, B, drop_stale):
     dropped = [g for g in finished if drop_stale and version - g["tag"] > k]
@@ -24,8 +25,8 @@ def fifo(finished, version, k, B, drop_stale):
     for g in batch:
         g["lag"] = version - g["tag"]
     return batch, dropped
-''',
-    "test_given.py": '''
+""",
+    "test_given.py": """
 
 def planted():
     def summing(rewards, grad_logp, weights):
@@ -34,12 +35,13 @@ def planted():
     def averaging(rewards, grad_logp, weights):
         return summing(rewards, grad_logp, weights) / len(rewards)
     return averaging
-''',
-    "test_rl_systems.py": '''
+""",
+    "test_rl_systems.py": """
 
 PLANTED = KnownMistakes("2a", [], probes=list,
                         observe=lambda n, d, v, k, B: n - d < (v + k + 1) * B)
-'''}
+""",
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +63,9 @@ def test_a_reference_function_put_back_is_found(copy):
             file.write(text)
     ok, report = leaks.check(copy)
     assert not ok, report
-    for leak in ("experiments.test_gpu_model.fifo gives Task 2b's answers",
-                 "test_given.planted.<locals>.averaging (from its source) gives Task 3b's answers",
-                 "test_rl_systems.PLANTED.observe gives Task 2a's answers"):
+    for leak in (
+        "experiments.test_gpu_model.fifo gives Task 2b's answers",
+        "test_given.planted.<locals>.averaging (from its source) gives Task 3b's answers",
+        "test_rl_systems.PLANTED.observe gives Task 2a's answers",
+    ):
         assert f"LEAK: {leak}" in report, report

@@ -1,6 +1,7 @@
 """Tests of the release machinery: the students' copy and its docs, the autograder's wire,
 the snapshot checks, the --solutions switch and toy's blocked estimates
 (python -m pytest -q tools)."""
+
 import ast
 import copy
 import io
@@ -13,21 +14,34 @@ import sys
 import numpy as np
 import pytest
 
-import lab
 import grading
+import lab
 import toy
 from grading import gradescope
 from tools import release
 from tools.autograder import wire
 from tools.release import links, student_python, student_text
-from tools.snapshots import (QUOTES, RUNS, ROOT, SNAPSHOTS, TABLE_ROWS, checks, differences,
-                             docs, quote_problems, quoted, registry)
+from tools.snapshots import (
+    QUOTES,
+    ROOT,
+    RUNS,
+    SNAPSHOTS,
+    TABLE_ROWS,
+    checks,
+    differences,
+    docs,
+    quote_problems,
+    quoted,
+    registry,
+)
 
 
 def test_student_text_drops_instructor_parts():
-    text = ("intro\n| a | b |\n| `solutions/` | x | <!-- instructor -->\n"
-            "<!-- instructor -->\nsecret\n<!-- /instructor -->\n"
-            "<!-- student\nonly students\nstudent -->\nend\n")
+    text = (
+        "intro\n| a | b |\n| `solutions/` | x | <!-- instructor -->\n"
+        "<!-- instructor -->\nsecret\n<!-- /instructor -->\n"
+        "<!-- student\nonly students\nstudent -->\nend\n"
+    )
     assert student_text(text) == "intro\n| a | b |\nonly students\nend\n"
 
 
@@ -48,8 +62,9 @@ def test_links_are_files_relative_to_the_doc():
 
 def test_every_link_of_the_docs_resolves():
     for doc in docs():
-        missing = [path for path in links(doc, (ROOT / doc).read_text())
-                   if not (ROOT / path).exists()]
+        missing = [
+            path for path in links(doc, (ROOT / doc).read_text()) if not (ROOT / path).exists()
+        ]
         assert missing == [], f"{doc} links to missing {missing}"
 
 
@@ -73,8 +88,15 @@ def test_students_copy_offers_no_solutions_and_no_instructor_docs(tmp_path):
 
     def run(*args):  # as a student runs it: an instructor's RL_SOLUTIONS=1 is not theirs
         env = {name: value for name, value in os.environ.items() if name != "RL_SOLUTIONS"}
-        return subprocess.run([sys.executable, *args], cwd=student, capture_output=True,
-                              text=True, timeout=120, env=env)
+        return subprocess.run(
+            [sys.executable, *args],
+            cwd=student,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+
     for command in (["run.py", "--help"], ["-m", "pytest", "--help"]):
         done = run(*command)
         assert done.returncode == 0 and "--solutions" not in done.stdout, done.stderr[-300:]
@@ -124,13 +146,17 @@ def test_wire_sends_only_data(value):
         wire.Encoder()(value)
 
 
-TODO_AND_OWN = ("from lab import TaskNotDone\n\n\ndef model_state_bytes(n_trained, n_frozen=0):\n"
-                "    raise TaskNotDone('1a')\n\n\ndef kv_cache_bytes(*args):\n"
-                "    raise NotImplementedError('mine')\n")
-RAISE_HERE = ("import json, sys\nfrom tools.autograder import remote\n"
-              "for reply in json.loads(sys.argv[1]):\n    try:\n"
-              "        remote._raise(reply, 'memory')\n    except Exception as error:\n"
-              "        print(type(error).__name__, getattr(error, 'task', None), error, sep='|')\n")
+TODO_AND_OWN = (
+    "from lab import TaskNotDone\n\n\ndef model_state_bytes(n_trained, n_frozen=0):\n"
+    "    raise TaskNotDone('1a')\n\n\ndef kv_cache_bytes(*args):\n"
+    "    raise NotImplementedError('mine')\n"
+)
+RAISE_HERE = (
+    "import json, sys\nfrom tools.autograder import remote\n"
+    "for reply in json.loads(sys.argv[1]):\n    try:\n"
+    "        remote._raise(reply, 'memory')\n    except Exception as error:\n"
+    "        print(type(error).__name__, getattr(error, 'task', None), error, sep='|')\n"
+)
 
 
 def test_a_todo_crosses_the_autograders_wire_with_its_task(tmp_path):
@@ -144,21 +170,41 @@ def test_a_todo_crosses_the_autograders_wire_with_its_task(tmp_path):
     wire.send(requests, {"import": True, "target": ["memory", ""], "id": 0})
     for i, name in enumerate(["model_state_bytes", "kv_cache_bytes"], 1):
         encode = wire.Encoder()
-        wire.send(requests, {"call": True, "target": ["memory", name], "args": encode([1]),
-                             "kwargs": encode({}), "id": i})
-    done = subprocess.run([sys.executable, "-I", str(ROOT / "tools/autograder/serve.py")],
-                          cwd=tmp_path, input=requests.getvalue(), capture_output=True,
-                          timeout=60, check=True)
+        wire.send(
+            requests,
+            {
+                "call": True,
+                "target": ["memory", name],
+                "args": encode([1]),
+                "kwargs": encode({}),
+                "id": i,
+            },
+        )
+    done = subprocess.run(
+        [sys.executable, "-I", str(ROOT / "tools/autograder/serve.py")],
+        cwd=tmp_path,
+        input=requests.getvalue(),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
     out = io.BytesIO(done.stdout)
     replies = [wire.receive(out.read)[0] for _ in range(3)][1:]
     assert [reply.get("todo") for reply in replies] == ["1a", None], replies
     forged = {"error": ["TaskNotDone", "x", ""], "todo": "9z", "id": 3}
-    raised = subprocess.run([sys.executable, "-c", RAISE_HERE, json.dumps(replies + [forged])],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    raised = subprocess.run(
+        [sys.executable, "-c", RAISE_HERE, json.dumps(replies + [forged])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert raised.stdout.splitlines() == [
         "TaskNotDone|1a|Task 1a model_state_bytes (memory.py) is not implemented yet",
         "NotImplementedError|None|mine (memory.py, line 9, in kv_cache_bytes)",
-        "RuntimeError|None|TaskNotDone: x"], raised.stdout + raised.stderr
+        "RuntimeError|None|TaskNotDone: x",
+    ], raised.stdout + raised.stderr
 
 
 def test_snapshot_tolerance_has_a_relative_and_an_absolute_part():
@@ -184,10 +230,12 @@ def test_doc_quotes_hold_the_snapshots_and_catch_a_changed_number():
 
 def test_snapshot_registry_reads_quotes_rows_and_expressions(tmp_path):
     (tmp_path / "base.toml").write_text(
-        "flags = []\n[quotes]\n'README.md' = [\n  ['{} KiB', 'kv', '= f\"{v / 1024:g}\"'],\n]\n")
+        "flags = []\n[quotes]\n'README.md' = [\n  ['{} KiB', 'kv', '= f\"{v / 1024:g}\"'],\n]\n"
+    )
     (tmp_path / "wide.toml").write_text(
         "flags = ['--wide']\n[rows]\n'docs/x.md' = [\n"
-        "  ['| {} | {} |', ['a.1', '{:.2f}'], ['base', ['p.q', 0], '{}']],\n]\n")
+        "  ['| {} | {} |', ['a.1', '{:.2f}'], ['base', ['p.q', 0], '{}']],\n]\n"
+    )
     runs, quotes, rows = registry(tmp_path)
     snapshots = {"base": {"kv": 57344, "p.q": [7]}, "wide": {"a": [0, 2.5]}}
     assert runs == {"base": [], "wide": ["--wide"]}
@@ -197,14 +245,21 @@ def test_snapshot_registry_reads_quotes_rows_and_expressions(tmp_path):
     assert quoted(words, cells, snapshots) == "| 2.50 | 7 |"
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("flags = []\n[quotes]\n'README.md' = [['{} and {}', 'a', '{}']]\n",
-     r"base.toml: quote 1 of README.md: '\{\} and \{\}' has 2 \{\} for 1 numbers"),
-    ("flags = []\n[quotes]\n'README.md' = [['{}', 'a']]\n", r"want \[words, path, format\]"),
-    ("flags = []\n[rows]\n'README.md' = [['| {} |', ['other', 'a', '{}']]]\n",
-     r"row 1 of README.md: each cell is \[path, format\] or \[run, path, format\]"),
-    ("[quotes]\n", r"base.toml: has \['quotes'\]; allowed: flags \(required\)"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        (
+            "flags = []\n[quotes]\n'README.md' = [['{} and {}', 'a', '{}']]\n",
+            r"base.toml: quote 1 of README.md: '\{\} and \{\}' has 2 \{\} for 1 numbers",
+        ),
+        ("flags = []\n[quotes]\n'README.md' = [['{}', 'a']]\n", r"want \[words, path, format\]"),
+        (
+            "flags = []\n[rows]\n'README.md' = [['| {} |', ['other', 'a', '{}']]]\n",
+            r"row 1 of README.md: each cell is \[path, format\] or \[run, path, format\]",
+        ),
+        ("[quotes]\n", r"base.toml: has \['quotes'\]; allowed: flags \(required\)"),
+    ],
+)
 def test_snapshot_registry_refuses_a_malformed_entry(tmp_path, text, problem):
     (tmp_path / "base.toml").write_text(text)
     with pytest.raises(ValueError, match=problem):
@@ -270,13 +325,18 @@ def test_points_add_up_exactly_for_any_number_of_tests():
     """The max scores sum to exactly 100 and Task 3c's shares to exactly 10, added in any
     order: for the lab's own tests, and for 1 to 60 tests per task (points / n gave
     100.00000000000007 on the lab's tests; hundredths miss too)."""
-    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                             "test_rl_systems.py"], cwd=ROOT, capture_output=True, text=True,
-                            env=dict(os.environ, RL_SOLUTIONS="1")).stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "test_rl_systems.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, RL_SOLUTIONS="1"),
+    ).stdout
     names = [line.split("::")[1] for line in listed.splitlines() if "::test_task" in line]
     suites = [{name: lab.task_of(name) for name in names}]
-    suites += [{f"test_task{task}_{i}": task for task in lab.TASKS for i in range(n)}
-               for n in range(1, 61)]
+    suites += [
+        {f"test_task{task}_{i}": task for task in lab.TASKS for i in range(n)} for n in range(1, 61)
+    ]
     main = sum(t.points for t in lab.TASKS.values() if not t.extra)  # 100
     bonus = sum(t.points for t in lab.TASKS.values() if t.extra)  # 10
     for tests in suites:
@@ -305,23 +365,32 @@ def test_read_junit_refuses_an_empty_cut_or_missing_report(tmp_path, text):
 
 def test_read_junit_replaces_bytes_that_are_not_utf8(tmp_path):
     path = tmp_path / "report.xml"
-    path.write_bytes(b"<testsuite><testcase name='test_task1a_x'><failure>bad \xff byte"
-                     b"</failure></testcase><testcase name='test_task1a_y'/></testsuite>")
-    assert gradescope.read_junit(path) == {"test_task1a_x": "bad \ufffd byte",
-                                           "test_task1a_y": None}
+    path.write_bytes(
+        b"<testsuite><testcase name='test_task1a_x'><failure>bad \xff byte"
+        b"</failure></testcase><testcase name='test_task1a_y'/></testsuite>"
+    )
+    assert gradescope.read_junit(path) == {
+        "test_task1a_x": "bad \ufffd byte",
+        "test_task1a_y": None,
+    }
 
 
 def test_docs_quote_the_number_of_mutants():
-    """"Each of the 93 wrong answers in `tools/mutants.py`": the count wherever a doc quotes it."""
+    """ "Each of the 93 wrong answers in `tools/mutants.py`": the count wherever a doc quotes it."""
     from tools.mutants import MUTANTS
+
     texts = [path.read_text() for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]]
-    counts = [int(n) for text in texts
-              for n in re.findall(r"(\d+) wrong answers in\s+`tools/mutants.py`", text)]
+    counts = [
+        int(n)
+        for text in texts
+        for n in re.findall(r"(\d+) wrong answers in\s+`tools/mutants.py`", text)
+    ]
     assert counts and all(n == len(MUTANTS) for n in counts), (counts, len(MUTANTS))
 
 
 def test_remove_tree_deeper_than_the_recursion_limit_without_following_links(tmp_path):
     from tools.autograder import student
+
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "kept").write_text("not the student's")

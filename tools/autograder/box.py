@@ -14,6 +14,7 @@ The IPC namespace goes with its last process, and with it every System V object 
 message queue made in it. Neither this process nor the init can be signalled by the
 student's processes (they are root's), and SIGUSR1 (interrupt the call) is passed on down.
 """
+
 import ctypes
 import json
 import os
@@ -23,7 +24,7 @@ import sys
 
 CLONE_NEWIPC = 0x08000000  # <linux/sched.h>
 CLONE_NEWPID = 0x20000000
-PR_SET_PDEATHSIG = 1       # <linux/prctl.h>: a signal for this process when its parent ends
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>: a signal for this process when its parent ends
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -97,7 +98,7 @@ def main(argv):
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # until there is a process to pass it to
     child = os.fork()
     if child == 0:
-        init(int(uid), int(gid), json.loads(limits), argv[split + 1:])
+        init(int(uid), int(gid), json.loads(limits), argv[split + 1 :])
     forward(child)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):

@@ -12,17 +12,18 @@ answer is exact; grade.py finds these checks by their names' ending, "_unseen_in
 PYTEST_DONT_REWRITE: a failed check shows its own message only, not pytest's rewritten
 `assert np.False_ == np.True_` line under it.
 """
+
 import importlib
 import numbers
 
 import numpy as np
 import pytest
 
-import lab
 import grading
+import lab
 import toy
-from lab import SCHEMES
 from grading.feedback import expected_got, show
+from lab import SCHEMES
 from lab.tolerances import KIND
 
 N_CASES = 25  # random inputs per check
@@ -44,10 +45,12 @@ def exact(got, expected, call, kind=None):
     shown = f"on inputs the public tests don't use: {call} gave {got!r}"
     if kind is numbers.Integral:
         assert isinstance(got, numbers.Integral) and not isinstance(got, (bool, np.bool_)), (
-            f"{shown}, of type {type(got).__name__}; the docstring asks for an int")
+            f"{shown}, of type {type(got).__name__}; the docstring asks for an int"
+        )
     if kind is bool:
         assert isinstance(got, (bool, np.bool_)), (
-            f"{shown}, of type {type(got).__name__}; the docstring asks for a bool")
+            f"{shown}, of type {type(got).__name__}; the docstring asks for a bool"
+        )
     assert got == expected, f"{shown}, expected {expected!r}"
 
 
@@ -56,18 +59,23 @@ def close(got, expected, call, tolerance):
     as in its public tests); inf and NaN only where the answer has the same inf."""
     shown = f"on inputs the public tests don't use: {call} gave {show(got)}"
     assert np.shape(got) == np.shape(expected), (
-        f"{shown}, of shape {np.shape(got)}, expected shape {np.shape(expected)}")
+        f"{shown}, of shape {np.shape(got)}, expected shape {np.shape(expected)}"
+    )
     try:
         got = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
         raise AssertionError(f"{shown}, which is not numbers") from None
     expected = np.asarray(expected, dtype=float)
     finite = np.isfinite(expected)
-    ok = (np.array_equal(got[~finite], expected[~finite]) and np.isfinite(got[finite]).all()
-          and np.allclose(got[finite], expected[finite], rtol=tolerance.rtol,
-                          atol=tolerance.atol))
-    assert ok, (f"on inputs the public tests don't use: {call}: "  # (every digit if need be)
-                f"{expected_got(expected, got, tolerance)}")
+    ok = (
+        np.array_equal(got[~finite], expected[~finite])
+        and np.isfinite(got[finite]).all()
+        and np.allclose(got[finite], expected[finite], rtol=tolerance.rtol, atol=tolerance.atol)
+    )
+    assert ok, (
+        f"on inputs the public tests don't use: {call}: "  # (every digit if need be)
+        f"{expected_got(expected, got, tolerance)}"
+    )
 
 
 def whole(rng, high):
@@ -80,16 +88,29 @@ def whole(rng, high):
 def test_task1a_unseen_inputs(memory, rng):
     for _ in range(N_CASES):
         args = (whole(rng, 10**11), whole(rng, 10**11))
-        exact(memory.model_state_bytes(*args), reference("memory").model_state_bytes(*args),
-              f"model_state_bytes{args}", numbers.Integral)
+        exact(
+            memory.model_state_bytes(*args),
+            reference("memory").model_state_bytes(*args),
+            f"model_state_bytes{args}",
+            numbers.Integral,
+        )
 
 
 def test_task1b_unseen_inputs(memory, rng):
     for _ in range(N_CASES):
-        args = (1 + whole(rng, 128), 1 + whole(rng, 64), int(rng.choice([64, 80, 96, 128, 256])),
-                whole(rng, 10**6), [1, 2, 4, np.int64(2)][rng.integers(4)])
-        exact(memory.kv_cache_bytes(*args), reference("memory").kv_cache_bytes(*args),
-              f"kv_cache_bytes{args}", numbers.Integral)
+        args = (
+            1 + whole(rng, 128),
+            1 + whole(rng, 64),
+            int(rng.choice([64, 80, 96, 128, 256])),
+            whole(rng, 10**6),
+            [1, 2, 4, np.int64(2)][rng.integers(4)],
+        )
+        exact(
+            memory.kv_cache_bytes(*args),
+            reference("memory").kv_cache_bytes(*args),
+            f"kv_cache_bytes{args}",
+            numbers.Integral,
+        )
 
 
 def test_task1c_unseen_inputs(memory, rng):
@@ -97,11 +118,17 @@ def test_task1c_unseen_inputs(memory, rng):
         algo = str(rng.choice(["ppo", "grpo"]))
         n_params = 10**8 + whole(rng, 10**11)
         lora = [0, whole(rng, 10**8), n_params][rng.integers(3)]  # none, small, all of it
-        kwargs = dict(reference=bool(rng.integers(2)),
-                      reward_model=[None, True, False][rng.integers(3)], lora_params=lora)
-        close(memory.rl_memory_gb(algo, n_params, **kwargs),
-              reference("memory").rl_memory_gb(algo, n_params, **kwargs),
-              f"rl_memory_gb({algo!r}, {n_params!r}, **{kwargs})", KIND["1c"])
+        kwargs = dict(
+            reference=bool(rng.integers(2)),
+            reward_model=[None, True, False][rng.integers(3)],
+            lora_params=lora,
+        )
+        close(
+            memory.rl_memory_gb(algo, n_params, **kwargs),
+            reference("memory").rl_memory_gb(algo, n_params, **kwargs),
+            f"rl_memory_gb({algo!r}, {n_params!r}, **{kwargs})",
+            KIND["1c"],
+        )
 
 
 def number(rng, n):
@@ -118,8 +145,12 @@ def test_task2a_unseen_inputs(scheduler, rng):
         else:
             n_started = n_dropped + int(rng.integers(0, 400))
         args = tuple(number(rng, n) for n in (max(n_started, n_dropped), n_dropped, version, k, B))
-        exact(scheduler.may_start(*args), reference("scheduler").may_start(*args),
-              f"may_start{args}", bool)
+        exact(
+            scheduler.may_start(*args),
+            reference("scheduler").may_start(*args),
+            f"may_start{args}",
+            bool,
+        )
 
 
 def responses(tags, rng):
@@ -129,8 +160,17 @@ def responses(tags, rng):
     out = []
     for i, tag in zip(ids, tags):
         start, length = float(rng.uniform(0, 50)), float(rng.lognormal(0, 1))
-        out.append(dict(id=int(i), tag=tag, start=start, end=start + length, length=length,
-                        lag=None, dropped=False))
+        out.append(
+            dict(
+                id=int(i),
+                tag=tag,
+                start=start,
+                end=start + length,
+                length=length,
+                lag=None,
+                dropped=False,
+            )
+        )
     return out
 
 
@@ -139,34 +179,58 @@ def test_task2b_unseen_inputs(scheduler, rng):
         everyone = list(finished)
         batch, dropped = take_batch(finished, *args)
         same_objects = all(any(r is e for e in everyone) for r in (batch or []) + list(dropped))
-        return dict(batch=None if batch is None else [r["id"] for r in batch],
-                    dropped=sorted(r["id"] for r in dropped), same_objects=same_objects,
-                    left=[r["id"] for r in finished],
-                    lags=[r["lag"] for r in everyone], flags=[r["dropped"] for r in everyone])
+        return dict(
+            batch=None if batch is None else [r["id"] for r in batch],
+            dropped=sorted(r["id"] for r in dropped),
+            same_objects=same_objects,
+            left=[r["id"] for r in finished],
+            lags=[r["lag"] for r in everyone],
+            flags=[r["dropped"] for r in everyone],
+        )
+
     for _ in range(2 * N_CASES):
         version = int(rng.integers(0, 8))
         tags = [int(t) for t in rng.integers(0, version + 1, size=rng.integers(0, 13))]
-        args = (number(rng, version), number(rng, rng.integers(0, 4)),
-                number(rng, rng.integers(1, 7)), bool(rng.integers(2)))
+        args = (
+            number(rng, version),
+            number(rng, rng.integers(0, 4)),
+            number(rng, rng.integers(1, 7)),
+            bool(rng.integers(2)),
+        )
         seed = int(rng.integers(2**32))
-        exact(outcome(scheduler.take_batch, responses(tags, np.random.default_rng(seed)), *args),
-              outcome(reference("scheduler").take_batch,
-                      responses(tags, np.random.default_rng(seed)), *args),
-              f"take_batch on responses tagged {tags} (ids out of order), version, k, B, "
-              f"drop_stale = {args}")
+        exact(
+            outcome(scheduler.take_batch, responses(tags, np.random.default_rng(seed)), *args),
+            outcome(
+                reference("scheduler").take_batch,
+                responses(tags, np.random.default_rng(seed)),
+                *args,
+            ),
+            f"take_batch on responses tagged {tags} (ids out of order), version, k, B, "
+            f"drop_stale = {args}",
+        )
 
 
 def test_task2_unseen_inputs(scheduler, rng):
     for _ in range(3):
         args = (int(rng.integers(2, 13)), int(rng.integers(2, 13)), int(rng.integers(0, 4)))
-        kwargs = dict(n_steps=int(rng.integers(20, 60)), train_time=float(rng.uniform(0.2, 2)),
-                      sigma=float(rng.uniform(0.3, 1.5)), drop_stale=bool(rng.integers(2)),
-                      seed=int(rng.integers(10**6)))
+        kwargs = dict(
+            n_steps=int(rng.integers(20, 60)),
+            train_time=float(rng.uniform(0.2, 2)),
+            sigma=float(rng.uniform(0.3, 1.5)),
+            drop_stale=bool(rng.integers(2)),
+            seed=int(rng.integers(10**6)),
+        )
         keys = ("time", "throughput", "utilization", "mean_lag", "wasted_frac")
-        got, expected = scheduler.simulate(*args, **kwargs), \
-            reference("scheduler").simulate(*args, **kwargs)
-        close([got[key] for key in keys], [expected[key] for key in keys],
-              f"simulate{args} with {kwargs}: {', '.join(keys)}", KIND["2"])
+        got, expected = (
+            scheduler.simulate(*args, **kwargs),
+            reference("scheduler").simulate(*args, **kwargs),
+        )
+        close(
+            [got[key] for key in keys],
+            [expected[key] for key in keys],
+            f"simulate{args} with {kwargs}: {', '.join(keys)}",
+            KIND["2"],
+        )
 
 
 def log_probs(rng, kind):
@@ -200,17 +264,24 @@ def test_task3a_unseen_inputs(tis, rng):
         # tests' to report (as they do locally), not a reason to lock the whole task.
         with np.errstate(all="ignore"):
             got = tis.importance_weights(logp_train.copy(), logp_infer.copy(), scheme, C)
-        close(got, reference("tis").importance_weights(logp_train, logp_infer, scheme, C),
-              f"importance_weights({what}, {scheme!r}, C={C:.3f})", KIND["3a"])
+        close(
+            got,
+            reference("tis").importance_weights(logp_train, logp_infer, scheme, C),
+            f"importance_weights({what}, {scheme!r}, C={C:.3f})",
+            KIND["3a"],
+        )
 
 
 def test_task3b_unseen_inputs(tis, rng):
     for _ in range(N_CASES):
         N, T, D = (int(n) for n in rng.integers(1, 7, size=3))
         args = (rng.normal(size=N), rng.normal(size=(N, T, D)), rng.uniform(0, 3, size=(N, T)))
-        close(tis.pg_estimate(*(a.copy() for a in args)), reference("tis").pg_estimate(*args),
-              f"pg_estimate(random rewards ({N},), grad_logp ({N}, {T}, {D}), weights ({N}, {T}))",
-              KIND["3b"])
+        close(
+            tis.pg_estimate(*(a.copy() for a in args)),
+            reference("tis").pg_estimate(*args),
+            f"pg_estimate(random rewards ({N},), grad_logp ({N}, {T}, {D}), weights ({N}, {T}))",
+            KIND["3b"],
+        )
 
 
 def test_task3_unseen_inputs(tis, rng):
@@ -221,9 +292,13 @@ def test_task3_unseen_inputs(tis, rng):
         args = (scheme, mismatch, C, batch_size)
         got = toy.exact_stats(tis.importance_weights, tis.pg_estimate, *args)
         expected = toy.exact_stats(ref.importance_weights, ref.pg_estimate, *args)
-        close([got["bias"], got["variance"]], [expected["bias"], expected["variance"]],
-              f"exact_stats with your functions at scheme, mismatch, C, batch_size = "
-              f"{scheme!r}, {mismatch:.3f}, {C:.3f}, {batch_size}: bias, variance", KIND["3"])
+        close(
+            [got["bias"], got["variance"]],
+            [expected["bias"], expected["variance"]],
+            f"exact_stats with your functions at scheme, mismatch, C, batch_size = "
+            f"{scheme!r}, {mismatch:.3f}, {C:.3f}, {batch_size}: bias, variance",
+            KIND["3"],
+        )
 
 
 def on_edges(rng, logp_train, logp_infer, low, high):
@@ -254,5 +329,10 @@ def test_task3c_unseen_inputs(tis, rng):
         with np.errstate(all="ignore"):
             got = tis.masked_weights(logp_train.copy(), logp_infer.copy(), level, low, high)
             expected = ref.masked_weights(logp_train, logp_infer, level, low, high)
-        close(got, expected, f"masked_weights({what}, some ratios on the band's edges, "
-                             f"{level!r}, low={low!r}, high={high!r})", KIND["3c"])
+        close(
+            got,
+            expected,
+            f"masked_weights({what}, some ratios on the band's edges, "
+            f"{level!r}, low={low!r}, high={high!r})",
+            KIND["3c"],
+        )

@@ -31,6 +31,7 @@ grader/ and course/, the lab with its reference and the unseen-input checks), su
 Only one grading at a time runs as that user (student.hold): a second is refused with exit
 status BUSY and no results.json, as the two would end each other's processes.
 """
+
 import json
 import os
 import pwd
@@ -107,24 +108,35 @@ def take_submission(submission, folder):
     """Copy the three task files from the submission into `folder`; return notes."""
     notes, files = [], submitted_files(submission)
     for name in TASK_FILES:
-        found = sorted((p for p in files if p.name == name and p.stat().st_size <= MAX_FILE),
-                       key=lambda p: (len(p.parts), str(p)))
+        found = sorted(
+            (p for p in files if p.name == name and p.stat().st_size <= MAX_FILE),
+            key=lambda p: (len(p.parts), str(p)),
+        )
         if found:
             shutil.copyfile(found[0], folder / name)  # a regular file: nothing to follow
         else:
-            notes.append(f"{name} is not in your submission (or is a link, or over "
-                         f"{MAX_FILE} bytes, or more than {MAX_DEPTH} folders down): its "
-                         "tasks are graded on the unchanged stub.")
+            notes.append(
+                f"{name} is not in your submission (or is a link, or over "
+                f"{MAX_FILE} bytes, or more than {MAX_DEPTH} folders down): its "
+                "tasks are graded on the unchanged stub."
+            )
     return notes
 
 
 def work_folder(submission, folder):
     """Fill `folder` so that the student's process can read but not write it: given files +
     task files; returns notes on the submission."""
-    shutil.copytree(LAB, folder, dirs_exist_ok=True,
-                    ignore=lambda d, names: [n for n in names if n in NOT_GIVEN])
-    shutil.copytree(SOURCE / "grader", folder / "_grader",
-                    ignore=lambda d, names: [n for n in names if n not in ("serve.py", "wire.py")])
+    shutil.copytree(
+        LAB,
+        folder,
+        dirs_exist_ok=True,
+        ignore=lambda d, names: [n for n in names if n in NOT_GIVEN],
+    )
+    shutil.copytree(
+        SOURCE / "grader",
+        folder / "_grader",
+        ignore=lambda d, names: [n for n in names if n not in ("serve.py", "wire.py")],
+    )
     notes = take_submission(submission, folder)
     for path in [folder, *folder.rglob("*")]:  # our own copy: a few levels deep
         path.chmod(0o755 if path.is_dir() else 0o644)
@@ -139,12 +151,20 @@ def child_user():
         except KeyError:
             continue
         entry = pwd.getpwnam(user)
-        tried = subprocess.run([sys.executable, "-I", "-c", "import numpy"], user=user,
-                               group=entry.pw_gid, extra_groups=[], cwd="/",
-                               capture_output=True, text=True)
+        tried = subprocess.run(
+            [sys.executable, "-I", "-c", "import numpy"],
+            user=user,
+            group=entry.pw_gid,
+            extra_groups=[],
+            cwd="/",
+            capture_output=True,
+            text=True,
+        )
         if tried.returncode != 0:
-            raise SystemExit(f"user {user} cannot run {sys.executable} with numpy (is it in "
-                             f"a folder only root can read?):\n{tried.stderr[-500:]}")
+            raise SystemExit(
+                f"user {user} cannot run {sys.executable} with numpy (is it in "
+                f"a folder only root can read?):\n{tried.stderr[-500:]}"
+            )
         return user
     raise SystemExit("no unprivileged user to run student code as: run setup.sh first")
 
@@ -152,9 +172,24 @@ def child_user():
 def collect():
     """Every test and unseen-input check a run must execute (asked of pytest only when no
     run wrote the list it collected: remote.py writes it before the first test)."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p",
-                           "grader.remote", "test_fresh.py", "test_rl_systems.py"], cwd=LAB,
-                          env=grading_env(), capture_output=True, text=True, errors="replace")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "--collect-only",
+            "-p",
+            "grader.remote",
+            "test_fresh.py",
+            "test_rl_systems.py",
+        ],
+        cwd=LAB,
+        env=grading_env(),
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
     return [line.split("::")[-1] for line in done.stdout.splitlines() if "::" in line]
 
 
@@ -170,9 +205,17 @@ def grading_env(**extra):
     """The environment of the grading pytest: no student code imported, one BLAS thread
     (so its address-space limit is not spent on idle threads' buffers), and a short limit
     (after a function overran) that leaves time for the calls to the child."""
-    return dict(os.environ, RL_SOLUTIONS="0", PYTHONPATH=str(SOURCE), PYTHONDONTWRITEBYTECODE="1",
-                PYTHONUTF8="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-                LAB_SHORT_LIMIT=str(SHORT_LIMIT), **extra)
+    return dict(
+        os.environ,
+        RL_SOLUTIONS="0",
+        PYTHONPATH=str(SOURCE),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONUTF8="1",
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        LAB_SHORT_LIMIT=str(SHORT_LIMIT),
+        **extra,
+    )
 
 
 def limit_grader():
@@ -185,19 +228,41 @@ def run_tests(folder, seed, report, tmp, student_env):
     """One pytest run of the public tests and the unseen-input checks: (output, problem),
     problem None if the run finished. The child gets `tmp` as its temporary folder, and
     `student_env` says who it runs as and where that user may leave things."""
-    env = grading_env(LAB_SEED=str(seed), LAB_REMOTE_DIR=str(folder), LAB_REMOTE_TMP=str(tmp),
-                      LAB_RUN_LIMIT=str(RUN_LIMIT), **student_env)
+    env = grading_env(
+        LAB_SEED=str(seed),
+        LAB_REMOTE_DIR=str(folder),
+        LAB_REMOTE_TMP=str(tmp),
+        LAB_RUN_LIMIT=str(RUN_LIMIT),
+        **student_env,
+    )
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "grader.remote", f"--junitxml={report}",
-         "-o", "junit_family=xunit1", "test_fresh.py", "test_rl_systems.py"],
-        cwd=LAB, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        preexec_fn=limit_grader)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "grader.remote",
+            f"--junitxml={report}",
+            "-o",
+            "junit_family=xunit1",
+            "test_fresh.py",
+            "test_rl_systems.py",
+        ],
+        cwd=LAB,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=limit_grader,
+    )
     problem = None
     try:
         out, _ = process.communicate(timeout=HARD_LIMIT)
     except subprocess.TimeoutExpired:  # it did not end itself at RUN_LIMIT (remote.py)
-        problem = (f"the tests ran for more than {HARD_LIMIT:g} s in all and were stopped: "
-                   "the tests that had not finished score 0")
+        problem = (
+            f"the tests ran for more than {HARD_LIMIT:g} s in all and were stopped: "
+            "the tests that had not finished score 0"
+        )
         process.send_signal(signal.SIGINT)  # pytest may still write the report of the tests so far
         try:
             out, _ = process.communicate(timeout=STOP_GRACE)
@@ -245,13 +310,17 @@ def the_student(reports, cgroups):
         env["LAB_REMOTE_BOX"] = str(box)
         print(f"the child runs in a box ({box.name}): PID and IPC namespaces of its own")
     else:  # POSIX queues then live here: mounted, /dev/mqueue is one of the places
-        print(f"no box ({why_not}): the child runs in this machine's PID and IPC namespaces; "
-              "its System V objects are found in /proc/sysvipc, its POSIX message queues "
-              f"in /dev/mqueue ({student.mount_queues()})")
+        print(
+            f"no box ({why_not}): the child runs in this machine's PID and IPC namespaces; "
+            "its System V objects are found in /proc/sysvipc, its POSIX message queues "
+            f"in /dev/mqueue ({student.mount_queues()})"
+        )
     user = student.User(name, student.places(entry.pw_uid, entry.pw_gid))
     user.before = set(user.owned())
-    print(f"{name} may write to: {', '.join(user.places)}; owns there already: "
-          f"{', '.join(sorted(user.before)) or 'nothing'}")
+    print(
+        f"{name} may write to: {', '.join(user.places)}; owns there already: "
+        f"{', '.join(sorted(user.before)) or 'nothing'}"
+    )
     places = Path(reports, "places.json")
     places.write_text(json.dumps(dict(places=user.places, before=sorted(user.before))))
     env["LAB_REMOTE_PLACES"] = str(places)
@@ -261,17 +330,24 @@ def the_student(reports, cgroups):
         env["LAB_REMOTE_CGROUP"] = str(cgroup)
         print(f"the processes of {name} share {STUDENT_MEMORY / 2**20:g} MiB (cgroup {cgroup})")
     else:
-        print(f"no memory cgroup ({why_not}): each process of {name} has its own "
-              "address-space limit only")
-    group, why_not = student.kill_cgroup(f"lab-kill-{secrets.token_hex(4)}") if BOX else (
-        None, "AUTOGRADER_BOX=off")
+        print(
+            f"no memory cgroup ({why_not}): each process of {name} has its own "
+            "address-space limit only"
+        )
+    group, why_not = (
+        student.kill_cgroup(f"lab-kill-{secrets.token_hex(4)}")
+        if BOX
+        else (None, "AUTOGRADER_BOX=off")
+    )
     if group:
         cgroups.append(group)
         env["LAB_REMOTE_KILL_CGROUP"] = str(group)
         print(f"the processes of {name} are ended through the cgroup {group}")
     else:
-        print(f"no kill cgroup ({why_not}): the processes of {name} are found by their "
-              "real uid and killed one by one")
+        print(
+            f"no kill cgroup ({why_not}): the processes of {name} are found by their "
+            "real uid and killed one by one"
+        )
     return user, env
 
 
@@ -279,8 +355,12 @@ def box_works():
     """(box.py's path, None) if this machine can make its namespaces, else (None, why not)."""
     box = Path(__file__).resolve().parent / "box.py"
     try:
-        done = subprocess.run([sys.executable, "-I", str(box), "--probe"], capture_output=True,
-                              text=True, timeout=student.STEP_LIMIT)
+        done = subprocess.run(
+            [sys.executable, "-I", str(box), "--probe"],
+            capture_output=True,
+            text=True,
+            timeout=student.STEP_LIMIT,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return None, f"box.py --probe: {error}"
     if done.returncode != 0:
@@ -299,8 +379,11 @@ def grade(tests, runs, checks, notes=()):
 
     def failure(name):  # the first run in which `name` failed, with why
         for label, found, problem in runs:
-            why = found.get(name, f"{DID_NOT_RUN}: " + (problem or "the run ended before it "
-                                                         "(its report has no result for it)"))
+            why = found.get(
+                name,
+                f"{DID_NOT_RUN}: "
+                + (problem or "the run ended before it (its report has no result for it)"),
+            )
             if why is not None:  # a check's inputs are never the public ones: no run's label
                 return why[:3000] if name in checks else f"{label}:\n{why[:3000]}"
         return None
@@ -311,13 +394,23 @@ def grade(tests, runs, checks, notes=()):
         mine = own[task] or [n for n in checks if lab.file_of(lab.task_of(n)) == lab.file_of(task)]
         failed = [failure(n) for n in mine if failure(n) is not None]
         if not mine or any(DID_NOT_RUN in why for why in failed):
-            locked[task] = (f"passed, but Task {task}'s unseen-input check did not run, so its "
-                            "tests earn nothing")
+            locked[task] = (
+                f"passed, but Task {task}'s unseen-input check did not run, so its "
+                "tests earn nothing"
+            )
         elif failed:
-            locked[task] = (f"passed, but Task {task} does not work on inputs the public tests "
-                            "don't use (see its unseen-input check), so its tests earn nothing")
-    return gradescope.results(tests, {name: failure(name) for name in tests}, locked,
-                              {name: failure(name) for name in checks}, UNSEEN_DETAILS, notes)
+            locked[task] = (
+                f"passed, but Task {task} does not work on inputs the public tests "
+                "don't use (see its unseen-input check), so its tests earn nothing"
+            )
+    return gradescope.results(
+        tests,
+        {name: failure(name) for name in tests},
+        locked,
+        {name: failure(name) for name in checks},
+        UNSEEN_DETAILS,
+        notes,
+    )
 
 
 def fresh():
@@ -326,8 +419,10 @@ def fresh():
     given = os.environ.get("AUTOGRADER_FRESH_SEED", "")
     if given:
         if not given.isdigit() or int(given) == PUBLIC_SEED:
-            raise ValueError(f"AUTOGRADER_FRESH_SEED must be a whole number other than "
-                             f"{PUBLIC_SEED}, got {given!r}")
+            raise ValueError(
+                f"AUTOGRADER_FRESH_SEED must be a whole number other than "
+                f"{PUBLIC_SEED}, got {given!r}"
+            )
         return int(given)
     seed = PUBLIC_SEED
     while seed == PUBLIC_SEED:
@@ -352,15 +447,27 @@ def grade_submission():
             group = student_env.get("LAB_REMOTE_KILL_CGROUP")
             notes = work_folder(ROOT / "submission", folder)
             # the reports' names carry no seed: the student's process can read command lines
-            for i, (label, seed) in enumerate((
+            for i, (label, seed) in enumerate(
+                (
                     (f"with the public inputs (LAB_SEED={PUBLIC_SEED})", PUBLIC_SEED),
-                    (f"with fresh inputs (LAB_SEED={fresh_seed})", fresh_seed))):
+                    (f"with fresh inputs (LAB_SEED={fresh_seed})", fresh_seed),
+                )
+            ):
                 report, tmp = Path(reports, f"report-{i}.xml"), private_tmp(user)
                 stats = Path(reports, f"stats-{i}.json")
                 names = Path(reports, f"collected-{i}.json")
                 try:
-                    log, problem = run_tests(folder, seed, report, tmp, dict(
-                        student_env, LAB_REMOTE_STATS=str(stats), LAB_REMOTE_COLLECTED=str(names)))
+                    log, problem = run_tests(
+                        folder,
+                        seed,
+                        report,
+                        tmp,
+                        dict(
+                            student_env,
+                            LAB_REMOTE_STATS=str(stats),
+                            LAB_REMOTE_COLLECTED=str(names),
+                        ),
+                    )
                 finally:
                     clean_up(user, tmp, f"after the run {label}", group)
                 peak, largest = read_stats(stats, label, peak, largest)
@@ -375,12 +482,21 @@ def grade_submission():
             for cgroup in cgroups:
                 student.remove_cgroup(cgroup)
     collected = collected or collect()
-    tests = {name: lab.task_of(name) for name in collected
-             if lab.task_of(name) and not name.endswith(UNSEEN)}
+    tests = {
+        name: lab.task_of(name)
+        for name in collected
+        if lab.task_of(name) and not name.endswith(UNSEEN)
+    }
     checks = sorted(name for name in collected if name.endswith(UNSEEN))
     if not tests:
-        return not_graded("The tests could not be collected:\n"
-                          + "\n".join(problem for _, _, problem in runs if problem)), peak, largest
+        return (
+            not_graded(
+                "The tests could not be collected:\n"
+                + "\n".join(problem for _, _, problem in runs if problem)
+            ),
+            peak,
+            largest,
+        )
     problems = [f"The run {label} failed: {problem}" for label, _, problem in runs if problem]
     graded = grade(tests, runs, checks, notes + problems)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # reading the reports
@@ -390,8 +506,15 @@ def grade_submission():
 def not_graded(why):
     """The results.json of a submission the autograder could not grade: score 0, and `why`
     for the student and, in extra_data, for tools/grade_all.py."""
-    return dict(score=0.0, output=why, output_format="text", visibility="visible",
-                stdout_visibility="hidden", extra_data=dict(not_graded=why), tests=[])
+    return dict(
+        score=0.0,
+        output=why,
+        output_format="text",
+        visibility="visible",
+        stdout_visibility="hidden",
+        extra_data=dict(not_graded=why),
+        tests=[],
+    )
 
 
 def read_stats(path, label, peak, largest):
@@ -404,8 +527,10 @@ def read_stats(path, label, peak, largest):
         return peak, largest
     for line in stats["log"]:
         print(f"clean-up in the run {label}: {line}")
-    return max(peak, stats["peak_mib"]), (*max(largest[:2], tuple(stats["largest_answer"])),
-                                          max(largest[2], stats["most_values"]))
+    return max(peak, stats["peak_mib"]), (
+        *max(largest[:2], tuple(stats["largest_answer"])),
+        max(largest[2], stats["most_values"]),
+    )
 
 
 def main():
@@ -418,13 +543,23 @@ def main():
         sys.exit(BUSY)
     except (Exception, SystemExit) as error:  # noqa: BLE001 (still write a results.json)
         traceback.print_exc()
-        graded, peak, size, seconds, values = not_graded(
-            f"The autograder failed ({type(error).__name__}: {error}); please tell your "
-            "instructor, who can see its log."), 0, 0, 0.0, 0
+        graded, peak, size, seconds, values = (
+            not_graded(
+                f"The autograder failed ({type(error).__name__}: {error}); please tell your "
+                "instructor, who can see its log."
+            ),
+            0,
+            0,
+            0.0,
+            0,
+        )
     out.write_text(json.dumps(graded, indent=1))
-    print(f"score {graded['score']}; results written to {out}; peak memory of a grading "
-          f"process: {peak:.0f} MiB; the largest answer: {size} bytes, decoded in "
-          f"{seconds:.2f} s; the most values in one answer: {values}")
+    print(
+        f"score {graded['score']}; results written to {out}; peak memory of a grading "
+        f"process: {peak:.0f} MiB; the largest answer: {size} bytes, decoded in "
+        f"{seconds:.2f} s; the most values in one answer: {values}"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -34,6 +34,7 @@ tests, so a function's first call falls where it does locally, and a check that 
 of time is run once more. The names of the tests collected are written to
 LAB_REMOTE_COLLECTED before the first runs: the list grade.py holds the report to.
 """
+
 import importlib.abc
 import importlib.util
 import itertools
@@ -53,8 +54,8 @@ import numpy as np
 import pytest
 from _pytest.runner import runtestprotocol
 
-import lab
 import grading
+import lab
 from grading.gradescope import DID_NOT_RUN
 from grading.harness import TIME_LIMIT, TimeLimitExceeded, time_limit
 from scheduler_core import SchedulerError
@@ -64,15 +65,19 @@ from . import student, wire
 CALL_LIMIT = 60  # seconds for one call; the tests' own time limit is usually hit first
 START_LIMIT = 60  # seconds for a child to start and import numpy and the given modules
 MEMORY_LIMIT = 4 * 2**30  # bytes of address space for each process of the child's
-FILE_LIMIT = 64 * 2**20   # bytes: the largest file the child may write
+FILE_LIMIT = 64 * 2**20  # bytes: the largest file the child may write
 FILE_TIME = 70  # seconds for all the tests of one task file in one run (three fit in 240)
 CPU_LIMIT = 2 * FILE_TIME  # seconds of CPU time for each process of the student's
 # The child's limits (its children inherit them): memory, CPU time (past it the process is
 # killed), no core files, the size of any file it writes (past it, a write fails with an
 # OSError); and, where it is not root, its number of processes.
-LIMITS = {"RLIMIT_AS": (MEMORY_LIMIT, MEMORY_LIMIT), "RLIMIT_CPU": (CPU_LIMIT, CPU_LIMIT + 5),
-          "RLIMIT_CORE": (0, 0), "RLIMIT_FSIZE": (FILE_LIMIT, FILE_LIMIT),
-          "RLIMIT_NPROC": (256, 256)}
+LIMITS = {
+    "RLIMIT_AS": (MEMORY_LIMIT, MEMORY_LIMIT),
+    "RLIMIT_CPU": (CPU_LIMIT, CPU_LIMIT + 5),
+    "RLIMIT_CORE": (0, 0),
+    "RLIMIT_FSIZE": (FILE_LIMIT, FILE_LIMIT),
+    "RLIMIT_NPROC": (256, 256),
+}
 INTERRUPT_GRACE = 1  # seconds the child gets to answer once its call is interrupted
 RUN_LIMIT = float(os.environ.get("LAB_RUN_LIMIT", "inf"))  # seconds for this whole run
 STARTED = time.monotonic()  # this run's start, as near as a plugin sees it
@@ -96,11 +101,31 @@ ANSWER_LIMIT = {"memory": 2**20, "scheduler": 4 * 2**20, "tis": 4 * 2**20}
 TEST_TEXT_LIMIT = 2 * 2**20
 # The errors a student's code may raise that come back as themselves; any other kind
 # comes back as a RuntimeError naming it.
-ERRORS = {error.__name__: error for error in
-          (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError, AttributeError,
-           NotImplementedError, ArithmeticError, OverflowError, FloatingPointError,
-           RecursionError, MemoryError, RuntimeError, SchedulerError, StopIteration,
-           NameError, UnboundLocalError, ImportError, ModuleNotFoundError, AssertionError)}
+ERRORS = {
+    error.__name__: error
+    for error in (
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        ZeroDivisionError,
+        AttributeError,
+        NotImplementedError,
+        ArithmeticError,
+        OverflowError,
+        FloatingPointError,
+        RecursionError,
+        MemoryError,
+        RuntimeError,
+        SchedulerError,
+        StopIteration,
+        NameError,
+        UnboundLocalError,
+        ImportError,
+        ModuleNotFoundError,
+        AssertionError,
+    )
+}
 
 
 class RunOver(BaseException):
@@ -108,8 +133,10 @@ class RunOver(BaseException):
 
 
 def run_over(during):
-    raised = RunOver(f"{DID_NOT_RUN}: the run reached its {RUN_LIMIT:g} s limit {during}, so "
-                     "it ended there (the tests it did not finish score 0)")
+    raised = RunOver(
+        f"{DID_NOT_RUN}: the run reached its {RUN_LIMIT:g} s limit {during}, so "
+        "it ended there (the tests it did not finish score 0)"
+    )
     raised.from_student = True
     return raised
 
@@ -142,22 +169,49 @@ class Child:
         student code yet): that time is the grader's, not the student's."""
         as_root = os.geteuid() == 0
         serve = [sys.executable, "-I", str(Path(self.folder, "_grader", "serve.py"))]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.folder,
-               "TMPDIR": self.tmp, "RL_SOLUTIONS": "0", "PYTHONDONTWRITEBYTECODE": "1",
-               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        pipes = dict(cwd=self.folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                     stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": self.folder,
+            "TMPDIR": self.tmp,
+            "RL_SOLUTIONS": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        }
+        pipes = dict(
+            cwd=self.folder,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
         if as_root and self.box:  # box.py joins the cgroups, then drops root for the user
             entry = pwd.getpwnam(self.user)
             self.process = subprocess.Popen(
-                [sys.executable, "-I", self.box, str(entry.pw_uid), str(entry.pw_gid),
-                 json.dumps(LIMITS), *(str(Path(c, "cgroup.procs")) for c in self.cgroups),
-                 "--", *serve], **pipes)
+                [
+                    sys.executable,
+                    "-I",
+                    self.box,
+                    str(entry.pw_uid),
+                    str(entry.pw_gid),
+                    json.dumps(LIMITS),
+                    *(str(Path(c, "cgroup.procs")) for c in self.cgroups),
+                    "--",
+                    *serve,
+                ],
+                **pipes,
+            )
         else:
             group = pwd.getpwnam(self.user).pw_gid if as_root else None
             self.process = subprocess.Popen(
-                serve, preexec_fn=_limits, user=self.user if as_root else None, group=group,
-                extra_groups=[] if as_root else None, **pipes)
+                serve,
+                preexec_fn=_limits,
+                user=self.user if as_root else None,
+                group=group,
+                extra_groups=[] if as_root else None,
+                **pipes,
+            )
             for cgroup in self.cgroups if as_root else ():  # before any request
                 try:
                     student.join_cgroup(cgroup, self.process.pid)
@@ -214,22 +268,26 @@ class Child:
         if time.monotonic() - STARTED > RUN_LIMIT:
             raise run_over("before this call")
         if self.process is not None and self.pending():
-            self.log.append(f"{self.module}.py: bytes no request asked for came from the "
-                            "child; a fresh one answers the next call")
+            self.log.append(
+                f"{self.module}.py: bytes no request asked for came from the "
+                "child; a fresh one answers the next call"
+            )
             self.stop()
         if self.process is None:
             self.start()
         try:
             message = dict(message, id=next(self.ids))
             wire.send(self.process.stdin, message, blobs)
-            reply, decoder = wire.receive(self._read, limit, objects,
-                                          TEST_TEXT_LIMIT - self.text, VALUE_LIMIT)
+            reply, decoder = wire.receive(
+                self._read, limit, objects, TEST_TEXT_LIMIT - self.text, VALUE_LIMIT
+            )
             self.text += decoder.text
             self.largest = max(self.largest, (decoder.size, decoder.seconds))
             self.most_values = max(self.most_values, decoder.values)
             if reply.get("id") != message["id"]:
-                raise wire.WireError("a reply to another request (was the wire written to "
-                                     "from inside your code?)")
+                raise wire.WireError(
+                    "a reply to another request (was the wire written to from inside your code?)"
+                )
             return reply, decoder
         except TimeLimitExceeded:
             if not self.interrupt(message["id"], limit, objects):
@@ -264,8 +322,9 @@ class Child:
         if self.module is not None and os.geteuid() == 0 and os.environ.get("LAB_REMOTE_PLACES"):
             places = json.loads(Path(os.environ["LAB_REMOTE_PLACES"]).read_text())
             user = student.User(self.user, places["places"], places["before"])
-            log, _ = student.clean(user, also=[self.tmp],
-                                   group=os.environ.get("LAB_REMOTE_KILL_CGROUP"))
+            log, _ = student.clean(
+                user, also=[self.tmp], group=os.environ.get("LAB_REMOTE_KILL_CGROUP")
+            )
             self.log += [f"after {self.module}.py: {line}" for line in log]
             try:
                 os.mkdir(self.tmp, 0o700)
@@ -280,11 +339,17 @@ class Child:
                 self.log.append(f"{module}.py: a child did not start: {error!r}")
 
 
-CHILD = Child(os.environ.get("LAB_REMOTE_DIR", "."), os.environ.get("LAB_REMOTE_USER", "nobody"),
-              os.environ.get("LAB_REMOTE_TMP", "/tmp"),
-              [c for c in (os.environ.get("LAB_REMOTE_CGROUP"),
-                           os.environ.get("LAB_REMOTE_KILL_CGROUP")) if c],
-              os.environ.get("LAB_REMOTE_BOX"))
+CHILD = Child(
+    os.environ.get("LAB_REMOTE_DIR", "."),
+    os.environ.get("LAB_REMOTE_USER", "nobody"),
+    os.environ.get("LAB_REMOTE_TMP", "/tmp"),
+    [
+        c
+        for c in (os.environ.get("LAB_REMOTE_CGROUP"), os.environ.get("LAB_REMOTE_KILL_CGROUP"))
+        if c
+    ],
+    os.environ.get("LAB_REMOTE_BOX"),
+)
 
 
 def _ask(message, blobs=(), objects=None):
@@ -293,20 +358,25 @@ def _ask(message, blobs=(), objects=None):
     try:
         return CHILD.ask(message, blobs, limit, objects)
     except wire.TooManyValues:
-        problem = (f"the answer of {name or module} holds more than {VALUE_LIMIT:,} values "
-                   "(numbers, strings, containers and array elements, a list counted once "
-                   "for each place it appears), more than any answer needs, so the grader "
-                   "refused it whole")
+        problem = (
+            f"the answer of {name or module} holds more than {VALUE_LIMIT:,} values "
+            "(numbers, strings, containers and array elements, a list counted once "
+            "for each place it appears), more than any answer needs, so the grader "
+            "refused it whole"
+        )
     except (EOFError, BrokenPipeError):
-        problem = ("your code ended the process it ran in (os._exit, a crash or running out "
-                   "of memory)")
+        problem = (
+            "your code ended the process it ran in (os._exit, a crash or running out of memory)"
+        )
     except wire.TooLarge as error:
-        problem = (f"the answer of {name or module} takes more than {limit / 2**20:g} MiB, more "
-                   f"than any answer in {module}.py needs, so the grader refused it"
-                   if not isinstance(error, wire.TooMuchText) else
-                   f"the answers of this test take more than {TEST_TEXT_LIMIT / 2**20:g} MiB "
-                   "(apart from numpy arrays), more than any test needs, so the grader "
-                   f"refused the answer of {name or module}")
+        problem = (
+            f"the answer of {name or module} takes more than {limit / 2**20:g} MiB, more "
+            f"than any answer in {module}.py needs, so the grader refused it"
+            if not isinstance(error, wire.TooMuchText)
+            else f"the answers of this test take more than {TEST_TEXT_LIMIT / 2**20:g} MiB "
+            "(apart from numpy arrays), more than any test needs, so the grader "
+            f"refused the answer of {name or module}"
+        )
     except (wire.WireError, ValueError) as error:
         problem = f"the grader could not read your code's answer: {cut(str(error))}"
     raised = RuntimeError(problem)
@@ -359,12 +429,16 @@ def copy_back(sent, changed, blobs):
 
 def remote_function(module, name):
     """A stand-in for the student's function `module.name`."""
+
     def call(*args, **kwargs):
         encode = wire.Encoder()
         tree_args, tree_kwargs = encode(list(args)), encode(dict(kwargs))
         sent = {n: obj for n, obj in encode.table.values()}
-        reply, decode = _ask({"call": True, "target": [module, name], "args": tree_args,
-                              "kwargs": tree_kwargs}, encode.blobs, dict(sent))
+        reply, decode = _ask(
+            {"call": True, "target": [module, name], "args": tree_args, "kwargs": tree_kwargs},
+            encode.blobs,
+            dict(sent),
+        )
         if "error" in reply:
             _raise(reply, module)
         try:
@@ -372,10 +446,12 @@ def remote_function(module, name):
             decode.update(reply["state"])
             return reply["value"]
         except (wire.WireError, KeyError, TypeError, ValueError, IndexError) as error:
-            raised = RuntimeError(f"the grader could not read your code's answer: "
-                                  f"{cut(str(error))}")
+            raised = RuntimeError(
+                f"the grader could not read your code's answer: {cut(str(error))}"
+            )
             raised.from_student = True
             raise raised from None
+
     call.__name__ = call.__qualname__ = name
     return call
 
@@ -428,8 +504,7 @@ def pytest_runtest_makereport(item, call):
     report = (yield).get_result()
     if report.failed and call.excinfo and getattr(call.excinfo.value, "from_student", False):
         error = call.excinfo.value
-        name = ("" if isinstance(error, (lab.TaskNotDone, RunOver))
-                else f"{type(error).__name__}: ")
+        name = "" if isinstance(error, (lab.TaskNotDone, RunOver)) else f"{type(error).__name__}: "
         report.longrepr = cut(f"{name}{error.args[0] if error.args else error}")
 
 
@@ -455,8 +530,9 @@ def pytest_runtest_setup(item):
     if time.monotonic() - STARTED > RUN_LIMIT:
         raise run_over("before this test")
     if CHILD.module and CHILD.began and time.monotonic() - CHILD.began > FILE_TIME:
-        raised = RuntimeError(f"{DID_NOT_RUN}: the tests of {CHILD.module}.py ran for more "
-                              f"than {FILE_TIME} s in all")
+        raised = RuntimeError(
+            f"{DID_NOT_RUN}: the tests of {CHILD.module}.py ran for more than {FILE_TIME} s in all"
+        )
         raised.from_student = True
         raise raised
 
@@ -473,8 +549,10 @@ class UnseenRetry:
             return None
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
-        if (any(r.failed and "TimeLimitExceeded" in str(r.longrepr) for r in reports)
-                and time.monotonic() - STARTED < RUN_LIMIT):
+        if (
+            any(r.failed and "TimeLimitExceeded" in str(r.longrepr) for r in reports)
+            and time.monotonic() - STARTED < RUN_LIMIT
+        ):
             item._initrequest()
             CHILD.text = 0
             reports = runtestprotocol(item, nextitem=nextitem, log=False)
@@ -513,6 +591,13 @@ def pytest_unconfigure(config):
     CHILD.stop()
     if os.environ.get("LAB_REMOTE_STATS"):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        Path(os.environ["LAB_REMOTE_STATS"]).write_text(json.dumps(dict(
-            peak_mib=peak, largest_answer=CHILD.largest, most_values=CHILD.most_values,
-            log=CHILD.log)))
+        Path(os.environ["LAB_REMOTE_STATS"]).write_text(
+            json.dumps(
+                dict(
+                    peak_mib=peak,
+                    largest_answer=CHILD.largest,
+                    most_values=CHILD.most_values,
+                    log=CHILD.log,
+                )
+            )
+        )

@@ -11,6 +11,7 @@ a function of it with arguments; each reply carries its request's id. Everything
 grader does, the tests and the scoring, happens in the parent, which treats these answers
 as data: whatever this process prints, patches or writes to files changes nothing there.
 """
+
 import importlib
 import os
 import signal
@@ -20,8 +21,9 @@ import traceback
 # Started with -I (no environment, no current folder on the path): put back this
 # folder (wire.py) and the working folder (the task files and the given modules).
 sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.getcwd()]
-import lab
 import wire
+
+import lab
 
 TASK_MODULES = ("memory", "scheduler", "tis")
 GIVEN = ("numpy", "lab", "lab.contracts", "lab.input_checks", "scheduler_core")
@@ -47,8 +49,9 @@ def load(name):
     try:
         return importlib.import_module(name)
     except SyntaxError as error:
-        raise SyntaxError(f"line {error.lineno}: {error.msg}\n    "
-                          f"{(error.text or '').strip()}") from None
+        raise SyntaxError(
+            f"line {error.lineno}: {error.msg}\n    {(error.text or '').strip()}"
+        ) from None
 
 
 def answer(message, decode):
@@ -119,8 +122,11 @@ def error_report(error):
     innermost line of a task file."""
     where = traceback.extract_tb(error.__traceback__)
     mine = [f for f in where if os.path.basename(f.filename) in {m + ".py" for m in TASK_MODULES}]
-    at = (f" ({os.path.basename(mine[-1].filename)}, line {mine[-1].lineno}, in "
-          f"{mine[-1].name})" if mine else "")
+    at = (
+        f" ({os.path.basename(mine[-1].filename)}, line {mine[-1].lineno}, in {mine[-1].name})"
+        if mine
+        else ""
+    )
     try:
         text = str(error)[:4000]
     except BaseException:  # noqa: BLE001 (a student's exception whose __str__ fails)

@@ -19,6 +19,7 @@ grading from running as the same user at the same time. Neither raises, and
 each step has a time limit: what cannot be removed is logged, and the grade stands. No
 step runs in a process the student's could signal while one of them is alive.
 """
+
 import ctypes
 import fcntl
 import os
@@ -35,7 +36,7 @@ IPC_KINDS = {"shm": "shared-memory segment", "msg": "message queue", "sem": "sem
 IPC_RMID = 0  # the "remove" command of shmctl, msgctl and semctl (Linux)
 OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 STEP_LIMIT = 5  # seconds for one step of the clean-up run in a process of its own
-KEYRINGS = 2    # the keys every uid that used keys keeps: its user and user-session keyrings
+KEYRINGS = 2  # the keys every uid that used keys keeps: its user and user-session keyrings
 # keyctl(2) on x86_64 and arm64, <asm/unistd.h>; KEYCTL_CLEAR empties a keyring
 KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
 KEYCTL_CLEAR, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = 7, -4, -5
@@ -57,8 +58,11 @@ class User:
         for place in self.places:
             try:
                 with os.scandir(place) as entries:
-                    found += [entry.path for entry in entries
-                              if entry.stat(follow_symlinks=False).st_uid == self.uid]
+                    found += [
+                        entry.path
+                        for entry in entries
+                        if entry.stat(follow_symlinks=False).st_uid == self.uid
+                    ]
             except OSError:
                 continue
         found += [f"{kind} {number}" for kind, number, _ in ipc_objects(self.uid)]
@@ -72,10 +76,39 @@ def places(uid, gid):
     entries, where Python's walk takes eight), or Python's walk where there is no find."""
     try:
         found = subprocess.run(
-            ["find", "/", "(", "-path", "/proc", "-o", "-path", "/sys", ")", "-prune", "-o",
-             "-type", "d", "(", "-user", str(uid), "-perm", "-u+w", "-o", "-group", str(gid),
-             "-perm", "-g+w", "-o", "-perm", "-o+w", ")", "-print0"],
-            capture_output=True, timeout=120).stdout
+            [
+                "find",
+                "/",
+                "(",
+                "-path",
+                "/proc",
+                "-o",
+                "-path",
+                "/sys",
+                ")",
+                "-prune",
+                "-o",
+                "-type",
+                "d",
+                "(",
+                "-user",
+                str(uid),
+                "-perm",
+                "-u+w",
+                "-o",
+                "-group",
+                str(gid),
+                "-perm",
+                "-g+w",
+                "-o",
+                "-perm",
+                "-o+w",
+                ")",
+                "-print0",
+            ],
+            capture_output=True,
+            timeout=120,
+        ).stdout
         return sorted(p for p in found.decode("utf-8", "surrogateescape").split("\0") if p)
     except (OSError, subprocess.TimeoutExpired):
         pass
@@ -88,7 +121,7 @@ def places(uid, gid):
                 status = os.lstat(path)
             except OSError:
                 continue
-            bit = (0o200 if status.st_uid == uid else 0o020 if status.st_gid == gid else 0o002)
+            bit = 0o200 if status.st_uid == uid else 0o020 if status.st_gid == gid else 0o002
             if stat.S_ISDIR(status.st_mode) and status.st_mode & bit:
                 found.append(path)
     return sorted(found)
@@ -206,8 +239,12 @@ def mount_queues():
         return "mounted already"
     try:
         os.makedirs("/dev/mqueue", exist_ok=True)
-        subprocess.run(["mount", "-t", "mqueue", "mqueue", "/dev/mqueue"], check=True,
-                       capture_output=True, timeout=STEP_LIMIT)
+        subprocess.run(
+            ["mount", "-t", "mqueue", "mqueue", "/dev/mqueue"],
+            check=True,
+            capture_output=True,
+            timeout=STEP_LIMIT,
+        )
         return "mounted now"
     except (OSError, subprocess.SubprocessError) as error:
         return f"cannot be mounted, so a queue may outlive the run: {error}"
@@ -235,9 +272,11 @@ def remove_ipc(kind, number):
     """IPC_RMID on one object: a segment still attached goes when its last process does
     (they are all ended by then)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    call = {"shm": lambda: libc.shmctl(number, IPC_RMID, None),
-            "msg": lambda: libc.msgctl(number, IPC_RMID, None),
-            "sem": lambda: libc.semctl(number, 0, IPC_RMID)}[kind]
+    call = {
+        "shm": lambda: libc.shmctl(number, IPC_RMID, None),
+        "msg": lambda: libc.msgctl(number, IPC_RMID, None),
+        "sem": lambda: libc.semctl(number, 0, IPC_RMID),
+    }[kind]
     if call() != 0:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
@@ -248,8 +287,11 @@ def running(uid):
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            status = dict(line.split(":", 1) for line in
-                          Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+            status = dict(
+                line.split(":", 1)
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if ":" in line
+            )
             if int(status["Uid"].split()[0]) == uid and not status["State"].strip().startswith("Z"):
                 found.append(int(pid))
         except (OSError, KeyError, ValueError, IndexError):
@@ -278,9 +320,19 @@ def end_processes(user, group=None):
         time.sleep(0.05)
         if running(user.uid):
             try:
-                subprocess.run([sys.executable, "-I", "-c", "import os\ntry: os.kill(-1, 9)\n"
-                                "except ProcessLookupError: pass"], user=user.uid, group=user.gid,
-                               extra_groups=[], cwd="/", timeout=STEP_LIMIT / 5)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-I",
+                        "-c",
+                        "import os\ntry: os.kill(-1, 9)\nexcept ProcessLookupError: pass",
+                    ],
+                    user=user.uid,
+                    group=user.gid,
+                    extra_groups=[],
+                    cwd="/",
+                    timeout=STEP_LIMIT / 5,
+                )
             except subprocess.TimeoutExpired:  # stopped by one of the user's: killed by run
                 pass
     return first
@@ -311,11 +363,20 @@ def clear_keys(user):
     number = KEYCTL_SYSCALL.get(os.uname().machine)
     if number is None:
         raise RuntimeError(f"no keyctl number known for {os.uname().machine}")
-    code = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-            f"for ring in ({KEY_SPEC_USER_KEYRING}, {KEY_SPEC_USER_SESSION_KEYRING}):\n"
-            f"    libc.syscall({number}, {KEYCTL_CLEAR}, ctypes.c_int(ring))")
-    subprocess.run([sys.executable, "-I", "-c", code], user=user.uid, group=user.gid,
-                   extra_groups=[], cwd="/", timeout=STEP_LIMIT, capture_output=True)
+    code = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        f"for ring in ({KEY_SPEC_USER_KEYRING}, {KEY_SPEC_USER_SESSION_KEYRING}):\n"
+        f"    libc.syscall({number}, {KEYCTL_CLEAR}, ctypes.c_int(ring))"
+    )
+    subprocess.run(
+        [sys.executable, "-I", "-c", code],
+        user=user.uid,
+        group=user.gid,
+        extra_groups=[],
+        cwd="/",
+        timeout=STEP_LIMIT,
+        capture_output=True,
+    )
     deadline = time.monotonic() + STEP_LIMIT  # the kernel frees unlinked keys soon after
     while kernel_keys(user.uid) > KEYRINGS and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -409,8 +470,11 @@ def cgroup_mounts():
         mounts = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
     except OSError:
         return []
-    return [(parts[1], parts[2], parts[3].split(",")) for parts in mounts
-            if len(parts) >= 4 and parts[2] in ("cgroup2", "cgroup")]
+    return [
+        (parts[1], parts[2], parts[3].split(","))
+        for parts in mounts
+        if len(parts) >= 4 and parts[2] in ("cgroup2", "cgroup")
+    ]
 
 
 def memory_mounts():
@@ -527,9 +591,11 @@ def hold(name):
     except BlockingIOError:
         holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
         os.close(fd)
-        raise Busy(f"another grading runs its student code as {name} ({holder}). Two gradings "
-                   "as one user would end each other's processes: wait for it to finish, or "
-                   "set AUTOGRADER_USER to another unprivileged user for this one.") from None
+        raise Busy(
+            f"another grading runs its student code as {name} ({holder}). Two gradings "
+            "as one user would end each other's processes: wait for it to finish, or "
+            "set AUTOGRADER_USER to another unprivileged user for this one."
+        ) from None
     if str(fd) != given:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()}, since {time.strftime('%H:%M:%S')}".encode(), 0)

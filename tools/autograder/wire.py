@@ -13,6 +13,7 @@ grader too. Example: the grader sends take_batch([a, b], ...) with a, b dicts nu
 in list 0; the child answers "result: (list [ref 1], list []); state: 0 = [ref 2],
 1 = {..., lag: 0}, 2 = {...}".
 """
+
 import json
 import struct
 import time
@@ -20,7 +21,7 @@ import time
 import numpy as np
 
 MAX_BYTES = 400_000_000  # a message larger than this is refused (an answer, not a dump)
-KINDS = "biuf"           # numpy dtype kinds allowed: bool, int, unsigned, float
+KINDS = "biuf"  # numpy dtype kinds allowed: bool, int, unsigned, float
 ATOMS = {bool, int, float, str}  # the types sent as themselves (exactly these, no subclasses)
 
 
@@ -65,16 +66,25 @@ class Encoder:
             self.table[id(value)] = (number, value)
             if kind is list:
                 return {"list": number, "items": [self(v, depth + 1) for v in value]}
-            return {"dict": number,
-                    "items": [[self(k, depth + 1), self(v, depth + 1)] for k, v in value.items()]}
+            return {
+                "dict": number,
+                "items": [[self(k, depth + 1), self(v, depth + 1)] for k, v in value.items()],
+            }
         if isinstance(value, (np.ndarray, np.generic)):
             array = np.asarray(value)
             if array.dtype.kind not in KINDS:
                 raise WireError(f"a numpy array of dtype {array.dtype}")
             self.blobs.append(np.ascontiguousarray(array).tobytes())
             self.arrays.append(value if isinstance(value, np.ndarray) else None)
-            return {"nd": [array.dtype.str, list(array.shape), len(self.blobs) - 1,
-                           isinstance(value, np.generic), not array.flags.writeable]}
+            return {
+                "nd": [
+                    array.dtype.str,
+                    list(array.shape),
+                    len(self.blobs) - 1,
+                    isinstance(value, np.generic),
+                    not array.flags.writeable,
+                ]
+            }
         raise WireError(f"a value of type {type(value).__name__}")
 
     def contents(self, numbers):
@@ -83,8 +93,11 @@ class Encoder:
         state = []
         for n in numbers:
             obj = by_number[n]
-            items = ([self(v, 1) for v in obj] if type(obj) is list
-                     else [[self(k, 1), self(v, 1)] for k, v in obj.items()])
+            items = (
+                [self(v, 1) for v in obj]
+                if type(obj) is list
+                else [[self(k, 1), self(v, 1)] for k, v in obj.items()]
+            )
             state.append([n, items])
         return state
 
@@ -157,8 +170,9 @@ class Decoder:
 
     def changed(self):
         """[blob index, array] for each array made whose contents changed since."""
-        return [[index, array] for index, array in self.arrays
-                if array.tobytes() != self.blobs[index]]
+        return [
+            [index, array] for index, array in self.arrays if array.tobytes() != self.blobs[index]
+        ]
 
     def update(self, state):
         """Put the contents the other side reported ([number, items] with items decoded)
