@@ -5,8 +5,9 @@ nodes with and without interruptible generation) are generation throughputs meas
 apart from the runs the presets compare with. Each is predicted at its published
 configuration with every unpublished setting at the assumption stated below (fixed before
 the comparison was computed), and again with each setting at the other end of its range.
-The sources' short names (AREAL_V03, AREAL_ALLOC, ...) are experiments/gpu_sources.py's. Nothing in the model is set from these numbers; run.py --preset
-prints them and writes them to the JSON's top-level "gpu_components".
+The sources' short names (AREAL_V03, AREAL_ALLOC, ...) are experiments/gpu_sources.py's.
+Nothing in the model is set from these numbers; run.py --preset prints them and writes
+them to the JSON's top-level "gpu_components".
 """
 
 import math
