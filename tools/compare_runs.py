@@ -97,6 +97,8 @@ def flag_sets(presets):
             "0.6",
         ],
         "learning_curves": ["--learning-curves"],
+        "learning_detail": ["--learning-curves", "--learning-detail"],
+        "step_grid": ["--step-grid"],
         "ppo_curves": ["--ppo-curves"],
         **{f"preset_{name}": ["--preset", name] for name in presets},
         "gpu_sweep": ["--gpu-sweep"],
