@@ -496,24 +496,38 @@ def draw(results, path):
     c = results["learning_curves"]
     grid = results.get("step_grid")
     fig = Figure(figsize=(13, 10))
-    axes = fig.subplots(2, 2, squeeze=False)
-    for i, lanes in enumerate((c["n_lanes"], c["trainer_lanes"]) if c else (16, 64)):
-        for j, mismatch in enumerate(c["mismatches"] if c else LEARNING_MISMATCHES):
-            ax = axes[i, j]
-            ax.set_title(
-                f"REINFORCE: time to J >= 0.9 against k, {lanes} lanes, mismatch "
-                f"{mismatch:g} (Tasks 2 and 3)",
-                fontsize=11,
-            )
-            if c is None:
-                placeholder(ax, results["unavailable"][LABEL])
-            else:
-                k_panel(ax, c, grid, lanes, mismatch)
+    axes = k_panels(
+        fig,
+        c,
+        "REINFORCE",
+        results["unavailable"].get(LABEL),
+        lambda ax, lanes, mismatch: k_panel(ax, c, grid, lanes, mismatch),
+    )
     if c:
         handles, labels = axes[0, 0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
     fig.tight_layout(rect=(0, 0.08 if c else 0, 1, 1))
     fig.savefig(path, dpi=80)
+
+
+def k_panels(fig, c, trainer, unavailable, panel):
+    """The 2 x 2 panels of a training figure (this one and --ppo-curves'): a row per set-up,
+    a column per mismatch, titled for `trainer`; panel(ax, lanes, mismatch) draws each, or,
+    without a result `c`, a placeholder saying `unavailable`. Returns the axes."""
+    axes = fig.subplots(2, 2, squeeze=False)
+    for i, lanes in enumerate((c["n_lanes"], c["trainer_lanes"]) if c else (16, 64)):
+        for j, mismatch in enumerate(c["mismatches"] if c else LEARNING_MISMATCHES):
+            ax = axes[i, j]
+            ax.set_title(
+                f"{trainer}: time to J >= 0.9 against k, {lanes} lanes, mismatch "
+                f"{mismatch:g} (Tasks 2 and 3)",
+                fontsize=11,
+            )
+            if c is None:
+                placeholder(ax, unavailable)
+            else:
+                panel(ax, lanes, mismatch)
+    return axes
 
 
 def k_panel(ax, c, grid, lanes, mismatch):

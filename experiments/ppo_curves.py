@@ -21,11 +21,11 @@ from experiments.learning_curves import (
     LEARNING_SEED,
     LEARNING_TARGET,
     TRAINER_LANES,
+    k_panels,
     learning_settings,
     mean_se,
     paired,
 )
-from experiments.plotting import placeholder
 from experiments.printing import row_name, say
 from lab import TaskNotDone
 
@@ -295,19 +295,13 @@ def draw(results, path):
 
     c = results.get(KEY)
     fig = Figure(figsize=(13, 10))
-    axes = fig.subplots(2, 2, squeeze=False)
-    for i, lanes in enumerate((c["n_lanes"], c["trainer_lanes"]) if c else (16, 64)):
-        for j, mismatch in enumerate(c["mismatches"] if c else (0.0, 0.6)):
-            ax = axes[i, j]
-            ax.set_title(
-                f"PPO: time to J >= 0.9 against k, {lanes} lanes, mismatch "
-                f"{mismatch:g} (Tasks 2 and 3)",
-                fontsize=11,
-            )
-            if c is None:
-                placeholder(ax, results["unavailable"].get(LABEL, "not run"))
-            else:
-                k_panel(ax, c, lanes, mismatch)
+    axes = k_panels(
+        fig,
+        c,
+        "PPO",
+        results["unavailable"].get(LABEL, "not run"),
+        lambda ax, lanes, mismatch: k_panel(ax, c, lanes, mismatch),
+    )
     if c:
         handles, _labels = axes[0, 0].get_legend_handles_labels()
         fig.legend(
