@@ -49,8 +49,10 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
   VERL_RUN    volcengine/verl recipe/fully_async_policy/shell/dapo_7b_math_fsdp2_64_64.sh @ 19997f9
               (the README's run: staleness_threshold 0.5, require_batches 4,
                trigger_parameter_sync_step 4, fsdp_size 8, gen_tp 4, actor_offload False,
-               gpu_memory_utilization 0.80, calculate_log_probs True, save_freq -1); and
-              the README's checkpoint-engine table: Qwen2.5-Math-7B parameter sync 0.12 s
+               gpu_memory_utilization 0.80, calculate_log_probs True, save_freq -1,
+               test_freq 20, val_before_train True); the README's checkpoint-engine table
+               (lines 471-474): Qwen2.5-Math-7B parameter sync 0.02 s with the engine, its
+               default (line 108: "default `True`"), 0.12 s without
   AREAL_V01   inclusionAI/AReaL blog/AReaL_v0_1.md @ 13c5dd227af1ea5c76e986c672c9ce405d20d531
               (Figure 1, assets/figures/distill_1.5b_24k_curve.png: R1-Distill-Qwen-1.5B's
                response lengths during RL, about 4,100 to 7,100 tokens, read off its axis)
@@ -89,8 +91,9 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
               (chart.py and its PDF: the mean over the decode phase of Nsight's "DRAM Read
                Bandwidth [Throughput %]", 41.0, 44.9, 46.8, 50.2, 50.4, 50.4% at batch 1,
                32, 64, 128, 256, 512; opt-1.3b/_161_338_<batch>/log_*.out: "Decode elapsed
-               time" over its 337 decode steps, vLLM v0.5.2.dev, OPT-1.3B, weights 2.4509
-               GiB, a GPU of 63.43 GiB, run under nsys --cuda-graph-trace node)
+               time" over its 337 decode steps, vLLM v0.5.2.dev, OPT-1.3B, weights "2.4509
+               GB" (2^30 bytes: 1.3B fp16 parameters), a GPU of 63.43 GiB, run under nsys
+               --cuda-graph-trace node)
   AREAL_V02_CFG inclusionAI/AReaL examples/configs/v0.2-qwen2-math/1.5B-distill/
               ppo-1.5B-distill-gpus-128.yaml @ ea9b799 (allocation_mode
                sglang.d64p1m1+d32p2m1: 64 generate, 64 train) and ppo-1.5B-distill-gpus-32.yaml
@@ -100,8 +103,9 @@ Sources, named once (docs/gpu-model.md's "Sources" uses the same names):
                RL training step divided by the time of that step"; 31k generation length;
                areal_config.yaml benchmark_n_seqs 5120; scaling_trend_vs_verl.png: 1.5B at
                ctx 32768 on 128 GPUs about 100k tokens/s, read from the figure)
-  VERL_DPSK   volcengine/verl docs/perf/dpsk.md @ 19997f9 (actor MFU 0.4, 0.37, 0.31 for
-              Qwen3-30B-A3B on 8, 16, 32 GPUs, lines 73-75; 0.19 for DeepSeek 671b, line 64)
+  VERL_DPSK   volcengine/verl docs/perf/dpsk.md @ 19997f9 (its "MFU" column: 0.4, 0.37, 0.31
+              for Qwen3-30B-A3B on 8, 16, 32 GPUs, lines 73-75; 0.19 for DeepSeek 671b,
+              line 64), counted by verl/utils/flops_counter.py at the same commit
   VERL_2579   https://github.com/volcengine/verl/issues/2579 ("0.17 for 2 nodes and 0.5 for
               sinlge node", the MFU of updating the actor)
   H800_NOTE   https://www.philisun.com/technical-analysis/nvidia-h800-vs-h100-a-technical-deep-dive-into-politically-defined-ai-chips
@@ -287,11 +291,13 @@ AREAL_MEDIAN, AREAL_SIGMA = shape_for_tail(AREAL_MEAN_LEN, 27_648)
 AREAL_7B_MEDIAN, AREAL_7B_SIGMA = shape_for_tail(AREAL_7B_MEAN_LEN, 27_648)
 
 # The trainer's efficiency (achieved / peak FLOP/s), from RL trainers measured apart from
-# every run compared here (nothing from Fig. 7 or Table 2): VERL_DPSK's actor MFU 0.40, 0.37,
+# every run compared here (nothing from Fig. 7 or Table 2): VERL_DPSK's MFU 0.40, 0.37,
 # 0.31 (Qwen3-30B-A3B on 8, 16, 32 GPUs) and 0.19 (DeepSeek-671B); VERL_2579's update_actor
 # MFU 0.5 on one node and 0.17 on two. The band spans them; the point is their median,
-# fixed before any comparison was computed. (verl counts a trained token's model FLOPs, the
-# lab a checkpointed pass too: at equal MFU the lab's hardware share would be 4/3 of it.)
+# fixed before any comparison was computed. They are taken as they are, though verl's
+# flops_counter.py counts forward + backward over both embeddings and attention at twice
+# the causal count, where the lab adds the checkpointed pass and leaves the input embedding
+# out: at equal MFU the lab's share would be about 0.95-1.22 of verl's at the presets' lengths.
 TRAINER_MFUS = (0.40, 0.37, 0.31, 0.19, 0.5, 0.17)
 MFU_LOW, MFU_HIGH = min(TRAINER_MFUS), max(TRAINER_MFUS)
 MFU = round(statistics.median(TRAINER_MFUS), 6)  # 0.34
