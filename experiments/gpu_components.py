@@ -23,7 +23,17 @@ from lab.input_checks import unchecked
 # other end of its range.
 #   AREAL_V03 Fig. 2 (assets/gen_scaling_trend.png): "Strong scaling of batched generation
 #   throughput for a 1.5B LRM", million tokens/s on 8 to 128 GPUs. The bars carry no printed
-#   values: read from the figure's axis. Unpublished: the batch, the lengths, the TP.
+#   values: read from the figure's axis. Its right panel is a sketch without numbers. The
+#   blog's text around it (blog/AReaL_v0_3.md lines 49-55 at ea9b799) gives only the
+#   reason: spreading one batch over more GPUs shrinks each GPU's decoding batch. The
+#   AReaL paper's NeurIPS 2025 version (assets/paper.pdf, added in 4ae18cf) keeps that
+#   sentence in its Section 2.2 but not the plot; its Table 3 generation settings (512
+#   prompts x 16, 27,648 new tokens at most, fp16 KV cache) and Appendix B.4's SGLang
+#   v0.4.6 are the training runs', not this figure's. Unpublished: the batch, the
+#   lengths and cap, the TP, the engine's settings, and whether prompt tokens are counted
+#   (AReaL's own rollout counter, realhf/system/rollout_worker.py lines 310-314 at
+#   ea9b799, sums each sample's prompt and response; counting the 200-token prompt here
+#   would add about 2% to the predictions).
 GEN_SCALING = {8: 0.13e6, 16: 0.23e6, 32: 0.40e6, 64: 0.62e6, 128: 0.64e6}
 #   AREAL_V03 Fig. 5 (assets/interrupt_gen_ablation.png): "interruptible generation leads
 #   to a 12% and 17% throughput increase for 1.5B and 7B models respectively on 4 nodes";
@@ -38,7 +48,8 @@ INTERRUPT_GPUS = 32
 # ASSUMED for both figures: the preset's model, GPU, memory fraction, batch (512 x 16),
 # TP 1 (AREAL_ALLOC) and lengths (its lognormal, 5% at the 27,648 cap); the walk's decode
 # overhead. Range of the lengths: a mean of 4,100 tokens, the lowest of AREAL_V01's curve
-# for the 1.5B model, with the same 5% at the cap.
+# for the 1.5B model, at the preset's shape (at_mean keeps sigma and moves the median), which
+# leaves 0.4% of the responses at the cap instead of 5%.
 COMPONENT_SHORT_MEAN = 4_100
 # ASSUMED for Fig. 5: 24 of the 32 GPUs generate (AREAL_ALLOC's 3/4, the asynchronous
 # benchmark's split); range 16 (AREAL_V02_CFG's 32-GPU 1.5B configuration,
