@@ -88,7 +88,9 @@ class Step(NamedTuple):
     overhead: float = 0.0
 
     def __call__(self, C: float, n: int) -> float:
-        return self.overhead + max(self.weights, self.per_response * n) + self.per_token * C
+        multiplies = self.per_response * n  # max(weights, multiplies), without a call to max
+        bound = multiplies if multiplies > self.weights else self.weights
+        return self.overhead + bound + self.per_token * C
 
 
 def steps_time(step: Step, n: int, C0: int, m: int) -> float:
@@ -147,6 +149,8 @@ class Engine:
     steps - j tokens and ends at step j + length; `ends` is a heap of (end step, id).
     """
 
+    __slots__ = ("ends", "joined_sum", "prompt", "stamp", "steps", "t0")
+
     def __init__(self, prompt: int):
         self.prompt, self.steps, self.t0 = prompt, 0, 0.0
         self.ends: list[tuple[int, int]] = []  # heap of (end step, response id)
@@ -163,6 +167,8 @@ class Engine:
 
     def catch_up(self, step: Step, time: float) -> None:
         """Advance to the first boundary at or after `time` (an idle engine waits there)."""
+        if self.t0 >= time:  # already there (as when groups start together): 0 steps
+            return
         if not self.ends:
             self.t0 = max(self.t0, time)
         else:  # never past the next end (rounding could suggest it)
@@ -290,6 +296,14 @@ class Cluster:
         self.batches: list[int] = []  # the tokens of each update
         self.free, self.out_of_lengths = settings.n_engines * settings.S, False
         self.running, self.turn = 0, 0  # groups started and not finished; pin's next engine
+        self.roomy = settings.n_engines  # engines with room for a whole group (pin's)
+        # Task 2's functions decide on their arguments alone, so a call with the arguments of
+        # one that took nothing, or refused, would answer the same: these are not made again.
+        # declined: (len(finished), version) when take_batch last took nothing (`finished`
+        # only grows until take_batch takes from it); refused: (n_started, n_dropped,
+        # version) when may_start last said False.
+        self.declined: tuple[int, int] | None = None
+        self.refused: tuple[int, int, int] | None = None
 
     def state(self) -> str:
         s = self.settings
@@ -317,6 +331,9 @@ class Cluster:
     def train(self) -> None:
         """The idle trainer takes a batch, if take_batch gives one, and starts its update."""
         s = self.settings
+        asked = (len(self.finished), self.version)
+        if asked == self.declined:
+            return
         batch, dropped = checked_take_batch(
             self.take_batch,
             self.finished,
@@ -328,6 +345,7 @@ class Cluster:
             self.n_dropped,
         )
         self.n_dropped += len(dropped)
+        self.declined = asked if batch is None and not dropped else None
         if batch is not None:
             tokens = sum(g["tokens"] for g in batch) + s.prompt * s.group_size * s.B
             self.trainer_done_at = self.time + s.train(tokens)
@@ -343,31 +361,38 @@ class Cluster:
             and not self.out_of_lengths
             and (s.max_running is None or self.running < s.max_running)
         ):
-            room = self.pinned_room() if s.pin else None
-            if s.pin and not room:
+            asked = (len(self.groups), self.n_dropped, self.version)
+            if asked == self.refused:  # may_start said no to these very arguments
                 break
-            if not checked_may_start(
-                self.may_start, len(self.groups), self.n_dropped, self.version, s.k, s.B
-            ):
+            pinned = self.pinned_engine() if s.pin else None
+            if s.pin and pinned is None:
+                break
+            if not checked_may_start(self.may_start, *asked, s.k, s.B):
+                self.refused = asked
                 break
             drawn = list(itertools.islice(self.lengths, s.group_size))
             if len(drawn) < s.group_size:
                 self.out_of_lengths = True
                 break
-            self.start(drawn, room)
+            self.start(drawn, pinned)
 
-    def pinned_room(self) -> list[int]:
-        """The engines, round-robin from the next one, with room for a whole group."""
-        n, s = len(self.engines), self.settings
-        return [
-            (self.turn + i) % n
-            for i in range(n)
-            if len(self.engines[(self.turn + i) % n].ends) + s.group_size <= s.S
-        ]
+    def has_room(self, engine: Engine) -> bool:
+        """Whether the engine has room for a whole group (pin=True places a group there)."""
+        return len(engine.ends) + self.settings.group_size <= self.settings.S
 
-    def start(self, drawn: list[int], room: list[int] | None) -> None:
-        """Start a group of responses of the `drawn` lengths: all on room[0] if pinned, else
-        each on the engine with the fewest active responses."""
+    def pinned_engine(self) -> int | None:
+        """The first engine, round-robin from the next one, with room for a whole group (None:
+        none has; `roomy` counts them, so a full cluster is not scanned at every event)."""
+        n = len(self.engines)
+        if self.roomy:
+            for i in range(n):
+                if self.has_room(self.engines[(self.turn + i) % n]):
+                    return (self.turn + i) % n
+        return None
+
+    def start(self, drawn: list[int], pinned: int | None) -> None:
+        """Start a group of responses of the `drawn` lengths: all on engine `pinned` if given,
+        else each on the engine with the fewest active responses."""
         group: dict[str, Any] = dict(
             id=len(self.groups),
             tag=self.version,
@@ -381,9 +406,9 @@ class Cluster:
         )
         self.groups.append(group)
         self.running += 1
-        if room is not None:
-            placed = [(room[0], length) for length in drawn]
-            self.turn = (room[0] + 1) % len(self.engines)
+        if pinned is not None:
+            placed = [(pinned, length) for length in drawn]
+            self.turn = (pinned + 1) % len(self.engines)
         else:
             loads = [len(engine.ends) for engine in self.engines]
             placed = []
@@ -394,12 +419,15 @@ class Cluster:
         group["engines"] = sorted({e for e, _ in placed})
         for e in group["engines"]:
             self.engines[e].catch_up(self.settings.step, self.time)
+        for e in group["engines"]:
+            self.roomy -= self.has_room(self.engines[e])  # counted again once they are placed
         for e, length in placed:
             engine = self.engines[e]
             heapq.heappush(engine.ends, (engine.steps + length, len(self.responses)))
             engine.joined_sum += engine.steps
             self.responses.append(Response(group["id"], e, engine.steps, length))
         for e in group["engines"]:
+            self.roomy += self.has_room(self.engines[e])
             self.reschedule(e)
         self.free -= len(drawn)
 
@@ -431,8 +459,10 @@ class Cluster:
         filtered out)."""
         self.time, rid, e, _ = heapq.heappop(self.events)
         engine = self.engines[e]
-        engine.advance(self.settings.step, engine.ends[0][0] - engine.steps)
-        heapq.heappop(engine.ends)
+        # The engine is as reschedule left it (any change pushes a new stamp), so its boundary
+        # at this end is the event's time: advance() would add the same steps_time to t0.
+        engine.t0, engine.steps = self.time, heapq.heappop(engine.ends)[0]
+        self.roomy += len(engine.ends) == self.settings.S - self.settings.group_size  # room again
         response = self.responses[rid]
         engine.joined_sum -= response.joined
         self.free += 1
