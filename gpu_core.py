@@ -48,6 +48,7 @@ With S = 1, group_size 1, a = 1, b = c = 0, no prompt and a constant train time,
 this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py checks it).
 """
 
+import gc
 import heapq
 import itertools
 import math
@@ -242,7 +243,21 @@ def run_gpu_simulation(
     `summarize_gpu`. lengths: an iterator of response lengths in tokens (whole numbers >= 1,
     capped by the caller; when it runs out, no group starts); may_start and take_batch:
     Task 2's functions."""
-    cluster = Cluster(settings, lengths, may_start, take_batch)
+    # The loop makes millions of small records and no reference cycles: Python's cycle
+    # collector would only scan them, and every result kept so far, again and again (a
+    # fifth of a preset's time), so it is paused while the loop runs.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return simulate(Cluster(settings, lengths, may_start, take_batch))
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def simulate(cluster: "Cluster") -> dict[str, Any]:
+    """run_gpu_simulation's loop, event by event, until the cluster's n_steps-th update."""
+    settings = cluster.settings
     while True:
         if cluster.trainer_done_at is None:
             cluster.train()
