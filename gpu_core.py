@@ -276,6 +276,7 @@ def simulate(cluster: "Cluster") -> dict[str, Any]:
                     cluster.ends,
                     cluster.time,
                     cluster.batches,
+                    cluster.refused is not None,
                 )
         else:
             cluster.end_response()
@@ -525,6 +526,7 @@ def summarize_gpu(
     ends: list[float],
     time: float,
     batches: list[int],
+    refused: bool,
 ) -> dict[str, Any]:
     """The numbers of a finished run of GpuSettings `settings` (seconds; groups and tokens).
 
@@ -538,6 +540,7 @@ def summarize_gpu(
     log             = (time, engine, active responses, seconds of its next step) at every
                       change, for drawing tokens per second = active / step seconds
     ends            = the time each response finished, in order
+    refused         = whether may_start ever refused a start
     """
     trained = [g for g in groups if g["lag"] is not None]
     lags = sorted(g["lag"] for g in trained)
@@ -557,4 +560,5 @@ def summarize_gpu(
         log=log,
         ends=ends,
         group_size=settings.group_size,
+        refused=refused,
     )
