@@ -313,6 +313,7 @@ class Cluster:
         self.free, self.out_of_lengths = settings.n_engines * settings.S, False
         self.running, self.turn = 0, 0  # groups started and not finished; pin's next engine
         self.roomy = settings.n_engines  # engines with room for a whole group (pin's)
+        self.started_on: dict[int, None] = {}  # engines start() changed, in order, to reschedule
         # Task 2's functions decide on their arguments alone, so a call with the arguments of
         # one that took nothing, or refused, would answer the same: these are not made again.
         # declined: (len(finished), version) when take_batch last took nothing (`finished`
@@ -391,6 +392,11 @@ class Cluster:
                 self.out_of_lengths = True
                 break
             self.start(drawn, pinned)
+        # Groups that start together (hundreds at once in a synchronous step) change an engine
+        # at one boundary: its speed is logged and its next end pushed once, after the last.
+        for e in self.started_on:
+            self.reschedule(e)
+        self.started_on.clear()
 
     def has_room(self, engine: Engine) -> bool:
         """Whether the engine has room for a whole group (pin=True places a group there)."""
@@ -444,7 +450,7 @@ class Cluster:
             self.responses.append(Response(group["id"], e, engine.steps, length))
         for e in group["engines"]:
             self.roomy += self.has_room(self.engines[e])
-            self.reschedule(e)
+            self.started_on[e] = None
         self.free -= len(drawn)
 
     def update_ends_next(self) -> bool:
@@ -538,7 +544,8 @@ def summarize_gpu(
     train_tokens    = prompt + response tokens trained, all batches
     batch_tokens    = the same for each update, in order
     log             = (time, engine, active responses, seconds of its next step) at every
-                      change, for drawing tokens per second = active / step seconds
+                      change (groups started together: once, after the last), for drawing
+                      tokens per second = active / step seconds
     ends            = the time each response finished, in order
     refused         = whether may_start ever refused a start
     """
