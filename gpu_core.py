@@ -312,7 +312,8 @@ class Cluster:
         self.batches: list[int] = []  # the tokens of each update
         self.free, self.out_of_lengths = settings.n_engines * settings.S, False
         self.running, self.turn = 0, 0  # groups started and not finished; pin's next engine
-        self.roomy = settings.n_engines  # engines with room for a whole group (pin's)
+        # engines with room for a whole group (pin's placement), all of them while empty
+        self.roomy = settings.n_engines if settings.group_size <= settings.S else 0
         self.started_on: dict[int, None] = {}  # engines start() changed, in order, to reschedule
         # Task 2's functions decide on their arguments alone, so a call with the arguments of
         # one that took nothing, or refused, would answer the same: these are not made again.
