@@ -48,6 +48,7 @@ With S = 1, group_size 1, a = 1, b = c = 0, no prompt and a constant train time,
 this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py checks it).
 """
 
+import contextlib
 import gc
 import heapq
 import itertools
@@ -243,13 +244,19 @@ def run_gpu_simulation(
     `summarize_gpu`. lengths: an iterator of response lengths in tokens (whole numbers >= 1,
     capped by the caller; when it runs out, no group starts); may_start and take_batch:
     Task 2's functions."""
-    # The loop makes millions of small records and no reference cycles: Python's cycle
-    # collector would only scan them, and every result kept so far, again and again (a
-    # fifth of a preset's time), so it is paused while the loop runs.
+    with collector_paused():
+        return simulate(Cluster(settings, lengths, may_start, take_batch))
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused, then resumed if it ran. A simulation makes millions
+    of small records and no reference cycles: the collector would only scan them, and every
+    result kept so far, again and again (a fifth of --preset's time). Also a decorator."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return simulate(Cluster(settings, lengths, may_start, take_batch))
+        yield
     finally:
         if collecting:
             gc.enable()

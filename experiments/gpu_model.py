@@ -50,7 +50,7 @@ from experiments.gpu_sources import (
     multiplied,
     passes,
 )
-from gpu_core import GpuSettings, Linear, Step, run_gpu_simulation, steps_time
+from gpu_core import GpuSettings, Linear, Step, collector_paused, run_gpu_simulation, steps_time
 from lab.input_checks import unchecked
 
 # The asynchronous runs simulate 1/SHARD of the engines, of each batch and of the cap on
@@ -630,6 +630,7 @@ def fit_given_back(p, walk):
     return []
 
 
+@collector_paused()  # its simulations' results are kept until it returns (PresetRuns)
 def gpu_comparison(scheduler, memory, name, shard=None):
     """The bound, the walk down, the band and the published numbers for preset `name` (see
     the module docstring). `walk` lists, from the bound to the prediction, each cost with
