@@ -321,6 +321,7 @@ class Cluster:
         self.running, self.turn = 0, 0  # groups started and not finished; pin's next engine
         # engines with room for a whole group (pin's placement), all of them while empty
         self.roomy = settings.n_engines if settings.group_size <= settings.S else 0
+        self.room_at = settings.S - settings.group_size  # the most active that leave room for one
         self.started_on: dict[int, None] = {}  # engines start() changed, in order, to reschedule
         # Task 2's functions decide on their arguments alone, so a call with the arguments of
         # one that took nothing, or refused, would answer the same: these are not made again.
@@ -402,13 +403,14 @@ class Cluster:
             self.start(drawn, pinned)
         # Groups that start together (hundreds at once in a synchronous step) change an engine
         # at one boundary: its speed is logged and its next end pushed once, after the last.
-        for e in self.started_on:
-            self.reschedule(e)
-        self.started_on.clear()
+        if self.started_on:
+            for e in self.started_on:
+                self.reschedule(e)
+            self.started_on.clear()
 
     def has_room(self, engine: Engine) -> bool:
         """Whether the engine has room for a whole group (pin=True places a group there)."""
-        return len(engine.ends) + self.settings.group_size <= self.settings.S
+        return len(engine.ends) <= self.room_at
 
     def pinned_engine(self) -> int | None:
         """The first engine, round-robin from the next one, with room for a whole group (None:
@@ -492,7 +494,7 @@ class Cluster:
         # The engine is as reschedule left it (any change pushes a new stamp), so its boundary
         # at this end is the event's time: advance() would add the same steps_time to t0.
         engine.t0, engine.steps = self.time, heapq.heappop(engine.ends)[0]
-        self.roomy += len(engine.ends) == self.settings.S - self.settings.group_size  # room again
+        self.roomy += len(engine.ends) == self.room_at  # it has room for a group again
         response = self.responses[rid]
         engine.joined_sum -= response.joined
         self.free += 1
