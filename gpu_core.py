@@ -48,6 +48,8 @@ With S = 1, group_size 1, a = 1, b = c = 0, no prompt and a constant train time,
 this is run_simulation with lane lengths = tokens (experiments/test_gpu_model.py checks it).
 """
 
+import contextlib
+import gc
 import heapq
 import itertools
 import math
@@ -88,7 +90,9 @@ class Step(NamedTuple):
     overhead: float = 0.0
 
     def __call__(self, C: float, n: int) -> float:
-        return self.overhead + max(self.weights, self.per_response * n) + self.per_token * C
+        multiplies = self.per_response * n  # max(weights, multiplies), without a call to max
+        bound = multiplies if multiplies > self.weights else self.weights
+        return self.overhead + bound + self.per_token * C
 
 
 def steps_time(step: Step, n: int, C0: int, m: int) -> float:
@@ -147,6 +151,8 @@ class Engine:
     steps - j tokens and ends at step j + length; `ends` is a heap of (end step, id).
     """
 
+    __slots__ = ("ends", "joined_sum", "prompt", "stamp", "steps", "t0")
+
     def __init__(self, prompt: int):
         self.prompt, self.steps, self.t0 = prompt, 0, 0.0
         self.ends: list[tuple[int, int]] = []  # heap of (end step, response id)
@@ -163,6 +169,8 @@ class Engine:
 
     def catch_up(self, step: Step, time: float) -> None:
         """Advance to the first boundary at or after `time` (an idle engine waits there)."""
+        if self.t0 >= time:  # already there (as when groups start together): 0 steps
+            return
         if not self.ends:
             self.t0 = max(self.t0, time)
         else:  # never past the next end (rounding could suggest it)
@@ -236,7 +244,27 @@ def run_gpu_simulation(
     `summarize_gpu`. lengths: an iterator of response lengths in tokens (whole numbers >= 1,
     capped by the caller; when it runs out, no group starts); may_start and take_batch:
     Task 2's functions."""
-    cluster = Cluster(settings, lengths, may_start, take_batch)
+    with collector_paused():
+        return simulate(Cluster(settings, lengths, may_start, take_batch))
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused, then resumed if it ran. A simulation makes millions
+    of small records and no reference cycles: the collector would only scan them, and every
+    result kept so far, again and again (a fifth of --preset's time). Also a decorator."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def simulate(cluster: "Cluster") -> dict[str, Any]:
+    """run_gpu_simulation's loop, event by event, until the cluster's n_steps-th update."""
+    settings = cluster.settings
     while True:
         if cluster.trainer_done_at is None:
             cluster.train()
@@ -255,6 +283,7 @@ def run_gpu_simulation(
                     cluster.ends,
                     cluster.time,
                     cluster.batches,
+                    cluster.refused is not None,
                 )
         else:
             cluster.end_response()
@@ -290,6 +319,17 @@ class Cluster:
         self.batches: list[int] = []  # the tokens of each update
         self.free, self.out_of_lengths = settings.n_engines * settings.S, False
         self.running, self.turn = 0, 0  # groups started and not finished; pin's next engine
+        # engines with room for a whole group (pin's placement), all of them while empty
+        self.roomy = settings.n_engines if settings.group_size <= settings.S else 0
+        self.room_at = settings.S - settings.group_size  # the most active that leave room for one
+        self.started_on: dict[int, None] = {}  # engines start() changed, in order, to reschedule
+        # Task 2's functions decide on their arguments alone, so a call with the arguments of
+        # one that took nothing, or refused, would answer the same: these are not made again.
+        # declined: (len(finished), version) when take_batch last took nothing (`finished`
+        # only grows until take_batch takes from it); refused: (n_started, n_dropped,
+        # version) when may_start last said False.
+        self.declined: tuple[int, int] | None = None
+        self.refused: tuple[int, int, int] | None = None
 
     def state(self) -> str:
         s = self.settings
@@ -317,6 +357,9 @@ class Cluster:
     def train(self) -> None:
         """The idle trainer takes a batch, if take_batch gives one, and starts its update."""
         s = self.settings
+        asked = (len(self.finished), self.version)
+        if asked == self.declined:
+            return
         batch, dropped = checked_take_batch(
             self.take_batch,
             self.finished,
@@ -328,6 +371,7 @@ class Cluster:
             self.n_dropped,
         )
         self.n_dropped += len(dropped)
+        self.declined = asked if batch is None and not dropped else None
         if batch is not None:
             tokens = sum(g["tokens"] for g in batch) + s.prompt * s.group_size * s.B
             self.trainer_done_at = self.time + s.train(tokens)
@@ -343,31 +387,44 @@ class Cluster:
             and not self.out_of_lengths
             and (s.max_running is None or self.running < s.max_running)
         ):
-            room = self.pinned_room() if s.pin else None
-            if s.pin and not room:
+            asked = (len(self.groups), self.n_dropped, self.version)
+            if asked == self.refused:  # may_start said no to these very arguments
                 break
-            if not checked_may_start(
-                self.may_start, len(self.groups), self.n_dropped, self.version, s.k, s.B
-            ):
+            pinned = self.pinned_engine() if s.pin else None
+            if s.pin and pinned is None:
+                break
+            if not checked_may_start(self.may_start, *asked, s.k, s.B):
+                self.refused = asked
                 break
             drawn = list(itertools.islice(self.lengths, s.group_size))
             if len(drawn) < s.group_size:
                 self.out_of_lengths = True
                 break
-            self.start(drawn, room)
+            self.start(drawn, pinned)
+        # Groups that start together (hundreds at once in a synchronous step) change an engine
+        # at one boundary: its speed is logged and its next end pushed once, after the last.
+        if self.started_on:
+            for e in self.started_on:
+                self.reschedule(e)
+            self.started_on.clear()
 
-    def pinned_room(self) -> list[int]:
-        """The engines, round-robin from the next one, with room for a whole group."""
-        n, s = len(self.engines), self.settings
-        return [
-            (self.turn + i) % n
-            for i in range(n)
-            if len(self.engines[(self.turn + i) % n].ends) + s.group_size <= s.S
-        ]
+    def has_room(self, engine: Engine) -> bool:
+        """Whether the engine has room for a whole group (pin=True places a group there)."""
+        return len(engine.ends) <= self.room_at
 
-    def start(self, drawn: list[int], room: list[int] | None) -> None:
-        """Start a group of responses of the `drawn` lengths: all on room[0] if pinned, else
-        each on the engine with the fewest active responses."""
+    def pinned_engine(self) -> int | None:
+        """The first engine, round-robin from the next one, with room for a whole group (None:
+        none has; `roomy` counts them, so a full cluster is not scanned at every event)."""
+        n = len(self.engines)
+        if self.roomy:
+            for i in range(n):
+                if self.has_room(self.engines[(self.turn + i) % n]):
+                    return (self.turn + i) % n
+        return None
+
+    def start(self, drawn: list[int], pinned: int | None) -> None:
+        """Start a group of responses of the `drawn` lengths: all on engine `pinned` if given,
+        else each on the engine with the fewest active responses."""
         group: dict[str, Any] = dict(
             id=len(self.groups),
             tag=self.version,
@@ -381,9 +438,9 @@ class Cluster:
         )
         self.groups.append(group)
         self.running += 1
-        if room is not None:
-            placed = [(room[0], length) for length in drawn]
-            self.turn = (room[0] + 1) % len(self.engines)
+        if pinned is not None:
+            placed = [(pinned, length) for length in drawn]
+            self.turn = (pinned + 1) % len(self.engines)
         else:
             loads = [len(engine.ends) for engine in self.engines]
             placed = []
@@ -394,13 +451,16 @@ class Cluster:
         group["engines"] = sorted({e for e, _ in placed})
         for e in group["engines"]:
             self.engines[e].catch_up(self.settings.step, self.time)
+        for e in group["engines"]:
+            self.roomy -= self.has_room(self.engines[e])  # counted again once they are placed
         for e, length in placed:
             engine = self.engines[e]
             heapq.heappush(engine.ends, (engine.steps + length, len(self.responses)))
             engine.joined_sum += engine.steps
             self.responses.append(Response(group["id"], e, engine.steps, length))
         for e in group["engines"]:
-            self.reschedule(e)
+            self.roomy += self.has_room(self.engines[e])
+            self.started_on[e] = None
         self.free -= len(drawn)
 
     def update_ends_next(self) -> bool:
@@ -431,8 +491,10 @@ class Cluster:
         filtered out)."""
         self.time, rid, e, _ = heapq.heappop(self.events)
         engine = self.engines[e]
-        engine.advance(self.settings.step, engine.ends[0][0] - engine.steps)
-        heapq.heappop(engine.ends)
+        # The engine is as reschedule left it (any change pushes a new stamp), so its boundary
+        # at this end is the event's time: advance() would add the same steps_time to t0.
+        engine.t0, engine.steps = self.time, heapq.heappop(engine.ends)[0]
+        self.roomy += len(engine.ends) == self.room_at  # it has room for a group again
         response = self.responses[rid]
         engine.joined_sum -= response.joined
         self.free += 1
@@ -480,6 +542,7 @@ def summarize_gpu(
     ends: list[float],
     time: float,
     batches: list[int],
+    refused: bool,
 ) -> dict[str, Any]:
     """The numbers of a finished run of GpuSettings `settings` (seconds; groups and tokens).
 
@@ -491,8 +554,10 @@ def summarize_gpu(
     train_tokens    = prompt + response tokens trained, all batches
     batch_tokens    = the same for each update, in order
     log             = (time, engine, active responses, seconds of its next step) at every
-                      change, for drawing tokens per second = active / step seconds
+                      change (groups started together: once, after the last), for drawing
+                      tokens per second = active / step seconds
     ends            = the time each response finished, in order
+    refused         = whether may_start ever refused a start
     """
     trained = [g for g in groups if g["lag"] is not None]
     lags = sorted(g["lag"] for g in trained)
@@ -512,4 +577,5 @@ def summarize_gpu(
         log=log,
         ends=ends,
         group_size=settings.group_size,
+        refused=refused,
     )

@@ -19,7 +19,7 @@ from experiments.printing import say
 
 KEY, LABEL, TASK, FLAG = "gpu_model", "GPU model", "2", "preset"  # and Task 1's bytes: a TODO
 # there names its own task
-SECONDS = 25.0  # per preset (with the components and the band: 76-79 s for all three at load 8.5)
+SECONDS = 25.0  # per preset (with the components and the band, all three: 14-16 s, shared machine)
 
 
 def arguments(p):

@@ -8,6 +8,7 @@ once those tasks are done (test_given.Tasks), and are skipped until then.
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from experiments.gpu_model import (
     lengths,
     mean_len,
     run,
+    same_run,
     sync_walked,
     walk_costs,
 )
@@ -324,6 +326,26 @@ def test_gpu_weight_swap_pauses_the_engines():
         swap=Linear(2.0, 0.25),
     )
     assert run["groups"][1]["end"] == 6.5
+
+
+def test_gpu_run_at_a_bound_never_reached_is_reused_from_a_lower_one():
+    """2 engines of 4 slots, groups of 2, B = 2: at k = 3 the 8 slots fill before the bound
+    does, so may_start never refuses, and the run at k = 30 is the same run, number for
+    number (gpu_model.same_run reuses it). At k = 0 may_start refuses (4 slots stay free):
+    that run is not reused for a higher bound, nor one with other settings or lengths."""
+    settings = GpuSettings(2, 4, 2, 3, 6, 2, Step(1.0, 0.01), Linear(0.5, 0.001))
+    drawn = [1 + (7 * i) % 5 for i in range(200)]
+    low = run_gpu_simulation(settings, iter(drawn), *task_2())
+    high = run_gpu_simulation(replace(settings, k=30), iter(drawn), *task_2())
+    assert not low["refused"] and high == low
+    refused = run_gpu_simulation(replace(settings, k=0), iter(drawn), *task_2())
+    assert refused["refused"] and refused["time"] > low["time"]
+    key = (replace(settings, k=30), 5.0, 1.0, 9)  # (settings, what lengths() draws)
+    assert same_run({(settings, 5.0, 1.0, 9): low}, key) is low
+    assert same_run({(replace(settings, k=0), 5.0, 1.0, 9): refused}, key) is None
+    assert same_run({(settings, 5.0, 1.0, 8): low}, key) is None
+    assert same_run({(replace(settings, B=1), 5.0, 1.0, 9): low}, key) is None
+    assert same_run({(replace(settings, k=31), 5.0, 1.0, 9): low}, key) is None
 
 
 # ---------------------------------------------------------------- presets and their costs
