@@ -451,7 +451,6 @@ class Cluster:
         group["engines"] = sorted({e for e, _ in placed})
         for e in group["engines"]:
             self.engines[e].catch_up(self.settings.step, self.time)
-        for e in group["engines"]:
             self.roomy -= self.has_room(self.engines[e])  # counted again once they are placed
         for e, length in placed:
             engine = self.engines[e]
